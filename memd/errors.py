@@ -1,0 +1,49 @@
+"""One exception hierarchy. Only the CLI turns these into messages and exit codes."""
+
+from __future__ import annotations
+
+
+class MemdError(Exception):
+    """Base class for every error memd raises on purpose."""
+
+    exit_code = 1
+
+
+class UserError(MemdError):
+    """Bad input from the user: empty text, unknown kind, unknown id, bad flag."""
+
+
+class ConfigError(MemdError):
+    """The config file or an environment variable is unreadable or invalid."""
+
+
+class NotFound(UserError):
+    """A memory id (or prefix) that matches nothing."""
+
+
+class StoreError(MemdError):
+    """The store could not be opened, read or written."""
+
+    exit_code = 3
+
+
+class ModelMismatch(StoreError):
+    """The table holds vectors from another embedding model: run `memd reindex`."""
+
+
+class LockedError(MemdError):
+    """Another process holds the writer lock (usually a running daemon)."""
+
+    exit_code = 3
+
+
+class DaemonUnavailable(MemdError):
+    """The daemon is not running or did not answer."""
+
+
+class ExtractionError(MemdError):
+    """An extractor backend failed; the segment stays pending for a retry."""
+
+
+class BudgetExceeded(ExtractionError):
+    """The daily LLM token budget is spent; memd falls back to the heuristic extractor."""

@@ -1,0 +1,175 @@
+"""The domain's shapes: turns and segments on the way in, memories on the way out."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from memd.errors import UserError
+
+KINDS = ("decision", "preference", "fact", "todo", "progress", "bugfix", "summary", "excerpt")
+STATUSES = ("active", "superseded", "archived")
+USER_SCOPE = "user:global"
+"""The user-wide project: preferences that apply everywhere."""
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def check_kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise UserError(f"unknown kind {kind!r}; choose one of: {', '.join(KINDS)}")
+    return kind
+
+
+@dataclass(frozen=True)
+class Source:
+    """One transcript line a memory came from."""
+
+    session_id: str = ""
+    uuid: str = ""
+    timestamp: str = ""
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Source:
+        return cls(
+            session_id=str(raw.get("session_id") or ""),
+            uuid=str(raw.get("uuid") or ""),
+            timestamp=str(raw.get("timestamp") or ""),
+        )
+
+
+@dataclass
+class Memory:
+    """One stored memory. ``id`` is deterministic: project + sources + content."""
+
+    text: str
+    kind: str = "fact"
+    project: str = USER_SCOPE
+    id: str = ""
+    topic: str = ""
+    keywords: list[str] = field(default_factory=list)
+    importance: float = 0.5
+    pinned: bool = False
+    status: str = "active"
+    superseded_by: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+    last_used_at: str = ""
+    hits: int = 0
+    score: float = 0.0
+    sources: list[Source] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """Earlier texts and merges, newest last: how this memory came to be."""
+
+    def __post_init__(self) -> None:
+        self.text = self.text.strip()
+        if not self.text:
+            raise UserError("memory text is empty")
+        check_kind(self.kind)
+        if self.status not in STATUSES:
+            raise UserError(f"unknown status {self.status!r}")
+        self.importance = min(1.0, max(0.0, float(self.importance)))
+        self.sources = [s if isinstance(s, Source) else Source.from_dict(s) for s in self.sources]
+        stamp = now_iso()
+        self.created_at = self.created_at or stamp
+        self.updated_at = self.updated_at or self.created_at
+        if not self.id:
+            self.id = memory_id(self.project, self.kind, self.text, self.sources)
+        if not self.score:
+            self.score = self.importance
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Memory:
+        known = {k: v for k, v in raw.items() if k in cls.__dataclass_fields__}
+        if isinstance(known.get("keywords"), str):
+            known["keywords"] = [w.strip() for w in known["keywords"].split(",") if w.strip()]
+        if isinstance(known.get("history"), str):
+            known["history"] = json.loads(known["history"] or "[]")
+        known["sources"] = [Source.from_dict(s) for s in known.get("sources") or []]
+        return cls(**known)
+
+
+def memory_id(project: str, kind: str, text: str, sources: list[Source]) -> str:
+    """Deterministic id, so re-processing the same segment after a crash is idempotent."""
+    h = hashlib.sha256()
+    for part in (project, kind, " ".join(text.split())):
+        h.update(part.encode("utf-8"))
+        h.update(b"\x00")
+    for s in sorted({(s.session_id, s.uuid) for s in sources}):
+        h.update(f"{s[0]}/{s[1]}".encode())
+        h.update(b"\x00")
+    return h.hexdigest()[:16]
+
+
+@dataclass
+class ToolCall:
+    """A tool call in an assistant turn: the name and a short form of the input."""
+
+    name: str
+    summary: str = ""
+
+
+@dataclass
+class Turn:
+    """One conversational turn: a user message, or one assistant response (grouped by message.id)."""
+
+    uuid: str
+    session_id: str
+    role: str  # "user" | "assistant"
+    text: str
+    timestamp: str = ""
+    cwd: str = ""
+    tools: list[ToolCall] = field(default_factory=list)
+    tool_errors: list[str] = field(default_factory=list)
+    tool_outputs: list[str] = field(default_factory=list)
+    """Short, tool-result text shown to the model (already trimmed; redact before storing)."""
+    uuids: list[str] = field(default_factory=list)
+    """Every line uuid folded into this turn (streamed assistant lines share one message.id)."""
+    message_id: str = ""
+    agent_id: str = ""
+    is_sidechain: bool = False
+    is_compact_summary: bool = False
+    entrypoint: str = ""
+    git_branch: str = ""
+
+    def source(self) -> Source:
+        return Source(session_id=self.session_id, uuid=self.uuid, timestamp=self.timestamp)
+
+
+@dataclass
+class Segment:
+    """A closed piece of a session, ready for extraction. Extracted exactly once."""
+
+    session_id: str
+    project: str
+    turns: list[Turn]
+    index: int = 0
+    reason: str = ""  # session-end | idle | compaction | size-cap | ingest
+    key: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            first = self.turns[0].uuid if self.turns else ""
+            self.key = f"{self.session_id}:{self.index}:{first}"
+
+
+@dataclass
+class Candidate:
+    """What an extractor proposes; the store embeds, dedupes and supersedes it."""
+
+    kind: str
+    text: str
+    topic: str = ""
+    keywords: list[str] = field(default_factory=list)
+    importance: float = 0.5
+    source_uuids: list[str] = field(default_factory=list)
+    supersedes_hint: str = ""
+    """Optional: text of an earlier statement this one replaces (the store checks it)."""

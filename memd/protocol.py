@@ -1,0 +1,68 @@
+"""The socket protocol: one JSON object per line in each direction.
+
+A request is ``{"cmd": NAME, ...args}``. A reply is ``{"ok": true, ...}`` or
+``{"ok": false, "error": "..."}``. Standard library only: the hook imports this.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from typing import Any
+
+MAX_LINE = 1 << 20
+"""Requests over 1 MiB are refused."""
+
+
+def default_home() -> str:
+    home = os.environ.get("MEMD_HOME")
+    if home:
+        return os.path.expanduser(home)
+    if os.uname().sysname == "Darwin":
+        return os.path.expanduser("~/Library/Application Support/memd")
+    base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return os.path.join(base, "memd")
+
+
+def socket_path_from_env() -> str:
+    """MEMD_SOCKET, else $MEMD_HOME/memd.sock: the same rule Settings uses."""
+    path = os.environ.get("MEMD_SOCKET")
+    return os.path.expanduser(path) if path else os.path.join(default_home(), "memd.sock")
+
+
+def encode(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    obj = json.loads(line)
+    if not isinstance(obj, dict):
+        raise ValueError("a message must be a JSON object")
+    return obj
+
+
+def error(message: str) -> dict[str, Any]:
+    return {"ok": False, "error": message}
+
+
+def request(path: str, payload: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+    """Send one request and wait for its reply. Raises OSError or ValueError on failure."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+        sock.sendall(encode(payload))
+        buf = bytearray()
+        while not buf.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+            if len(buf) > 64 * MAX_LINE:
+                raise ValueError("reply too large")
+        if not buf:
+            raise ConnectionError("daemon closed the connection without a reply")
+        return decode(bytes(buf))
+    finally:
+        sock.close()

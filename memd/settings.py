@@ -1,0 +1,274 @@
+"""Typed settings. Precedence: CLI flag > environment (MEMD_*) > config file > default.
+
+Building a ``Settings`` is cheap: it reads one small TOML file and the environment.
+Opening the store or loading the model happens later, in ``MemoryStore.open()``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from memd.errors import ConfigError
+
+ENV_PREFIX = "MEMD_"
+
+
+def default_home() -> Path:
+    """The platform data directory: XDG on Linux, Application Support on macOS."""
+    if os.uname().sysname == "Darwin":
+        return Path.home() / "Library" / "Application Support" / "memd"
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "memd"
+
+
+def default_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "memd" / "memd.toml"
+
+
+def config_path_from_env() -> Path:
+    raw = os.environ.get("MEMD_CONFIG")
+    return Path(raw).expanduser() if raw else default_config_path()
+
+
+class Settings(BaseSettings):
+    """Every setting memd reads. Each field has a default and a one-line description."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, extra="ignore", validate_default=True
+    )
+
+    # --- places
+    home: Path = Field(default_factory=default_home, description="Data and state directory.")
+    transcripts_dir: Path = Field(
+        default_factory=lambda: Path.home() / ".claude" / "projects",
+        description="Claude Code projects directory to watch.",
+    )
+    socket: Path | None = Field(
+        default=None, description="Unix socket path (default: $MEMD_HOME/memd.sock)."
+    )
+    config: Path | None = Field(
+        default=None, description="Config file (default: ~/.config/memd/memd.toml)."
+    )
+
+    # --- extraction
+    extractor: Literal["heuristic", "anthropic", "claude-cli"] = Field(
+        default="heuristic", description="Extractor backend; no LLM is spent unless asked."
+    )
+    session_idle_seconds: float = Field(
+        default=600, gt=0, description="Idle time after which an open segment is extracted."
+    )
+    segment_max_turns: int = Field(
+        default=400, gt=0, description="Size cap: a segment closes after this many turns."
+    )
+    rescan_seconds: float = Field(
+        default=60, gt=0, description="Periodic rescan of the transcripts dir (lost events)."
+    )
+    anthropic_model: str = Field(
+        default="claude-haiku-4-5", description="Model for the anthropic extractor."
+    )
+    anthropic_base_url: str | None = Field(
+        default=None, description="Messages API base URL (default: the SDK's)."
+    )
+    anthropic_api_key: str | None = Field(
+        default=None, description="API key (default: ANTHROPIC_API_KEY from the environment)."
+    )
+    llm_timeout_seconds: float = Field(
+        default=60, gt=0, description="Timeout of one LLM extraction call."
+    )
+    llm_max_retries: int = Field(default=3, ge=0, description="Retries on 429, 5xx and timeouts.")
+    llm_daily_token_budget: int = Field(
+        default=200_000, ge=0, description="LLM tokens per day; past it memd uses heuristic."
+    )
+    claude_cli_path: str = Field(default="claude", description="The `claude` executable.")
+    claude_cli_model: str = Field(default="haiku", description="Model passed to `claude -p`.")
+    claude_cli_concurrency: int = Field(
+        default=1, ge=1, description="How many `claude -p` children may run at once."
+    )
+    redact_patterns: list[str] = Field(
+        default_factory=list, description="Extra regexes whose matches are redacted."
+    )
+
+    # --- embeddings
+    embedding_model: str = Field(
+        default="memd/all-MiniLM-L6-v2-int8",
+        description="fastembed model name; the default is offline, shipped in packages.",
+    )
+    embedding_threads: int = Field(default=2, ge=1, description="ONNX threads for embedding.")
+    embedding_batch_size: int = Field(
+        default=16, ge=1, le=16, description="Texts per embedding batch (at most 16)."
+    )
+
+    # --- retrieval and injection
+    search_limit: int = Field(default=10, ge=1, description="Default number of search results.")
+    relevance_threshold: float = Field(
+        default=0.35, ge=0, le=1, description="Minimum relevance for a memory to be injected."
+    )
+    prompt_budget_chars: int = Field(
+        default=1500, ge=0, le=10_000, description="Context budget for a prompt hook."
+    )
+    session_start_budget_chars: int = Field(
+        default=2500, ge=0, le=10_000, description="Context budget for session start."
+    )
+    hook_timeout_seconds: float = Field(
+        default=2.0, gt=0, description="Hard timeout of memd-hook's socket round trip."
+    )
+    ann_index_min_rows: int = Field(
+        default=50_000, ge=256, description="Rows after which an ANN vector index is built."
+    )
+
+    # --- store health and jobs
+    dedupe_threshold: float = Field(
+        default=0.92, ge=0, le=1, description="Cosine similarity above which memories merge."
+    )
+    decay_interval_minutes: float = Field(default=60, gt=0, description="Decay job period.")
+    dedupe_cron_hour: int = Field(default=3, ge=0, le=23, description="Hour of the dedupe job.")
+    cleanup_cron_hour: int = Field(default=4, ge=0, le=23, description="Hour of the cleanup job.")
+    optimize_interval_minutes: float = Field(default=10, gt=0, description="Optimize period.")
+    optimize_every_writes: int = Field(
+        default=200, ge=1, description="Optimize after this many written rows."
+    )
+    half_life_days: dict[str, float] = Field(
+        default_factory=lambda: {
+            "todo": 7,
+            "progress": 7,
+            "excerpt": 30,
+            "summary": 60,
+            "fact": 120,
+            "bugfix": 120,
+            "decision": 365,
+            "preference": 365,
+        },
+        description="Decay half-life per kind, in days.",
+    )
+    archive_score_threshold: float = Field(
+        default=0.05, ge=0, description="Score under which an unused memory may be archived."
+    )
+    archive_unused_days: float = Field(
+        default=90, gt=0, description="Days unused before a low-score memory is archived."
+    )
+    project_cap: int = Field(
+        default=2000, ge=1, description="Active memories per project; lowest scores evicted."
+    )
+
+    # --- daemon
+    log_level: str = Field(default="INFO", description="Log level of `memd serve`.")
+    flush_seconds: float = Field(
+        default=2.0, gt=0, description="How often the daemon flushes queued writes."
+    )
+
+    @property
+    def socket_path(self) -> Path:
+        return self.socket or self.home / "memd.sock"
+
+    @property
+    def config_path(self) -> Path:
+        return self.config or config_path_from_env()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # init (CLI flags and the file, merged by load_settings) > environment.
+        return (init_settings, env_settings)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The config file as a dict; a missing file is empty, an unreadable one an error."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: cannot read it: {exc.strerror}") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path}: not valid TOML: {exc}") from exc
+    # Accept both a flat file and one with a [memd] table.
+    if isinstance(data.get("memd"), dict):
+        data = {**{k: v for k, v in data.items() if k != "memd"}, **data["memd"]}
+    unknown = sorted(set(data) - set(Settings.model_fields))
+    if unknown:
+        raise ConfigError(f"config file {path}: unknown key {unknown[0]!r}")
+    return data
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from CLI overrides > MEMD_* environment > config file > defaults."""
+    cli = {k: v for k, v in overrides.items() if v is not None}
+    path = Path(cli["config"]).expanduser() if cli.get("config") else config_path_from_env()
+    file_values = read_config_file(path)
+    env_keys = {f.lower() for f in Settings.model_fields if env_name(f) in os.environ}
+    # The file sits below the environment: drop file keys the environment sets.
+    merged = {k: v for k, v in file_values.items() if k not in env_keys}
+    merged.update(cli)
+    try:
+        return Settings(**merged)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "?"
+        origin = source_of(key, cli, file_values)
+        where = f"config file {path}" if origin == "file" else origin
+        raise ConfigError(f"{where}: setting {key!r}: {err['msg']}") from exc
+
+
+def env_name(field: str) -> str:
+    return ENV_PREFIX + field.upper()
+
+
+def source_of(field: str, cli: dict[str, Any], file_values: dict[str, Any]) -> str:
+    if field in cli:
+        return "cli"
+    if env_name(field) in os.environ:
+        return f"env {env_name(field)}"
+    if field in file_values:
+        return "file"
+    return "default"
+
+
+def describe_settings(settings: Settings, **overrides: Any) -> list[dict[str, Any]]:
+    """Each setting with its effective value, description and where it came from."""
+    cli = {k: v for k, v in overrides.items() if v is not None}
+    path = settings.config_path
+    file_values = read_config_file(path)
+    rows = []
+    for name, field in Settings.model_fields.items():
+        value = getattr(settings, name)
+        origin = source_of(name, cli, file_values)
+        if origin == "file":
+            origin = f"file {path}"
+        if name == "anthropic_api_key" and value:
+            value = "[set]"
+        rows.append(
+            {
+                "name": name,
+                "value": str(value) if isinstance(value, Path) else value,
+                "source": origin,
+                "description": field.description,
+            }
+        )
+    rows.append(
+        {
+            "name": "socket_path",
+            "value": str(settings.socket_path),
+            "source": "derived",
+            "description": "Effective socket path.",
+        }
+    )
+    return rows
