@@ -1,0 +1,300 @@
+"""Memory commands: search, add, list, show, forget, pin, restore, import, export, reindex, config."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import click
+
+from memd import client
+from memd.cli import handle_errors, settings_from
+from memd.models import KINDS
+
+
+def echo_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, ensure_ascii=False, indent=2))
+
+
+def cwd() -> str:
+    return os.getcwd()
+
+
+def short(memory: dict[str, Any]) -> str:
+    pin = " [pinned]" if memory.get("pinned") else ""
+    status = "" if memory.get("status", "active") == "active" else f" ({memory['status']})"
+    return f"{memory['id'][:10]}  {memory['kind']:<10} {memory['text']}{pin}{status}"
+
+
+@click.command(name="search")
+@click.argument("query", nargs=-1, required=True)
+@click.option("--project", type=click.Path(file_okay=False), help="Project dir (default: cwd).")
+@click.option("--limit", "-n", type=click.IntRange(1, 1000), default=None, help="Results.")
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS), help="Only these kinds.")
+@click.option("--all", "include_all", is_flag=True, help="Include superseded and archived.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--explain", is_flag=True, help="Show why each result was chosen.")
+@click.pass_context
+@handle_errors
+def memories_search(
+    ctx: click.Context,
+    query: tuple[str, ...],
+    project: str | None,
+    limit: int | None,
+    kinds: tuple[str, ...],
+    include_all: bool,
+    as_json: bool,
+    explain: bool,
+) -> None:
+    """Search memories of this project (and user-wide ones)."""
+    from memd.retrieve import explain as explain_line
+
+    settings = settings_from(ctx)
+    reply = client.run(
+        settings,
+        "search",
+        writer=False,
+        query=" ".join(query),
+        cwd=cwd(),
+        project=project,
+        limit=limit,
+        kinds=list(kinds) or None,
+        include_all=include_all,
+    )
+    results = reply["results"]
+    if as_json:
+        echo_json(results)
+        return
+    if not results:
+        click.echo("no memories found")
+    for r in results:
+        click.echo(f"{r['score']:.3f}  {short(r)}")
+        if explain:
+            click.echo(f"       why: {explain_line(r)}")
+            for s in r["sources"][:3]:
+                click.echo(
+                    f"       from: session {s['session_id']} line {s['uuid']} {s['timestamp']}"
+                )
+
+
+@click.command(name="add")
+@click.argument("text", nargs=-1, required=True)
+@click.option("--project", type=click.Path(file_okay=False), help="Project dir, or 'user:global'.")
+@click.option("--kind", type=click.Choice(KINDS), default="fact", show_default=True)
+@click.option("--pin", is_flag=True, help="Pin it: always in the session-start brief.")
+@click.option("--topic", default="", help="Topic heading for export.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def memories_add(
+    ctx: click.Context,
+    text: tuple[str, ...],
+    project: str | None,
+    kind: str,
+    pin: bool,
+    topic: str,
+    as_json: bool,
+) -> None:
+    """Remember TEXT (secrets are redacted first)."""
+    reply = client.run(
+        settings_from(ctx),
+        "add",
+        writer=True,
+        text=" ".join(text),
+        cwd=cwd(),
+        project=project,
+        kind=kind,
+        pin=pin,
+        topic=topic,
+    )
+    if as_json:
+        echo_json(reply)
+        return
+    result = reply["result"]
+    verb = {"inserted": "added", "merged": "merged into", "unchanged": "already known:"}
+    click.echo(f"{verb.get(result['action'], result['action'])} {short(reply['memory'])}")
+    for old in result.get("superseded", []):
+        click.echo(f"supersedes {old[:10]}")
+
+
+@click.command(name="list")
+@click.option("--project", type=click.Path(file_okay=False), help="Project dir (default: cwd).")
+@click.option("--kind", type=click.Choice(KINDS), default=None)
+@click.option("--all", "include_all", is_flag=True, help="Include superseded and archived.")
+@click.option("--all-projects", is_flag=True, help="Every project, not just this one.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def memories_list(
+    ctx: click.Context,
+    project: str | None,
+    kind: str | None,
+    include_all: bool,
+    all_projects: bool,
+    as_json: bool,
+) -> None:
+    """List memories of this project (and user-wide ones)."""
+    reply = client.run(
+        settings_from(ctx),
+        "list",
+        writer=False,
+        cwd=cwd(),
+        project=project,
+        kind=kind,
+        include_all=include_all,
+        all_projects=all_projects,
+    )
+    if as_json:
+        echo_json(reply["memories"])
+        return
+    for m in reply["memories"]:
+        click.echo(short(m))
+    click.echo(f"{reply['total']} memories")
+
+
+@click.command(name="show")
+@click.argument("id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def memories_show(ctx: click.Context, id: str, as_json: bool) -> None:
+    """Show one memory with its provenance and history."""
+    memory = client.run(settings_from(ctx), "show", writer=False, id=id)["memory"]
+    if as_json:
+        echo_json(memory)
+        return
+    click.echo(short(memory))
+    for key in (
+        "project",
+        "topic",
+        "importance",
+        "hits",
+        "created_at",
+        "updated_at",
+        "last_used_at",
+    ):
+        click.echo(f"  {key}: {memory.get(key)}")
+    if memory.get("keywords"):
+        click.echo(f"  keywords: {', '.join(memory['keywords'])}")
+    if memory.get("superseded_by"):
+        click.echo(
+            f"  superseded by {memory['superseded_by']}: {memory.get('superseded_by_text', '')}"
+        )
+    for old in memory.get("supersedes", []):
+        click.echo(f"  supersedes {old['id']}: {old['text']}")
+    for s in memory.get("sources", []):
+        click.echo(f"  source: session {s['session_id']} line {s['uuid']} at {s['timestamp']}")
+    for h in memory.get("history", []):
+        click.echo(f"  history: {json.dumps(h, ensure_ascii=False)}")
+
+
+def _id_command(name: str, cmd: str, verb: str, **fixed: Any) -> click.Command:
+    @click.command(name=name)
+    @click.argument("id")
+    @click.pass_context
+    @handle_errors
+    def command(ctx: click.Context, id: str) -> None:
+        reply = client.run(settings_from(ctx), cmd, writer=True, id=id, **fixed)
+        memory = reply.get("memory") or {
+            "id": reply.get("forgotten", id),
+            "text": reply.get("text", ""),
+        }
+        click.echo(f"{verb} {memory['id'][:10]}  {memory['text']}")
+
+    command.__doc__ = f"{verb.capitalize()} memory ID."
+    command.callback.__name__ = f"memories_{name}"  # type: ignore[union-attr]
+    return command
+
+
+memories_forget = _id_command("forget", "forget", "forgot")
+memories_pin = _id_command("pin", "pin", "pinned")
+memories_unpin = _id_command("unpin", "pin", "unpinned", pinned=False)
+memories_restore = _id_command("restore", "restore", "restored")
+
+
+@click.command(name="import")
+@click.argument("path", type=click.Path(exists=True))
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def memories_import(ctx: click.Context, path: str, as_json: bool) -> None:
+    """Import a JSONL file (one memory per line) or a directory written by `memd export`."""
+    reply = client.run(
+        settings_from(ctx), "import_memories", writer=True, path=os.path.abspath(path), cwd=cwd()
+    )
+    reply.pop("ok", None)
+    if as_json:
+        echo_json(reply)
+        return
+    errors = reply.pop("errors", [])
+    click.echo(", ".join(f"{k}: {v}" for k, v in reply.items()))
+    for err in errors:
+        click.echo(f"skipped {err}", err=True)
+
+
+@click.command(name="export")
+@click.argument("path", type=click.Path(file_okay=False))
+@click.pass_context
+@handle_errors
+def memories_export(ctx: click.Context, path: str) -> None:
+    """Write readable Markdown per project, plus index.json, to PATH."""
+    reply = client.run(settings_from(ctx), "export", writer=False, path=os.path.abspath(path))
+    click.echo(
+        f"exported {reply['memories']} memories of {reply['projects']} projects to {reply['dir']}"
+    )
+
+
+@click.command(name="reindex")
+@click.pass_context
+@handle_errors
+def memories_reindex(ctx: click.Context) -> None:
+    """Re-embed every memory with the configured model (after a model change)."""
+    from memd.app import App
+
+    settings = settings_from(ctx)
+    try:
+        reply = client.daemon_request(settings, "reindex")
+    except client.DaemonUnavailable:
+        app = App(settings).open(writer=True, check_model=False)
+        try:
+            reply = app.reindex()
+        finally:
+            app.close()
+    click.echo(f"re-embedded {reply['reindexed']} memories with {reply['model']}")
+
+
+@click.command(name="config")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def config_show(ctx: click.Context, as_json: bool) -> None:
+    """Print the effective settings and where each value came from."""
+    from memd.settings import describe_settings
+
+    settings = settings_from(ctx)
+    rows = describe_settings(settings, **(ctx.find_root().obj or {}))
+    if as_json:
+        echo_json(rows)
+        return
+    click.echo(f"config file: {settings.config_path}")
+    for row in rows:
+        click.echo(f"{row['name']} = {row['value']!r}  [{row['source']}]")
+
+
+def register(group: click.Group) -> None:
+    for command in (
+        memories_search,
+        memories_add,
+        memories_list,
+        memories_show,
+        memories_forget,
+        memories_pin,
+        memories_unpin,
+        memories_restore,
+        memories_import,
+        memories_export,
+        memories_reindex,
+        config_show,
+    ):
+        group.add_command(command)

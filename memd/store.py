@@ -1,0 +1,476 @@
+"""The memory store: one LanceDB table under $MEMD_HOME, plus the journal it can be rebuilt from.
+
+Only one process writes (the daemon, or the CLI under the writer lock). Writes are batched:
+each call to ``write`` is one journal append and one ``merge_insert``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import threading
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from memd.embed import Embedder
+from memd.errors import ModelMismatch, NotFound, StoreError
+from memd.journal import Journal
+from memd.models import Memory, Source, now_iso
+
+if TYPE_CHECKING:
+    from memd.settings import Settings
+
+log = logging.getLogger(__name__)
+
+TABLE = "memories"
+META_FILE = "memd-meta.json"
+READ_COLUMNS = [
+    "id",
+    "text",
+    "kind",
+    "project",
+    "topic",
+    "keywords",
+    "importance",
+    "pinned",
+    "status",
+    "superseded_by",
+    "created_at",
+    "updated_at",
+    "last_used_at",
+    "hits",
+    "score",
+    "sources",
+    "history",
+]
+
+
+def schema(dim: int) -> pa.Schema:
+    source = pa.struct(
+        [("session_id", pa.string()), ("uuid", pa.string()), ("timestamp", pa.string())]
+    )
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("text", pa.string()),
+            ("search_text", pa.string()),
+            ("kind", pa.string()),
+            ("project", pa.string()),
+            ("topic", pa.string()),
+            ("keywords", pa.list_(pa.string())),
+            ("importance", pa.float32()),
+            ("pinned", pa.bool_()),
+            ("status", pa.string()),
+            ("superseded_by", pa.string()),
+            ("created_at", pa.string()),
+            ("updated_at", pa.string()),
+            ("last_used_at", pa.string()),
+            ("hits", pa.int32()),
+            ("score", pa.float32()),
+            ("sources", pa.list_(source)),
+            ("history", pa.string()),
+            ("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
+
+
+def sql_str(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: Iterable[str]) -> str:
+    vals = sorted(set(values))
+    if not vals:
+        return "FALSE"
+    return f"{column} IN ({', '.join(sql_str(v) for v in vals)})"
+
+
+def search_text(memory: Memory) -> str:
+    """What the full-text index sees: the text plus topic and keywords."""
+    extra = " ".join([memory.topic, *memory.keywords]).strip()
+    return f"{memory.text}\n{extra}" if extra else memory.text
+
+
+def to_row(memory: Memory, vector: Sequence[float]) -> dict[str, Any]:
+    return {
+        "id": memory.id,
+        "text": memory.text,
+        "search_text": search_text(memory),
+        "kind": memory.kind,
+        "project": memory.project,
+        "topic": memory.topic,
+        "keywords": list(memory.keywords),
+        "importance": float(memory.importance),
+        "pinned": bool(memory.pinned),
+        "status": memory.status,
+        "superseded_by": memory.superseded_by,
+        "created_at": memory.created_at,
+        "updated_at": memory.updated_at,
+        "last_used_at": memory.last_used_at,
+        "hits": int(memory.hits),
+        "score": float(memory.score),
+        "sources": [s.__dict__ for s in memory.sources],
+        "history": json.dumps(memory.history, ensure_ascii=False),
+        "vector": list(vector),
+    }
+
+
+def from_row(row: dict[str, Any]) -> Memory:
+    data = {k: row[k] for k in READ_COLUMNS if k in row}
+    data["sources"] = [Source.from_dict(s) for s in row.get("sources") or []]
+    data["history"] = json.loads(row.get("history") or "[]")
+    data["keywords"] = list(row.get("keywords") or [])
+    return Memory(**data)
+
+
+FTS_CLEAN = re.compile(r"[^\w\s]+", re.UNICODE)
+
+
+def fts_query(text: str) -> str:
+    """Query text with the full-text parser's operators removed."""
+    cleaned = FTS_CLEAN.sub(" ", text)
+    return " ".join(w for w in cleaned.split() if w.upper() not in {"AND", "OR", "NOT"})[:1000]
+
+
+class MemoryStore:
+    """LanceDB table + journal + embedding model. Build it cheaply, then ``open()``."""
+
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self.root = settings.home / "store"
+        self.journal = Journal(settings.home / "journal.jsonl")
+        self.embedder = embedder or Embedder(settings)
+        self._db: Any = None
+        self._table: Any = None
+        self._write_lock = threading.RLock()
+        self.writes_since_optimize = 0
+
+    # ---- lifecycle
+    def open(self, *, check_model: bool = True) -> MemoryStore:
+        import lancedb
+
+        self.settings.home.mkdir(parents=True, exist_ok=True)
+        self.settings.home.chmod(0o700)
+        try:
+            session = lancedb.Session(
+                index_cache_size_bytes=32 << 20, metadata_cache_size_bytes=32 << 20
+            )
+            self._db = lancedb.connect(self.root, session=session)
+            if TABLE in self._db.list_tables().tables:
+                self._table = self._db.open_table(TABLE)
+        except Exception as exc:
+            raise StoreError(
+                f"cannot open the memory table in {self.root}: {exc}; "
+                "run `memd doctor --repair` to rebuild it from the journal"
+            ) from exc
+        if check_model:
+            self.check_model()
+        return self
+
+    def close(self) -> None:
+        self._table = None
+        self._db = None
+
+    @property
+    def table(self) -> Any:
+        if self._db is None:
+            raise StoreError("the store is not open")
+        return self._table
+
+    def meta(self) -> dict[str, Any]:
+        try:
+            return dict(json.loads((self.root / META_FILE).read_text()))
+        except FileNotFoundError:
+            return {}
+        except ValueError as exc:
+            raise StoreError(f"{self.root / META_FILE} is damaged: {exc}") from exc
+
+    def write_meta(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        meta = {"model_id": self.embedder.model_id, "dim": self.embedder.dim}
+        tmp = self.root / (META_FILE + ".tmp")
+        tmp.write_text(json.dumps(meta))
+        tmp.replace(self.root / META_FILE)
+
+    def check_model(self) -> None:
+        stored = self.meta().get("model_id")
+        if self._table is not None and stored and stored != self.embedder.model_id:
+            raise ModelMismatch(
+                f"the store holds vectors from {stored!r} but the configured model is "
+                f"{self.embedder.model_id!r}; run `memd reindex` to re-embed"
+            )
+
+    def _ensure_table(self, dim: int) -> Any:
+        if self._table is None:
+            self._table = self._db.create_table(TABLE, schema=schema(dim))
+            self.write_meta()
+        return self._table
+
+    def ensure_indexes(self) -> None:
+        """Scalar indexes on id/project/status/kind and the ICU full-text index, once."""
+        from lancedb.index import FTS, Bitmap, BTree
+
+        tbl = self._table
+        if tbl is None or tbl.count_rows() == 0:
+            return
+        have = {tuple(i.columns) for i in tbl.list_indices()}
+        wanted = [
+            ("id", BTree()),
+            ("project", Bitmap()),
+            ("status", Bitmap()),
+            ("kind", Bitmap()),
+            ("search_text", FTS(base_tokenizer="icu", with_position=False)),
+        ]
+        for column, config in wanted:
+            if (column,) not in have:
+                tbl.create_index(column, config=config, replace=True)
+
+    # ---- reads
+    def count(self, where: str | None = None) -> int:
+        if self._table is None:
+            return 0
+        return int(self._table.count_rows(where) if where else self._table.count_rows())
+
+    def query(self, where: str | None, limit: int | None = None) -> list[Memory]:
+        if self._table is None:
+            return []
+        q = self._table.search().select(READ_COLUMNS)
+        if where:
+            q = q.where(where)
+        q = q.limit(limit if limit is not None else max(1, self.count(where)))
+        return [from_row(r) for r in q.to_list()]
+
+    def rows_with_vectors(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        ids = list(set(ids))
+        if self._table is None or not ids:
+            return {}
+        rows = self._table.search().where(sql_in("id", ids)).limit(len(ids)).to_list()
+        return {r["id"]: r for r in rows}
+
+    def get(self, ref: str) -> Memory:
+        """A memory by id, or by a unique id prefix of at least 4 characters."""
+        ref = ref.strip()
+        if not re.fullmatch(r"[0-9a-f]{4,64}", ref):
+            raise NotFound(f"no memory with id {ref!r}")
+        found = self.query(f"id = {sql_str(ref)}", limit=1)
+        if not found and len(ref) < 16:
+            found = self.query(f"starts_with(id, {sql_str(ref)})", limit=2)
+            if len(found) > 1:
+                raise NotFound(f"id prefix {ref!r} is ambiguous; give more characters")
+        if not found:
+            raise NotFound(f"no memory with id {ref!r}")
+        return found[0]
+
+    def vector_search(
+        self, vector: Sequence[float], where: str, limit: int
+    ) -> list[tuple[Memory, float]]:
+        if self._table is None:
+            return []
+        rows = (
+            self._table.search(list(vector), vector_column_name="vector")
+            .distance_type("cosine")
+            .where(where, prefilter=True)
+            .select([*READ_COLUMNS, "_distance"])
+            .limit(limit)
+            .to_list()
+        )
+        return [(from_row(r), 1.0 - float(r["_distance"])) for r in rows]
+
+    def text_search(self, text: str, where: str, limit: int) -> list[tuple[Memory, float]]:
+        query = fts_query(text)
+        if self._table is None or not query:
+            return []
+        try:
+            rows = (
+                self._table.search(query, query_type="fts", fts_columns="search_text")
+                .where(where, prefilter=True)
+                .select([*READ_COLUMNS, "_score"])
+                .limit(limit)
+                .to_list()
+            )
+        except Exception as exc:  # no FTS index yet, or a query the parser refuses
+            log.debug("full-text search skipped: %s", exc)
+            return []
+        return [(from_row(r), float(r.get("_score") or 0.0)) for r in rows]
+
+    # ---- writes
+    def write(self, memories: list[Memory], vectors: dict[str, Sequence[float]]) -> None:
+        """Journal, then one merge_insert. All or nothing: a failed write leaves no trace."""
+        if not memories:
+            return
+        with self._write_lock:
+            missing = [m for m in memories if m.id not in vectors]
+            if missing:
+                fresh = self.embedder.embed([m.text for m in missing])
+                vectors = {**vectors, **{m.id: v for m, v in zip(missing, fresh, strict=True)}}
+            rows = [to_row(m, vectors[m.id]) for m in memories]
+            mark = self.journal.size()
+            self.journal.append([{"op": "put", "m": m.to_dict()} for m in memories])
+            try:
+                tbl = self._ensure_table(len(rows[0]["vector"]))
+                data = pa.Table.from_pylist(rows, schema=tbl.schema)
+                (
+                    tbl.merge_insert("id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(data)
+                )
+            except Exception as exc:
+                self.journal.truncate(mark)
+                raise StoreError(f"write failed, nothing was stored: {exc}") from exc
+            self.writes_since_optimize += len(rows)
+            self.ensure_indexes()
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if not ids or self._table is None:
+            return
+        with self._write_lock:
+            mark = self.journal.size()
+            self.journal.append([{"op": "del", "id": i} for i in ids])
+            try:
+                self._table.delete(sql_in("id", ids))
+            except Exception as exc:
+                self.journal.truncate(mark)
+                raise StoreError(f"delete failed: {exc}") from exc
+
+    def touch(self, ids: Sequence[str]) -> None:
+        """hits += 1 and last_used_at = now for many ids, in one update."""
+        ids = sorted(set(ids))
+        if not ids or self._table is None:
+            return
+        at = now_iso()
+        with self._write_lock:
+            self.journal.append([{"op": "touch", "ids": ids, "at": at}])
+            self._table.update(
+                where=sql_in("id", ids),
+                values_sql={"hits": "hits + 1", "last_used_at": sql_str(at)},
+            )
+
+    def update_fields(self, updates: dict[str, dict[str, Any]]) -> None:
+        """Set plain fields (score, status, ...) on many memories, as one rewrite."""
+        if not updates:
+            return
+        rows = self.rows_with_vectors(updates)
+        changed: list[Memory] = []
+        vectors: dict[str, Sequence[float]] = {}
+        for mid, fields in updates.items():
+            if mid not in rows:
+                continue
+            memory = from_row(rows[mid])
+            for key, value in fields.items():
+                setattr(memory, key, value)
+            changed.append(memory)
+            vectors[mid] = rows[mid]["vector"]
+        self.write(changed, vectors)
+
+    # ---- maintenance
+    def optimize(self, retries: int = 3) -> dict[str, Any]:
+        """Compact, drop old versions, refresh indexes. Holds the write lock: never races."""
+        if self._table is None:
+            return {"skipped": "empty"}
+        with self._write_lock:
+            before = self.table_stats()
+            for attempt in range(retries):
+                try:
+                    self._table.checkout_latest()
+                    with warnings.catch_warnings():
+                        # We are the only writer; dropping every old version is the point.
+                        warnings.simplefilter("ignore", UserWarning)
+                        self._table.optimize(cleanup_older_than=timedelta(0))
+                    break
+                except Exception as exc:
+                    if "onflict" not in str(exc) or attempt == retries - 1:
+                        raise StoreError(f"optimize failed: {exc}") from exc
+                    time.sleep(0.2 * (attempt + 1))
+            self.ensure_indexes()
+            self.maybe_build_ann()
+            self.writes_since_optimize = 0
+            return {"before": before, "after": self.table_stats()}
+
+    def maybe_build_ann(self) -> None:
+        rows = self.count()
+        if rows < self.settings.ann_index_min_rows:
+            return
+        have = {tuple(i.columns) for i in self._table.list_indices()}
+        if ("vector",) in have:
+            return
+        from lancedb.index import HnswSq
+
+        log.info("building the ANN vector index over %d rows", rows)
+        self._table.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True)
+
+    def table_stats(self) -> dict[str, Any]:
+        if self._table is None:
+            return {"rows": 0, "version": 0, "fragments": 0}
+        stats = self._table.stats()
+        frag = getattr(stats, "fragment_stats", None) or (
+            stats.get("fragment_stats") if isinstance(stats, dict) else None
+        )
+        fragments = getattr(frag, "num_fragments", None)
+        if fragments is None and isinstance(frag, dict):
+            fragments = frag.get("num_fragments")
+        return {
+            "rows": self._table.count_rows(),
+            "version": self._table.version,
+            "fragments": fragments,
+        }
+
+    def rebuild_from_journal(self) -> int:
+        """Recreate the table from the journal (after a crash left it unreadable)."""
+        memories = list(self.journal.replay().values())
+        broken = self.root.with_name(f"store.broken-{int(time.time())}")
+        if self.root.exists():
+            shutil.move(str(self.root), broken)
+        self.open(check_model=False)
+        self._table = None
+        self.journal.rewrite(memories)
+        self._bulk_load(memories)
+        return len(memories)
+
+    def reindex(self) -> int:
+        """Re-embed every memory with the configured model (after a model change)."""
+        memories = self.query(None)
+        if self._table is not None:
+            self._db.drop_table(TABLE)
+            self._table = None
+        self._bulk_load(memories, journal=False)
+        return len(memories)
+
+    def _bulk_load(self, memories: list[Memory], journal: bool = False) -> None:
+        self.embedder.load()
+        batch = 512
+        for start in range(0, len(memories), batch):
+            chunk = memories[start : start + batch]
+            vecs = self.embedder.embed([m.text for m in chunk])
+            rows = [to_row(m, v) for m, v in zip(chunk, vecs, strict=True)]
+            tbl = self._ensure_table(len(rows[0]["vector"]))
+            tbl.add(pa.Table.from_pylist(rows, schema=tbl.schema))
+        if self._table is None:
+            self._ensure_table(self.embedder.dim)
+        self.write_meta()
+        self.ensure_indexes()
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for `memd status`: total, by project, by kind, by status."""
+        out: dict[str, Any] = {"total": 0, "by_project": {}, "by_kind": {}, "by_status": {}}
+        if self._table is None:
+            return out
+        arrow = (
+            self._table.search()
+            .select(["project", "kind", "status"])
+            .limit(max(1, self.count()))
+            .to_arrow()
+        )
+        for name, key in (("by_project", "project"), ("by_kind", "kind"), ("by_status", "status")):
+            counts = arrow.group_by(key).aggregate([(key, "count")]).to_pylist()
+            out[name] = {c[key]: c[f"{key}_count"] for c in counts}
+        out["total"] = arrow.num_rows
+        out["active"] = out["by_status"].get("active", 0)
+        return out
