@@ -1,0 +1,177 @@
+"""Redaction: the corpus of realistic tool output, each secret shape, and what must survive."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from redaction_corpus import NON_SECRETS, load_corpus
+
+from memd.errors import ConfigError
+from memd.models import ToolCall, Turn
+from memd.redact import redact, redact_turn
+
+CORPUS = load_corpus()
+
+
+def test_corpus_is_big_enough() -> None:
+    assert len(CORPUS) >= 10
+    assert sum(len(secrets) for _, secrets in CORPUS) >= 30
+
+
+@pytest.mark.parametrize("index", range(len(CORPUS)))
+def test_no_secret_survives(index: int) -> None:
+    text, secrets = CORPUS[index]
+    out = redact(text)
+    for secret in secrets:
+        assert secret in text
+        assert secret not in out, f"secret survived: {secret[:12]}…"
+    assert "[REDACTED:" in out
+
+
+def test_corpus_keeps_the_non_secret_context() -> None:
+    out = "\n".join(redact(text) for text, _ in CORPUS)
+    for keep in (
+        "0b3c5e0e-6f1c-4d8a-9a57-1f2b3c4d5e6f",
+        "15b63a3c6be9f62530bdb5d47ccfcc001f8a7837",
+        "/home/dev/projects/shop-api/src/shop_api/settings.py",
+        "git@github.com:acme/shop-api.git",
+        "@github.com/acme/shop-api.git (fetch)",
+        "PWD=/home/dev/projects/shop-api",
+        "max_tokens=4096",
+        '"token_type": "Bearer"',
+        "问题出在端口：容器映射的是 3307。",
+        "AWS_REGION=eu-west-1",
+        "token = token or os.environ",
+    ):
+        assert keep in out, keep
+
+
+@pytest.mark.parametrize("text", NON_SECRETS)
+def test_non_secrets_survive(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_redaction_is_idempotent() -> None:
+    for text, _ in CORPUS:
+        once = redact(text)
+        assert redact(once) == once
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("key id AKIAQWERTYUIOPASDF27 in use", "aws_access_key_id"),
+        ("aws_secret_access_key = Zx9/QwErTy1234UiOpAsDfGhJkL+ZxCvBnM5678", "secret"),
+        ("token ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5", "github_token"),
+        ("github_pat_11ABCDEFG0" + "x" * 12 + "_" + "Yz9" * 20, "github_token"),
+        ("sk-ant-api03-" + "Ab3_" * 20 + "AA", "anthropic_key"),
+        ("sk-" + "Ab3De5" * 8, "openai_key"),
+        ("sk-proj-" + "Ab3-De5_" * 8, "openai_key"),
+        ("xoxb-123456789012-123456789012-AbCdEfGhIjKlMnOpQrStUvWx", "slack_token"),
+        (
+            "https://hooks.slack.com/services/T0AB12CD3/B0AB12CD3/AbCdEfGhIjKlMnOpQrStUvWx",
+            "slack_webhook",
+        ),
+        ("AIza" + "Sy" + "Ab3De5Fg7Hi9Jk1Lm3No5Pq7Rs9Tu1Vw3", "google_api_key"),
+        (
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk",
+            "jwt",
+        ),
+        ("-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIB\n-----END EC PRIVATE KEY-----", "private_key"),
+        ("password=Tr0ub4dor&3", "password"),
+        ('{"api_key": "abc123def456"}', "api_key"),
+        ("client_secret: s3cr3t-value", "secret"),
+        ("export GITHUB_TOKEN=abcdef123456", "token"),
+        ("STRIPE_KEY=rk_live_abcdefghijklmnop1234", "stripe_key"),
+        ("MAPBOX_KEY=pk.eyJ1IjoibWFwYm94In0abcdef", "secret"),
+        ("--token abc123def456ghi", "token"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "token"),
+        ("session cookie 9fQ2xLm7Zp4Rt8Wv1Ky6Nb3Hc5Jd0Ge in log", "high_entropy"),
+    ],
+)
+def test_each_shape_is_redacted_with_its_kind(text: str, kind: str) -> None:
+    assert f"[REDACTED:{kind}]" in redact(text)
+
+
+def test_url_password_keeps_scheme_user_and_host() -> None:
+    out = redact("mongodb+srv://admin:Pa55-w0rd!@cluster0.example.net/db?retryWrites=true")
+    assert out == "mongodb+srv://admin:[REDACTED:password]@cluster0.example.net/db?retryWrites=true"
+    assert redact("https://example.com:8443/path?q=1") == "https://example.com:8443/path?q=1"
+    assert redact("ssh git@github.com:acme/repo.git") == "ssh git@github.com:acme/repo.git"
+
+
+def test_private_spans_are_dropped() -> None:
+    assert redact("a <private>secret stuff</private> b") == "a  b"
+    assert redact("a <PRIVATE>x\ny</Private> b <private>c</private>") == "a  b "
+    assert redact("keep this <private>and drop\neverything after") == "keep this "
+    assert redact("no private here") == "no private here"
+
+
+def test_private_key_without_end_is_dropped_to_the_end() -> None:
+    out = redact("before\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nMIIE")
+    assert out == "before\n[REDACTED:private_key]"
+
+
+def test_code_references_and_placeholders_survive() -> None:
+    for text in (
+        "token: str",
+        "password: Optional[str] = None",
+        "self.token = request.token",
+        'api_key = os.environ["API_KEY"]',
+        "PASSWORD=${DB_PASSWORD}",
+        "password: <your password>",
+        "secret: true",
+        "max_tokens: 1024, token_count=12, tokenizer: icu",
+        "the author: Jane, keywords: a, b",
+        "Bearer authentication is used",
+    ):
+        assert redact(text) == text, text
+
+
+def test_extra_patterns() -> None:
+    assert redact("ticket ACME-123456 opened", [r"ACME-\d+"]) == "ticket [REDACTED:custom] opened"
+    assert (
+        redact("employee id=E12345 ok", [r"id=(?P<secret>E\d+)"])
+        == "employee id=[REDACTED:custom] ok"
+    )
+    with pytest.raises(ConfigError):
+        redact("x", ["(unclosed"])
+
+
+def test_redact_turn_covers_every_field() -> None:
+    key = "sk-ant-api03-" + "Zq9_" * 20 + "AA"
+    turn = Turn(
+        uuid="0b3c5e0e-6f1c-4d8a-9a57-1f2b3c4d5e6f",
+        session_id="s1",
+        role="assistant",
+        text=f"set ANTHROPIC_API_KEY={key}",
+        tools=[ToolCall(name="Bash", summary=f"export ANTHROPIC_API_KEY={key}")],
+        tool_errors=[f"401 invalid x-api-key {key}"],
+        tool_outputs=[f"key: {key}"],
+    )
+    out = redact_turn(turn)
+    assert key not in repr(out)
+    assert key in turn.text  # the input is not modified
+    assert out.uuid == turn.uuid
+    assert out.tools[0].name == "Bash"
+    assert all("[REDACTED:anthropic_key]" in s for s in (out.text, out.tools[0].summary))
+    assert "[REDACTED:" in out.tool_errors[0] and "[REDACTED:" in out.tool_outputs[0]
+
+
+def test_redaction_is_fast() -> None:
+    texts = [text for text, _ in CORPUS] + NON_SECRETS
+    prose = (
+        "We decided to switch the formatter from black to ruff because it is faster. "
+        "The failing test was in tests/test_store.py; root cause: a missing await. "
+    ) * 6
+    batch = (texts + [prose] * 20) * 10
+    start = time.perf_counter()
+    for text in batch:
+        redact(text)
+    elapsed = time.perf_counter() - start
+    chars = sum(map(len, batch))
+    # ~1 MB/s would be very slow; the measured rate here is far above this floor.
+    assert chars / elapsed > 1_000_000 / 4, f"{chars / elapsed:.0f} chars/s"
+    assert re.search(r"REDACTED", redact(batch[0]))
