@@ -1,0 +1,188 @@
+"""``memd ingest PATH...``: read transcripts now, as finished sessions.
+
+Files are read in *units*: a session file together with its ``<sid>/subagents/`` files, merged by
+timestamp, so a subagent's turns sit where they happened. Each unit commits in one transaction:
+its turns, the files' offsets, and the closing (reason ``ingest``) of every session it mentions.
+A crash loses at most the unit in flight, and uuid dedupe makes a second run add nothing.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memd.session import SessionTracker
+from memd.settings import Settings
+from memd.state import State
+from memd.tailer import _complete_json, iter_transcripts, session_hint
+from memd.transcript import ParsedLine, ParseStats, parse_line
+
+
+@dataclass
+class BackfillReport:
+    """What a backfill read and produced. ``segments`` are the keys that became pending."""
+
+    files: int = 0
+    bytes: int = 0
+    sessions: int = 0
+    segments: int = 0
+    turns: int = 0
+    bad_lines: int = 0
+    duplicates: int = 0
+    seconds: float = 0.0
+    files_total: int = 0
+    bytes_total: int = 0
+    segment_keys: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("segment_keys")
+        return d
+
+    @property
+    def eta_seconds(self) -> float | None:
+        """Estimated seconds left, from the byte rate so far."""
+        if not self.bytes or not self.seconds:
+            return None
+        return max(0.0, (self.bytes_total - self.bytes) * self.seconds / self.bytes)
+
+
+ProgressCallback = Callable[[BackfillReport], None]
+
+
+def transcript_units(paths: Iterable[str | os.PathLike[str]]) -> list[list[str]]:
+    """Files under ``paths`` grouped into units: a session file plus its subagent files."""
+    files: list[str] = []
+    seen: set[str] = set()
+    for p in paths:
+        for f in iter_transcripts(os.path.abspath(os.path.expanduser(os.fspath(p)))):
+            if f not in seen:
+                seen.add(f)
+                files.append(f)
+    mains = {}
+    for f in files:
+        fp = Path(f)
+        if fp.parent.name != "subagents" and not fp.name.startswith("agent-"):
+            mains[(str(fp.parent), fp.stem)] = f
+    units: dict[str, list[str]] = {f: [f] for f in mains.values()}
+    for f in files:
+        fp = Path(f)
+        if f in units:
+            continue
+        if fp.parent.name == "subagents":
+            main = mains.get((str(fp.parent.parent.parent), fp.parent.parent.name))
+            if main is not None:
+                units[main].append(f)
+                continue
+        units[f] = [f]
+    return list(units.values())
+
+
+def backfill(
+    paths: Iterable[str | os.PathLike[str]],
+    state: State,
+    settings: Settings,
+    progress_cb: ProgressCallback | None = None,
+    tracker: SessionTracker | None = None,
+) -> BackfillReport:
+    """Ingest every transcript under ``paths`` as finished sessions. Idempotent.
+
+    Pass the daemon's ``tracker`` when it runs, so live tailing and backfill share one lock.
+    """
+    tracker = tracker or SessionTracker(settings, state)
+    units = transcript_units(paths)
+    report = BackfillReport()
+    sizes = {}
+    for unit in units:
+        for f in unit:
+            try:
+                sizes[f] = os.path.getsize(f)
+            except OSError:
+                sizes[f] = 0
+    report.files_total = len(sizes)
+    report.bytes_total = sum(sizes.values())
+    started = time.monotonic()
+    sessions: set[str] = set()
+    for unit in units:
+        _ingest_unit(unit, state, tracker, report, sessions)
+        report.files += len(unit)
+        report.bytes += sum(sizes[f] for f in unit)
+        report.sessions = len(sessions)
+        report.seconds = time.monotonic() - started
+        if progress_cb is not None:
+            progress_cb(report)
+    report.segments = len(report.segment_keys)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _ingest_unit(
+    unit: list[str],
+    state: State,
+    tracker: SessionTracker,
+    report: BackfillReport,
+    sessions: set[str],
+) -> None:
+    stats = ParseStats()
+    ends: list[tuple[str, int, int, int]] = []
+    streams = []
+    for path in unit:
+        read = _read_file(path, stats)
+        if read is None:
+            continue
+        items, inode, end, size = read
+        ends.append((path, inode, end, size))
+        streams.append(items)
+    if len(streams) == 1:
+        merged: Iterator[ParsedLine] = iter(streams[0])
+    else:
+        merged = heapq.merge(*streams, key=lambda it: it.timestamp)
+    items = list(merged)
+    mentioned = {it.session_id for it in items if it.session_id}
+
+    def commit() -> None:
+        for path, inode, end, size in ends:
+            rec = state.get_offset(path)
+            if rec is not None and rec.inode == inode and rec.offset > end:
+                continue  # the live tailer is already further along
+            state.set_offset(path, inode, end, size)
+
+    result = tracker.feed(items, commit=commit, close=sorted(mentioned), close_reason="ingest")
+    report.turns += result.turns
+    report.duplicates += result.duplicates
+    report.bad_lines += stats.bad_lines
+    report.segment_keys.extend(result.closed)
+    sessions.update(mentioned)
+
+
+def _read_file(path: str, stats: ParseStats) -> tuple[list[ParsedLine], int, int, int] | None:
+    """All items of the file's complete lines; an unterminated tail counts only if it is JSON."""
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            data = f.read()
+    except OSError:
+        return None
+    hint = session_hint(path)
+    cut = data.rfind(b"\n") + 1
+    body, tail = data[:cut], data[cut:]
+    items = []
+    for raw in body.split(b"\n"):
+        item = parse_line(raw, stats, hint)
+        if item is not None:
+            items.append(item)
+    end = cut
+    if tail.strip():
+        if _complete_json(tail):
+            item = parse_line(tail, stats, hint)
+            if item is not None:
+                items.append(item)
+            end = len(data)
+        else:
+            stats.bad_lines += 1  # left unread: it may still be completing
+    return items, st.st_ino, end, st.st_size
