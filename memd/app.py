@@ -6,13 +6,14 @@ works in-process and over the socket (``{"cmd": "search", ...}`` runs ``App.sear
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from pathlib import Path
 from typing import Any
 
 from memd import retrieve
-from memd.errors import StoreError, UserError
+from memd.errors import NotFound, StoreError, UserError
 from memd.lock import WriterLock
 from memd.merge import upsert
 from memd.models import USER_SCOPE, Memory, check_kind, now_iso
@@ -116,10 +117,8 @@ class App:
         memory = self.store.get(id)
         out = memory.to_dict()
         if memory.superseded_by:
-            try:
+            with contextlib.suppress(NotFound):
                 out["superseded_by_text"] = self.store.get(memory.superseded_by).text
-            except StoreError:
-                pass
         replaced = self.store.query(f"superseded_by = {sql_str(memory.id)}")
         out["supersedes"] = [{"id": m.id, "text": m.text} for m in replaced]
         return {"memory": out}

@@ -188,9 +188,8 @@ def import_dir(app: App, source: Path) -> dict[str, Any]:
         if changed:
             store.write(changed, {})
             report["updated"] += len(changed)
-        if new:
-            upsert(store, new)
-            report["added"] += len(new)
+        for result in upsert(store, new):
+            report["added" if result.action == "inserted" else "unchanged"] += 1
     return report
 
 
