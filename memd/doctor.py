@@ -374,10 +374,13 @@ class Doctor:
         from memd.lock import WriterLock
         from memd.store import MemoryStore
 
-        with WriterLock(self.settings.home).acquire("doctor"):
+        lock = WriterLock(self.settings.home).acquire("doctor")
+        try:
             store = MemoryStore(self.settings)
             rows = store.rebuild_from_journal()
             store.close()
+        finally:
+            lock.release()
         return f"rebuilt the table from the journal ({rows} memories)"
 
     # ------------------------------------------------------------ fix commands

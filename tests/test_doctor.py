@@ -1,0 +1,366 @@
+"""`memd doctor` in a healthy set-up and in broken ones; every failure names its fix.
+
+The daemon here is a stand-in: a real Unix-socket server in a thread that answers `status`
+the way `memd serve` does (the protocol module's framing). It lets these tests choose the
+version and the error replies. systemctl is a recording script first on PATH, as in
+test_install.py, because the real one would touch the real user session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socketserver
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from memd import __version__, doctor, install, protocol
+from memd.cli import main
+from memd.doctor import Doctor
+from memd.models import Memory
+from memd.settings import load_settings
+from memd.store import MemoryStore
+
+FAKE_SYSTEMCTL = r"""#!/bin/sh
+case "$2" in
+  show-environment) [ -e "$FAKE_STATE/bus" ] || exit 1 ;;
+  is-enabled) if [ -e "$FAKE_STATE/enabled" ]; then echo enabled; else echo disabled; exit 1; fi ;;
+  is-active) if [ -e "$FAKE_STATE/enabled" ]; then echo active; else echo inactive; exit 3; fi ;;
+  enable) touch "$FAKE_STATE/enabled" ;;
+  disable) rm -f "$FAKE_STATE/enabled" ;;
+esac
+exit 0
+"""
+
+
+@pytest.fixture(autouse=True)
+def fake_systemctl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir()
+    script = bindir / "systemctl"
+    script.write_text(FAKE_SYSTEMCTL)
+    script.chmod(0o755)
+    state = tmp_path / "fakestate"
+    state.mkdir()
+    monkeypatch.setenv("FAKE_STATE", str(state))
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    return state
+
+
+class StandInDaemon(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: str, reply: dict[str, Any]) -> None:
+        self.reply = reply
+        super().__init__(path, StatusHandler)
+
+
+class StatusHandler(socketserver.StreamRequestHandler):
+    server: StandInDaemon
+
+    def handle(self) -> None:
+        line = self.rfile.readline()
+        req = protocol.decode(line)
+        if req.get("cmd") == "status":
+            self.wfile.write(protocol.encode(self.server.reply))
+        else:
+            self.wfile.write(protocol.encode(protocol.error("unknown command")))
+
+
+@pytest.fixture
+def daemon(short_socket: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[StandInDaemon]:
+    monkeypatch.setenv("MEMD_SOCKET", short_socket)
+    server = StandInDaemon(
+        short_socket,
+        {
+            "ok": True,
+            "running": True,
+            "version": __version__,
+            "pid": os.getpid(),
+            "memories": {"total": 3, "by_project": {}, "by_kind": {}},
+        },
+    )
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+@pytest.fixture
+def healthy(daemon: StandInDaemon, fake_systemctl: Path) -> StandInDaemon:
+    """Transcripts, hooks, an enabled service and a running daemon of the same version."""
+    settings = load_settings()
+    project = settings.transcripts_dir / "-home-u-proj"
+    project.mkdir(parents=True)
+    (project / "abc.jsonl").write_text("{}\n")
+    install.install_hooks()
+    (fake_systemctl / "bus").touch()
+    install.install_service(settings, system="Linux")
+    return daemon
+
+
+def doctor_for() -> Doctor:
+    return Doctor(load_settings(), system="Linux")
+
+
+def assert_fails_with_fix(check: doctor.Check, fix: str) -> None:
+    assert check.level == "fail", check
+    assert not check.ok
+    assert fix in check.fix, check
+
+
+# ---------------------------------------------------------------- healthy
+
+
+def test_healthy_setup_exits_zero_with_every_check_ok(healthy: StandInDaemon) -> None:
+    result = CliRunner().invoke(main, ["doctor", "--json"])
+    report = json.loads(result.output)
+    levels = {c["name"]: c["level"] for c in report["checks"]}
+    assert levels == dict.fromkeys(
+        [
+            "python",
+            "home",
+            "daemon",
+            "store",
+            "model",
+            "transcripts",
+            "hooks",
+            "service",
+            "inotify",
+            "disk",
+            "extractor",
+        ],
+        "ok",
+    ), report
+    assert report["ok"] is True
+    assert result.exit_code == 0
+    assert all(set(c) == {"name", "ok", "level", "detail", "fix"} for c in report["checks"])
+    assert "loads offline (384 dims" in next(
+        c["detail"] for c in report["checks"] if c["name"] == "model"
+    )
+
+
+def test_text_report_lists_failures_with_their_fix(healthy: StandInDaemon) -> None:
+    settings = load_settings()
+    for child in settings.transcripts_dir.rglob("*.jsonl"):
+        child.unlink()
+    for child in sorted(settings.transcripts_dir.rglob("*"), reverse=True):
+        child.rmdir()
+    settings.transcripts_dir.rmdir()
+    result = CliRunner().invoke(main, ["doctor"])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    fail = next(i for i, line in enumerate(lines) if line.startswith("FAIL"))
+    assert "transcripts" in lines[fail]
+    assert lines[fail + 1].strip() == f"fix: mkdir -p {settings.transcripts_dir}"
+    assert lines[-1] == "1 check(s) failed"
+
+
+def test_store_opens_directly_when_the_daemon_is_down() -> None:
+    check = doctor_for().check_store()
+    assert check.level == "ok", check
+    assert "table opens (0 memories" in check.detail
+
+
+# ---------------------------------------------------------------- broken
+
+
+def test_no_hooks() -> None:
+    assert_fails_with_fix(doctor_for().check_hooks(), "memd install --hooks")
+
+
+def test_hooks_pointing_at_a_missing_file() -> None:
+    install.install_hooks(hook_path=Path("/nonexistent/bin/memd-hook"))
+    check = doctor_for().check_hooks()
+    assert_fails_with_fix(check, "memd install --hooks")
+    assert "/nonexistent/bin/memd-hook, which is not an executable file" in check.detail
+
+
+def test_hooks_of_another_installation_warn(tmp_path: Path) -> None:
+    other = tmp_path / "old-venv" / "memd-hook"
+    other.parent.mkdir()
+    other.write_text("#!/bin/sh\n")
+    other.chmod(0o755)
+    install.install_hooks(hook_path=other)
+    check = doctor_for().check_hooks()
+    assert check.level == "warn" and check.ok
+    assert check.fix == "memd install --hooks"
+
+
+def test_hooks_with_invalid_settings_json() -> None:
+    path = install.claude_settings_path()
+    path.parent.mkdir(parents=True)
+    path.write_text("{ nope")
+    check = doctor_for().check_hooks()
+    assert check.level == "fail"
+    assert "line 1, column 3" in check.detail
+    assert str(path) in check.fix
+
+
+def test_repair_installs_missing_hooks() -> None:
+    results = {c.name: c for c in doctor_for().run(repair=True)}
+    assert results["hooks"].level == "ok"
+    assert "repair: installed hooks" in results["hooks"].detail
+    assert results["transcripts"].level == "ok"
+
+
+def test_daemon_down() -> None:
+    check = doctor_for().check_daemon()
+    assert_fails_with_fix(check, "memd install --service")
+    assert "not reachable" in check.detail
+    install.install_service(load_settings(), system="Linux")
+    assert_fails_with_fix(doctor_for().check_daemon(), "systemctl --user start memd.service")
+
+
+def test_daemon_of_another_version(daemon: StandInDaemon) -> None:
+    daemon.reply = {**daemon.reply, "version": "0.0.1"}
+    check = doctor_for().check_daemon()
+    assert_fails_with_fix(check, f"kill {os.getpid()} && memd serve")
+    assert f"runs memd 0.0.1, this CLI is {__version__}" in check.detail
+    install.install_service(load_settings(), system="Linux")
+    assert_fails_with_fix(doctor_for().check_daemon(), "systemctl --user restart memd.service")
+
+
+def test_daemon_answering_an_error(daemon: StandInDaemon) -> None:
+    daemon.reply = protocol.error("store is closed")
+    check = doctor_for().check_daemon()
+    assert check.level == "fail" and "store is closed" in check.detail
+    assert check.fix == "memd serve"
+
+
+def test_memd_home_missing_or_not_writable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert_fails_with_fix(doctor_for().check_home(), "mkdir -p -m 700")
+    # A regular file where the directory should be: writing into it fails even for root.
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    monkeypatch.setenv("MEMD_HOME", str(blocker))
+    check = doctor_for().check_home()
+    assert_fails_with_fix(check, f"chmod u+rwx {blocker}")
+    assert "not writable" in check.detail
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_memd_home_read_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "ro"
+    home.mkdir(mode=0o500)
+    monkeypatch.setenv("MEMD_HOME", str(home))
+    try:
+        assert_fails_with_fix(doctor_for().check_home(), "chmod u+rwx")
+    finally:
+        home.chmod(0o700)
+
+
+def test_missing_transcripts_dir() -> None:
+    settings = load_settings()
+    check = doctor_for().check_transcripts()
+    assert_fails_with_fix(check, f"mkdir -p {settings.transcripts_dir}")
+
+
+def test_anthropic_without_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMD_EXTRACTOR", "anthropic")
+    check = doctor_for().check_extractor()
+    assert_fails_with_fix(check, "anthropic_api_key")
+    assert "chmod 600" in check.fix
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    assert doctor_for().check_extractor().level == "ok"
+
+
+def test_claude_cli_not_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMD_EXTRACTOR", "claude-cli")
+    monkeypatch.setenv("MEMD_CLAUDE_CLI_PATH", "claude-not-installed-here")
+    assert_fails_with_fix(
+        doctor_for().check_extractor(), "npm install -g @anthropic-ai/claude-code"
+    )
+    fake = tmp_path / "fakebin" / "claude-not-installed-here"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    assert doctor_for().check_extractor().level == "ok"
+
+
+def test_service_not_installed_or_disabled(fake_systemctl: Path) -> None:
+    assert_fails_with_fix(doctor_for().check_service(), "memd install --service")
+    install.install_service(load_settings(), system="Linux")  # no bus: file only
+    unknown = doctor_for().check_service()
+    assert unknown.level == "warn" and "unknown" in unknown.detail
+    (fake_systemctl / "bus").touch()
+    assert_fails_with_fix(
+        doctor_for().check_service(), "systemctl --user enable --now memd.service"
+    )
+
+
+def test_inotify_limit_too_low(tmp_path: Path) -> None:
+    watches = tmp_path / "max_user_watches"
+    watches.write_text("4096\n")
+    check = doctor_for().check_inotify(watches)
+    assert_fails_with_fix(check, "fs.inotify.max_user_watches=524288")
+    assert "sysctl" in check.fix
+    watches.write_text("8192\n")
+    assert doctor_for().check_inotify(watches).level == "ok"
+
+
+def test_inotify_limit_scales_with_transcripts(tmp_path: Path) -> None:
+    root = load_settings().transcripts_dir
+    for i in range(60):
+        d = root / f"p{i}"
+        d.mkdir(parents=True)
+        for j in range(100):
+            (d / f"{j}.jsonl").touch()
+    watches = tmp_path / "max_user_watches"
+    watches.write_text("8192\n")
+    check = doctor_for().check_inotify(watches)
+    assert check.level == "fail"
+    assert "6060 transcript files need at least 9090" in check.detail
+
+
+def test_low_disk_warns_then_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(doctor, "DISK_WARN_BYTES", 1 << 62)
+    check = doctor_for().check_disk()
+    assert check.level == "warn" and check.ok and check.fix
+    monkeypatch.setattr(doctor, "DISK_FAIL_BYTES", 1 << 61)
+    assert_fails_with_fix(doctor_for().check_disk(), "memd jobs run cleanup")
+
+
+def test_old_python() -> None:
+    check = doctor_for().check_python((3, 10, 14))
+    assert_fails_with_fix(check, "python3.11")
+    assert "3.10.14" in check.detail
+
+
+def test_model_that_cannot_load_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMD_EMBEDDING_MODEL", "nobody/no-such-model")
+    check = doctor_for().check_model()
+    assert_fails_with_fix(check, "HF_HUB_OFFLINE=0")
+    assert "nobody/no-such-model does not load offline" in check.detail
+
+
+def test_damaged_table_is_rebuilt_from_the_journal() -> None:
+    settings = load_settings()
+    store = MemoryStore(settings).open()
+    store.write([Memory(text="we deploy with kamal", kind="decision")], {})
+    store.close()
+    for manifest in (settings.home / "store").rglob("*.manifest"):
+        manifest.write_bytes(b"")  # what a power cut can leave behind
+    broken = doctor_for().check_store()
+    assert_fails_with_fix(broken, "memd doctor --repair")
+    result = CliRunner().invoke(main, ["doctor", "--repair", "--json"])
+    report = {c["name"]: c for c in json.loads(result.output)["checks"]}
+    assert report["store"]["level"] == "ok", report["store"]
+    assert "rebuilt the table from the journal (1 memories)" in report["store"]["detail"]
+    assert "table opens (1 memories" in report["store"]["detail"]
+
+
+def test_every_failure_in_a_bare_setup_has_a_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMD_EXTRACTOR", "anthropic")
+    result = CliRunner().invoke(main, ["doctor", "--json"])
+    assert result.exit_code == 1
+    report = json.loads(result.output)
+    failed = [c for c in report["checks"] if not c["ok"]]
+    assert {c["name"] for c in failed} >= {"daemon", "transcripts", "hooks", "service", "extractor"}
+    assert all(c["fix"] for c in failed), failed
