@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -44,9 +44,7 @@ def config_path_from_env() -> Path:
 class Settings(BaseSettings):
     """Every setting memd reads. Each field has a default and a one-line description."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, extra="ignore", validate_default=True
-    )
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", validate_default=True)
 
     # --- places
     home: Path = Field(default_factory=default_home, description="Data and state directory.")
@@ -167,6 +165,11 @@ class Settings(BaseSettings):
         default=2.0, gt=0, description="How often the daemon flushes queued writes."
     )
 
+    @field_validator("home", "transcripts_dir", "socket", "config", mode="after")
+    @classmethod
+    def _expand_user(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
     @property
     def socket_path(self) -> Path:
         return self.socket or self.home / "memd.sock"
@@ -272,3 +275,40 @@ def describe_settings(settings: Settings, **overrides: Any) -> list[dict[str, An
         }
     )
     return rows
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, dict):
+        inner = ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items())
+        return "{ " + inner + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def example_toml() -> str:
+    """A fully commented config file listing every setting with its default."""
+    lines = [
+        "# memd configuration: every setting, commented out, with its default.",
+        "# Location: ~/.config/memd/memd.toml, or the path in MEMD_CONFIG.",
+        "# Precedence: command-line flag > environment (MEMD_<NAME>) > this file > default.",
+        "",
+    ]
+    for name, field in Settings.model_fields.items():
+        lines.append(f"# {field.description} (env {env_name(name)})")
+        if field.default_factory is not None:
+            default = field.default_factory()  # type: ignore[call-arg]
+        else:
+            default = field.default
+        if name in {"home", "transcripts_dir"}:
+            default = {"home": "~/.local/share/memd", "transcripts_dir": "~/.claude/projects"}[name]
+        if default is None:
+            lines.append(f"# {name} = ")
+        else:
+            lines.append(f"# {name} = {toml_value(default)}")
+        lines.append("")
+    return "\n".join(lines)

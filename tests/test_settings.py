@@ -79,3 +79,27 @@ def test_unreadable_config(tmp_path: Path) -> None:
         path.mkdir()
     with pytest.raises(ConfigError, match="cannot read"):
         load_settings()
+
+
+def test_example_config_is_complete_and_current(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memd.settings import example_toml
+
+    shipped = (Path(__file__).parents[1] / "config" / "memd.toml").read_text()
+    assert shipped == example_toml(), "regenerate with: memd config --example > config/memd.toml"
+    # Uncommented, every line with a value is valid and equals the default.
+    body = "\n".join(
+        line[2:]
+        for line in shipped.splitlines()
+        if line.startswith("# ") and " = " in line and not line.endswith("= ")
+    )
+    for name in Settings.model_fields:
+        assert f"{name} = " in shipped, name
+    write_config(body)
+    monkeypatch.delenv("MEMD_HOME")
+    monkeypatch.delenv("MEMD_TRANSCRIPTS_DIR")
+    s = load_settings()
+    assert s.home == Path.home() / ".local" / "share" / "memd"
+    assert s.half_life_days["todo"] == 7
+    assert s.model_dump(exclude={"home", "transcripts_dir", "config"}) == Settings(
+        home=s.home, transcripts_dir=s.transcripts_dir
+    ).model_dump(exclude={"home", "transcripts_dir", "config"})

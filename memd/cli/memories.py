@@ -266,12 +266,16 @@ def memories_reindex(ctx: click.Context) -> None:
 
 @click.command(name="config")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--example", is_flag=True, help="Print a commented config file with every default.")
 @click.pass_context
 @handle_errors
-def config_show(ctx: click.Context, as_json: bool) -> None:
+def config_show(ctx: click.Context, as_json: bool, example: bool) -> None:
     """Print the effective settings and where each value came from."""
-    from memd.settings import describe_settings
+    from memd.settings import describe_settings, example_toml
 
+    if example:
+        click.echo(example_toml(), nl=False)
+        return
     settings = settings_from(ctx)
     rows = describe_settings(settings, **(ctx.find_root().obj or {}))
     if as_json:
