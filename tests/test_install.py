@@ -11,6 +11,7 @@ import os
 import plistlib
 import shlex
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -443,3 +444,26 @@ def test_register_adds_the_three_commands() -> None:
     register(group)
     assert set(group.commands) == {"install", "uninstall", "doctor"}
     assert {"install", "uninstall", "doctor"} <= set(main.commands)
+
+
+def test_console_script_install_and_uninstall(settings_file: Path) -> None:
+    """The way a user runs it: the installed `memd` executable, in a child process."""
+    memd = str(Path(sys.executable).parent / "memd")
+    first = subprocess.run([memd, "install", "--hooks"], capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    assert "installed hooks" in first.stdout
+    second = subprocess.run(
+        [memd, "install", "--hooks"], capture_output=True, text=True, timeout=60
+    )
+    assert "already installed" in second.stdout
+    assert len(backups(settings_file)) == 1
+    gone = subprocess.run(
+        [memd, "uninstall", "--hooks"], capture_output=True, text=True, timeout=60
+    )
+    assert gone.returncode == 0, gone.stderr
+    assert json.loads(settings_file.read_text()) == REALISTIC
+    settings_file.write_text("{,}")
+    bad = subprocess.run([memd, "install", "--hooks"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("memd: ") and "line 1, column 2" in bad.stderr
+    assert settings_file.read_text() == "{,}"
