@@ -230,6 +230,13 @@ class Doctor:
                 problems.append(f"{event} passes {argv[1:]!r} instead of {arg!r}")
         if problems:
             return Check("hooks", "fail", f"{path}: " + "; ".join(problems), "memd install --hooks")
+        if data.get("disableAllHooks") is True:
+            return Check(
+                "hooks",
+                "warn",
+                f'{path} has "disableAllHooks": true, so Claude Code runs no hook',
+                f"${{EDITOR:-vi}} {q(path)}",
+            )
         detail = f"{len(install.HOOK_EVENTS)} events -> {', '.join(sorted(targets))}"
         try:
             ours = str(install.find_executable(install.HOOK_NAME))
@@ -253,6 +260,9 @@ class Doctor:
             path = install.unit_path()
             if not path.exists():
                 return Check("service", "fail", f"no unit at {path}", "memd install --service")
+            stale = stale_program(kind)
+            if stale:
+                return stale
             if not install.user_bus_works():
                 return Check(
                     "service",
@@ -262,7 +272,9 @@ class Doctor:
                 )
             state = install.run(["systemctl", "--user", "is-enabled", install.UNIT_NAME], 10)
             if state.stdout.strip() == "enabled":
-                return Check("service", "ok", f"{install.UNIT_NAME} is enabled")
+                active = install.run(["systemctl", "--user", "is-active", install.UNIT_NAME], 10)
+                shown = active.stdout.strip() or "unknown"
+                return Check("service", "ok", f"{install.UNIT_NAME} is enabled ({shown})")
             return Check(
                 "service",
                 "fail",
@@ -272,6 +284,9 @@ class Doctor:
         path = install.plist_path()
         if not path.exists():
             return Check("service", "fail", f"no agent at {path}", "memd install --service")
+        stale = stale_program(kind)
+        if stale:
+            return stale
         if not shutil.which("launchctl"):
             return Check("service", "warn", f"{path} exists; state unknown", "")
         target = f"{install.gui_domain()}/{install.LABEL}"
@@ -404,6 +419,19 @@ class Doctor:
 
 def run_doctor(settings: Settings, *, repair: bool = False) -> list[Check]:
     return Doctor(settings).run(repair=repair)
+
+
+def stale_program(kind: str) -> Check | None:
+    """A failure when the installed service runs a memd that no longer exists (moved venv)."""
+    program = install.installed_program(kind)
+    if program is not None and program.is_file() and os.access(program, os.X_OK):
+        return None
+    return Check(
+        "service",
+        "fail",
+        f"the service runs {program or '(unreadable)'}, which is not an executable file",
+        "memd install --service",
+    )
 
 
 def safe(check: Callable[[], Check]) -> Check:

@@ -448,6 +448,21 @@ def render_plist(memd_path: Path, home: Path, env: Mapping[str, str]) -> str:
     return plistlib.dumps(plist_document(memd_path, home, env), sort_keys=False).decode()
 
 
+def installed_program(kind: str) -> Path | None:
+    """The executable the installed unit or agent runs, or None when it cannot be read."""
+    try:
+        if kind == "launchd":
+            args = plistlib.loads(plist_path().read_bytes()).get("ProgramArguments") or []
+            return Path(args[0]) if args else None
+        for line in unit_path().read_text(encoding="utf-8").splitlines():
+            if line.startswith("ExecStart="):
+                argv = shlex.split(line.removeprefix("ExecStart=").replace("$$", "$"))
+                return Path(argv[0].replace("%%", "%")) if argv else None
+    except (OSError, ValueError, plistlib.InvalidFileException):
+        return None
+    return None
+
+
 # ---------------------------------------------------------------- service install
 
 

@@ -364,3 +364,38 @@ def test_every_failure_in_a_bare_setup_has_a_fix(monkeypatch: pytest.MonkeyPatch
     failed = [c for c in report["checks"] if not c["ok"]]
     assert {c["name"] for c in failed} >= {"daemon", "transcripts", "hooks", "service", "extractor"}
     assert all(c["fix"] for c in failed), failed
+
+
+def test_service_running_a_memd_that_no_longer_exists(fake_systemctl: Path) -> None:
+    (fake_systemctl / "bus").touch()
+    install.install_service(load_settings(), system="Linux", memd_path=Path("/gone/venv/bin/memd"))
+    check = doctor_for().check_service()
+    assert_fails_with_fix(check, "memd install --service")
+    assert "/gone/venv/bin/memd, which is not an executable file" in check.detail
+    install.install_service(load_settings(), system="Linux")  # re-rendered: the real memd
+    assert doctor_for().check_service().level == "ok"
+
+
+def test_launchd_agent_checks(fake_systemctl: Path, tmp_path: Path) -> None:
+    launchctl = tmp_path / "fakebin" / "launchctl"
+    launchctl.write_text(
+        '#!/bin/sh\n[ "$1" = print ] && [ ! -e "$FAKE_STATE/loaded" ] && exit 113\n'
+        'touch "$FAKE_STATE/loaded"; exit 0\n'
+    )
+    launchctl.chmod(0o755)
+    mac = Doctor(load_settings(), system="Darwin")
+    assert_fails_with_fix(mac.check_service(), "memd install --service")
+    install.install_service(load_settings(), system="Darwin")
+    assert mac.check_service().level == "ok"
+    assert mac.check_inotify().detail == "not applicable (FSEvents)"
+    (fake_systemctl / "loaded").unlink()
+    assert_fails_with_fix(mac.check_service(), f"launchctl bootstrap gui/{os.getuid()}")
+
+
+def test_hooks_disabled_globally_warn() -> None:
+    install.install_hooks()
+    path = install.claude_settings_path()
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "disableAllHooks": True}))
+    check = doctor_for().check_hooks()
+    assert check.level == "warn" and "disableAllHooks" in check.detail
