@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memd import __version__, install, protocol
+from memd import service as user_service
 from memd.errors import LockedError, MemdError, ModelMismatch
 from memd.settings import Settings
 
@@ -253,35 +254,39 @@ class Doctor:
 
     def check_service(self) -> Check:
         try:
-            kind = install.service_system(self.system)
+            kind = user_service.service_system(self.system)
         except MemdError as exc:
             return Check("service", "warn", str(exc), "memd serve")
         if kind == "systemd":
-            path = install.unit_path()
+            path = user_service.unit_path()
             if not path.exists():
                 return Check("service", "fail", f"no unit at {path}", "memd install --service")
             stale = stale_program(kind)
             if stale:
                 return stale
-            if not install.user_bus_works():
+            if not user_service.user_bus_works():
                 return Check(
                     "service",
                     "warn",
                     f"{path} exists; enabled state unknown (no systemd user bus)",
                     "systemctl --user enable --now memd.service",
                 )
-            state = install.run(["systemctl", "--user", "is-enabled", install.UNIT_NAME], 10)
+            state = user_service.run(
+                ["systemctl", "--user", "is-enabled", user_service.UNIT_NAME], 10
+            )
             if state.stdout.strip() == "enabled":
-                active = install.run(["systemctl", "--user", "is-active", install.UNIT_NAME], 10)
+                active = user_service.run(
+                    ["systemctl", "--user", "is-active", user_service.UNIT_NAME], 10
+                )
                 shown = active.stdout.strip() or "unknown"
-                return Check("service", "ok", f"{install.UNIT_NAME} is enabled ({shown})")
+                return Check("service", "ok", f"{user_service.UNIT_NAME} is enabled ({shown})")
             return Check(
                 "service",
                 "fail",
-                f"{install.UNIT_NAME} is {state.stdout.strip() or 'not enabled'}",
+                f"{user_service.UNIT_NAME} is {state.stdout.strip() or 'not enabled'}",
                 "systemctl --user enable --now memd.service",
             )
-        path = install.plist_path()
+        path = user_service.plist_path()
         if not path.exists():
             return Check("service", "fail", f"no agent at {path}", "memd install --service")
         stale = stale_program(kind)
@@ -289,14 +294,14 @@ class Doctor:
             return stale
         if not shutil.which("launchctl"):
             return Check("service", "warn", f"{path} exists; state unknown", "")
-        target = f"{install.gui_domain()}/{install.LABEL}"
-        if install.run(["launchctl", "print", target], 10).returncode == 0:
-            return Check("service", "ok", f"{install.LABEL} is loaded")
+        target = f"{user_service.gui_domain()}/{user_service.LABEL}"
+        if user_service.run(["launchctl", "print", target], 10).returncode == 0:
+            return Check("service", "ok", f"{user_service.LABEL} is loaded")
         return Check(
             "service",
             "fail",
-            f"{install.LABEL} is not loaded",
-            f"launchctl bootstrap {install.gui_domain()} {q(path)}",
+            f"{user_service.LABEL} is not loaded",
+            f"launchctl bootstrap {user_service.gui_domain()} {q(path)}",
         )
 
     def check_inotify(self, watches_file: Path | None = None) -> Check:
@@ -371,15 +376,26 @@ class Doctor:
         return install.install_hooks().message
 
     def repair_service(self) -> str:
-        change = install.install_service(self.settings, system=self.system)
+        change = user_service.install_service(self.settings, system=self.system)
         return "; ".join(change.messages + [f"run: {c}" for c in change.todo])
 
     def repair_daemon(self) -> str:
-        kind = install.service_system(self.system)
-        if kind == "systemd" and install.unit_path().exists() and install.user_bus_works():
-            install.run(["systemctl", "--user", "restart", install.UNIT_NAME])
-        elif kind == "launchd" and install.plist_path().exists() and shutil.which("launchctl"):
-            install.run(["launchctl", "kickstart", "-k", f"{install.gui_domain()}/{install.LABEL}"])
+        kind = user_service.service_system(self.system)
+        if (
+            kind == "systemd"
+            and user_service.unit_path().exists()
+            and user_service.user_bus_works()
+        ):
+            user_service.run(["systemctl", "--user", "restart", user_service.UNIT_NAME])
+        elif kind == "launchd" and user_service.plist_path().exists() and shutil.which("launchctl"):
+            user_service.run(
+                [
+                    "launchctl",
+                    "kickstart",
+                    "-k",
+                    f"{user_service.gui_domain()}/{user_service.LABEL}",
+                ]
+            )
         else:
             return ""
         time.sleep(1.0)  # give it a moment to bind the socket before the re-check
@@ -402,18 +418,18 @@ class Doctor:
 
     def start_command(self) -> str:
         kind = safe_kind(self.system)
-        if kind == "systemd" and install.unit_path().exists():
+        if kind == "systemd" and user_service.unit_path().exists():
             return "systemctl --user start memd.service"
-        if kind == "launchd" and install.plist_path().exists():
-            return f"launchctl kickstart {install.gui_domain()}/{install.LABEL}"
+        if kind == "launchd" and user_service.plist_path().exists():
+            return f"launchctl kickstart {user_service.gui_domain()}/{user_service.LABEL}"
         return "memd install --service"
 
     def restart_command(self, pid: Any) -> str:
         kind = safe_kind(self.system)
-        if kind == "systemd" and install.unit_path().exists():
+        if kind == "systemd" and user_service.unit_path().exists():
             return "systemctl --user restart memd.service"
-        if kind == "launchd" and install.plist_path().exists():
-            return f"launchctl kickstart -k {install.gui_domain()}/{install.LABEL}"
+        if kind == "launchd" and user_service.plist_path().exists():
+            return f"launchctl kickstart -k {user_service.gui_domain()}/{user_service.LABEL}"
         return f"kill {pid} && memd serve" if pid else "memd serve"
 
 
@@ -423,7 +439,7 @@ def run_doctor(settings: Settings, *, repair: bool = False) -> list[Check]:
 
 def stale_program(kind: str) -> Check | None:
     """A failure when the installed service runs a memd that no longer exists (moved venv)."""
-    program = install.installed_program(kind)
+    program = user_service.installed_program(kind)
     if program is not None and program.is_file() and os.access(program, os.X_OK):
         return None
     return Check(
@@ -445,7 +461,7 @@ def safe(check: Callable[[], Check]) -> Check:
 
 def safe_kind(system: str) -> str | None:
     try:
-        return install.service_system(system)
+        return user_service.service_system(system)
     except MemdError:
         return None
 

@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from memd import __version__, doctor, install, protocol
+from memd import service as user_service
 from memd.cli import main
 from memd.doctor import Doctor
 from memd.models import Memory
@@ -102,7 +103,7 @@ def healthy(daemon: StandInDaemon, fake_systemctl: Path) -> StandInDaemon:
     (project / "abc.jsonl").write_text("{}\n")
     install.install_hooks()
     (fake_systemctl / "bus").touch()
-    install.install_service(settings, system="Linux")
+    user_service.install_service(settings, system="Linux")
     return daemon
 
 
@@ -215,7 +216,7 @@ def test_daemon_down() -> None:
     check = doctor_for().check_daemon()
     assert_fails_with_fix(check, "memd install --service")
     assert "not reachable" in check.detail
-    install.install_service(load_settings(), system="Linux")
+    user_service.install_service(load_settings(), system="Linux")
     assert_fails_with_fix(doctor_for().check_daemon(), "systemctl --user start memd.service")
 
 
@@ -224,7 +225,7 @@ def test_daemon_of_another_version(daemon: StandInDaemon) -> None:
     check = doctor_for().check_daemon()
     assert_fails_with_fix(check, f"kill {os.getpid()} && memd serve")
     assert f"runs memd 0.0.1, this CLI is {__version__}" in check.detail
-    install.install_service(load_settings(), system="Linux")
+    user_service.install_service(load_settings(), system="Linux")
     assert_fails_with_fix(doctor_for().check_daemon(), "systemctl --user restart memd.service")
 
 
@@ -286,7 +287,7 @@ def test_claude_cli_not_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 def test_service_not_installed_or_disabled(fake_systemctl: Path) -> None:
     assert_fails_with_fix(doctor_for().check_service(), "memd install --service")
-    install.install_service(load_settings(), system="Linux")  # no bus: file only
+    user_service.install_service(load_settings(), system="Linux")  # no bus: file only
     unknown = doctor_for().check_service()
     assert unknown.level == "warn" and "unknown" in unknown.detail
     (fake_systemctl / "bus").touch()
@@ -368,11 +369,13 @@ def test_every_failure_in_a_bare_setup_has_a_fix(monkeypatch: pytest.MonkeyPatch
 
 def test_service_running_a_memd_that_no_longer_exists(fake_systemctl: Path) -> None:
     (fake_systemctl / "bus").touch()
-    install.install_service(load_settings(), system="Linux", memd_path=Path("/gone/venv/bin/memd"))
+    user_service.install_service(
+        load_settings(), system="Linux", memd_path=Path("/gone/venv/bin/memd")
+    )
     check = doctor_for().check_service()
     assert_fails_with_fix(check, "memd install --service")
     assert "/gone/venv/bin/memd, which is not an executable file" in check.detail
-    install.install_service(load_settings(), system="Linux")  # re-rendered: the real memd
+    user_service.install_service(load_settings(), system="Linux")  # re-rendered: the real memd
     assert doctor_for().check_service().level == "ok"
 
 
@@ -385,7 +388,7 @@ def test_launchd_agent_checks(fake_systemctl: Path, tmp_path: Path) -> None:
     launchctl.chmod(0o755)
     mac = Doctor(load_settings(), system="Darwin")
     assert_fails_with_fix(mac.check_service(), "memd install --service")
-    install.install_service(load_settings(), system="Darwin")
+    user_service.install_service(load_settings(), system="Darwin")
     assert mac.check_service().level == "ok"
     assert mac.check_inotify().detail == "not applicable (FSEvents)"
     (fake_systemctl / "loaded").unlink()

@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from memd import install
+from memd import service as user_service
 from memd.cli import main
 from memd.cli.service import register
 from memd.errors import UserError
@@ -234,7 +235,7 @@ def test_dry_run_writes_nothing(settings_file: Path) -> None:
     assert "would write" in out and "memd.service" in out
     assert settings_file.read_bytes() == before
     assert backups(settings_file) == []
-    assert not install.unit_path().exists()
+    assert not user_service.unit_path().exists()
     install.install_hooks()
     installed = settings_file.read_bytes()
     code, out = run_cli("uninstall", "--dry-run")
@@ -317,8 +318,8 @@ def test_systemd_install_enables_when_the_user_bus_works(fake_service_managers: 
     state = fake_service_managers
     (state / "bus").touch()
     settings = load_settings()
-    change = install.install_service(settings, system="Linux")
-    unit = install.unit_path()
+    change = user_service.install_service(settings, system="Linux")
+    unit = user_service.unit_path()
     assert unit == Path.home() / ".config" / "systemd" / "user" / "memd.service"
     text = unit.read_text()
     memd = Path(sys.executable).parent / "memd"
@@ -334,12 +335,12 @@ def test_systemd_install_enables_when_the_user_bus_works(fake_service_managers: 
     assert change.todo == []
     # Second run: nothing to do.
     before = calls(state)
-    again = install.install_service(settings, system="Linux")
+    again = user_service.install_service(settings, system="Linux")
     assert not again.changed and again.ran == []
     assert "already enabled" in " ".join(again.messages)
     assert not any("enable" in c and "is-enabled" not in c for c in calls(state)[len(before) :])
     # Uninstall: stopped, disabled, removed, reloaded.
-    gone = install.uninstall_service(system="Linux")
+    gone = user_service.uninstall_service(system="Linux")
     assert gone.changed and not unit.exists()
     assert gone.ran == [
         "systemctl --user disable --now memd.service",
@@ -358,22 +359,22 @@ def test_systemd_install_prints_commands_without_a_bus(
     assert code == 0, out
     assert "systemctl --user daemon-reload" in out
     assert "systemctl --user enable --now memd.service" in out
-    text = install.unit_path().read_text()
+    text = user_service.unit_path().read_text()
     assert "Environment=MEMD_EXTRACTOR=heuristic" in text
     assert "sk-ant-secret" not in text and "MEMD_DISABLE" not in text
     assert calls(fake_service_managers) == ["systemctl --user show-environment"]
     # An unchanged second run writes nothing new and still says what to run.
-    mtime = install.unit_path().stat().st_mtime_ns
+    mtime = user_service.unit_path().stat().st_mtime_ns
     code, out = run_cli("install", "--service")
     assert code == 0 and "unchanged" in out
-    assert install.unit_path().stat().st_mtime_ns == mtime
+    assert user_service.unit_path().stat().st_mtime_ns == mtime
     # Without a bus, uninstall removes the file and the enablement link itself.
-    wants = install.unit_path().parent / "default.target.wants" / "memd.service"
+    wants = user_service.unit_path().parent / "default.target.wants" / "memd.service"
     wants.parent.mkdir()
-    wants.symlink_to(install.unit_path())
+    wants.symlink_to(user_service.unit_path())
     code, out = run_cli("uninstall", "--service")
     assert code == 0, out
-    assert not install.unit_path().exists() and not wants.is_symlink()
+    assert not user_service.unit_path().exists() and not wants.is_symlink()
     assert "systemctl --user daemon-reload" in out
 
 
@@ -382,16 +383,16 @@ def test_claude_cli_extractor_gets_path_and_a_writable_claude_dir(
 ) -> None:
     monkeypatch.setenv("MEMD_EXTRACTOR", "claude-cli")
     settings = load_settings()
-    env = install.service_environment(settings)
+    env = user_service.service_environment(settings)
     assert env["PATH"] == os.environ["PATH"]
-    paths = install.writable_paths(settings)
+    paths = user_service.writable_paths(settings)
     assert Path.home() / ".claude" in paths and Path.home() / ".claude.json" in paths
 
 
 def test_launchd_install_and_uninstall(fake_service_managers: Path) -> None:
     state = fake_service_managers
     settings = load_settings()
-    change = install.install_service(settings, system="Darwin")
+    change = user_service.install_service(settings, system="Darwin")
     path = Path.home() / "Library" / "LaunchAgents" / "dev.memd.plist"
     assert change.path == path
     doc = plistlib.loads(path.read_bytes())
@@ -402,9 +403,9 @@ def test_launchd_install_and_uninstall(fake_service_managers: Path) -> None:
     domain = f"gui/{os.getuid()}"
     assert change.ran == [f"launchctl bootstrap {domain} {path}"]
     assert (state / "loaded").exists()
-    again = install.install_service(settings, system="Darwin")
+    again = user_service.install_service(settings, system="Darwin")
     assert again.ran == [] and "already loaded" in " ".join(again.messages)
-    gone = install.uninstall_service(system="Darwin")
+    gone = user_service.uninstall_service(system="Darwin")
     assert gone.ran == [f"launchctl bootout {domain}/dev.memd"]
     assert not path.exists() and not (state / "loaded").exists()
 

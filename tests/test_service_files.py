@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memd import install
+from memd import service as user_service
 from memd.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +63,7 @@ def assert_clean(proc: subprocess.CompletedProcess[str], unit: Path) -> None:
 
 
 def test_repo_unit_is_the_template_install_renders() -> None:
-    assert UNIT.read_text() == install.SYSTEMD_TEMPLATE
+    assert UNIT.read_text() == user_service.SYSTEMD_TEMPLATE
 
 
 def test_repo_unit_has_restart_backoff_and_hardening() -> None:
@@ -85,7 +86,7 @@ def test_repo_unit_has_restart_backoff_and_hardening() -> None:
 
 def test_rendered_unit_escapes_paths_and_environment(tmp_path: Path) -> None:
     memd = tmp_path / "a dir" / "memd"
-    text = install.render_unit(
+    text = user_service.render_unit(
         memd,
         {"MEMD_HOME": "/data/100% mine", "MEMD_EXTRACTOR": "heuristic"},
         [Path("/data/100% mine")],
@@ -118,8 +119,8 @@ def test_installed_unit_passes_systemd_analyze_verify(
     monkeypatch.setenv("MEMD_SOCKET", "/run/user/memd-test/memd.sock")
     settings = load_settings()
     memd = install.find_executable("memd")  # the real console script of this venv
-    text = install.render_unit(
-        memd, install.service_environment(settings), install.writable_paths(settings)
+    text = user_service.render_unit(
+        memd, user_service.service_environment(settings), user_service.writable_paths(settings)
     )
     unit = tmp_path / "units" / "memd.service"
     unit.parent.mkdir()
@@ -138,7 +139,7 @@ def test_verify_catches_a_bad_unit(tmp_path: Path) -> None:
     """The check above is not vacuous: a broken value and a missing binary are reported."""
     unit = tmp_path / "units" / "memd.service"
     unit.parent.mkdir()
-    bad = install.render_unit(Path("/nonexistent/memd"), {}, [tmp_path])
+    bad = user_service.render_unit(Path("/nonexistent/memd"), {}, [tmp_path])
     unit.write_text(bad.replace("RestartSec=2", "RestartSec=soon"))
     proc = verify(unit, tmp_path)
     assert "soon" in proc.stderr
@@ -147,7 +148,7 @@ def test_verify_catches_a_bad_unit(tmp_path: Path) -> None:
 
 def test_repo_plist_parses_and_has_the_keys() -> None:
     doc = plistlib.loads(PLIST.read_bytes())
-    assert doc["Label"] == install.LABEL == "dev.memd"
+    assert doc["Label"] == user_service.LABEL == "dev.memd"
     assert doc["ProgramArguments"][1:] == ["serve"]
     assert doc["ProgramArguments"][0].endswith("/memd")
     assert doc["RunAtLoad"] is True
@@ -160,7 +161,7 @@ def test_repo_plist_parses_and_has_the_keys() -> None:
 
 def test_repo_plist_matches_what_install_renders() -> None:
     doc = plistlib.loads(PLIST.read_bytes())
-    rendered = install.plist_document(
+    rendered = user_service.plist_document(
         Path("/Users/you/.local/bin/memd"),
         Path("/Users/you"),
         {"MEMD_HOME": "/Users/you/Library/Application Support/memd"},
@@ -171,7 +172,7 @@ def test_repo_plist_matches_what_install_renders() -> None:
 def test_rendered_plist_round_trips(tmp_path: Path) -> None:
     memd = tmp_path / "venv with space" / "bin" / "memd"
     env = {"MEMD_HOME": "/x/y & <z>", "MEMD_EXTRACTOR": "heuristic"}
-    text = install.render_plist(memd, tmp_path, env)
+    text = user_service.render_plist(memd, tmp_path, env)
     doc = plistlib.loads(text.encode())
     assert doc["ProgramArguments"] == [str(memd), "serve"]
     assert doc["EnvironmentVariables"] == env

@@ -10,7 +10,7 @@ import click
 from memd.cli import handle_errors, settings_from
 
 if TYPE_CHECKING:
-    from memd.install import ServiceChange
+    from memd.service import ServiceChange
 
 
 def echo_service(change: ServiceChange, *, dry_run: bool) -> None:
@@ -35,6 +35,7 @@ def echo_service(change: ServiceChange, *, dry_run: bool) -> None:
 def service_install(ctx: click.Context, hooks: bool, service: bool, dry_run: bool) -> None:
     """Wire memd into Claude Code's hooks and install the user service (both by default)."""
     from memd import install
+    from memd import service as user_service
 
     both = not hooks and not service
     if hooks or both:
@@ -44,7 +45,7 @@ def service_install(ctx: click.Context, hooks: bool, service: bool, dry_run: boo
             click.echo(change.diff, nl=False)
     if service or both:
         settings = settings_from(ctx)
-        echo_service(install.install_service(settings, dry_run=dry_run), dry_run=dry_run)
+        echo_service(user_service.install_service(settings, dry_run=dry_run), dry_run=dry_run)
 
 
 @click.command(name="uninstall")
@@ -60,6 +61,7 @@ def service_uninstall(
 ) -> None:
     """Remove exactly what `memd install` added. Memories are kept unless --purge."""
     from memd import install
+    from memd import service as user_service
 
     settings = settings_from(ctx)
     both = not hooks and not service
@@ -69,7 +71,7 @@ def service_uninstall(
         if dry_run and change.diff:
             click.echo(change.diff, nl=False)
     if service or both:
-        echo_service(install.uninstall_service(dry_run=dry_run), dry_run=dry_run)
+        echo_service(user_service.uninstall_service(dry_run=dry_run), dry_run=dry_run)
     if not purge:
         click.echo(f"memories kept in {settings.home} (use --purge to delete them)")
         return
