@@ -31,6 +31,7 @@ SKIPPED_VARS = {
 }
 PASSED_VARS = ("XDG_DATA_HOME", "XDG_CONFIG_HOME")
 """Besides MEMD_*: they decide the default paths, so the daemon must see the CLI's values."""
+SHARED_TMP = (Path("/tmp"), Path("/var/tmp"))
 PATH_VARS = {"MEMD_HOME", "MEMD_TRANSCRIPTS_DIR", "MEMD_SOCKET", "MEMD_CONFIG", *PASSED_VARS}
 
 SYSTEMD_TEMPLATE = """\
@@ -143,13 +144,25 @@ def systemd_escape(value: str) -> str:
     return value
 
 
-def render_unit(memd_path: Path, env: Mapping[str, str], writable: list[Path]) -> str:
+def uses_shared_tmp(settings: Settings) -> bool:
+    """True when the data dir or socket is under /tmp: PrivateTmp would hide it from hooks."""
+    places = [settings.home, settings.socket_path.parent]
+    return any(p.expanduser().absolute().is_relative_to(t) for p in places for t in SHARED_TMP)
+
+
+def render_unit(
+    memd_path: Path, env: Mapping[str, str], writable: list[Path], *, private_tmp: bool = True
+) -> str:
     exec_path = systemd_escape(str(memd_path)).replace("$", "$$")
     text = SYSTEMD_TEMPLATE.replace(EXEC_LINE, f"ExecStart={exec_path} serve")
     env_lines = "".join(f"Environment={systemd_escape(f'{k}={v}')}\n" for k, v in env.items())
     text = text.replace(ENV_MARKER + "\n", ENV_MARKER + "\n" + env_lines)
     rw = " ".join(systemd_escape(f"-{p}") for p in writable)
     text = text.replace(RW_LINE, f"ReadWritePaths={rw}")
+    if not private_tmp:
+        text = text.replace(
+            "PrivateTmp=yes\n", "# PrivateTmp=yes is off: memd's files are under /tmp.\n"
+        )
     header = "# Rendered by `memd install`; it is replaced on the next install.\n"
     return header + text
 
@@ -265,8 +278,9 @@ def install_service(
     memd = memd_path or find_executable("memd")
     env = service_environment(settings)
     if not dry_run:
-        # ProtectHome=read-only: the daemon cannot create its own data directory.
+        # ProtectHome/ProtectSystem: the daemon cannot create its own directories.
         settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        settings.socket_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     if kind == "systemd":
         return install_systemd(settings, memd, env, dry_run=dry_run)
     return install_launchd(memd, env, dry_run=dry_run)
@@ -277,7 +291,9 @@ def install_systemd(
 ) -> ServiceChange:
     change = ServiceChange(unit_path(), False)
     existed = write_service_file(
-        change, render_unit(memd, env, writable_paths(settings)), dry_run=dry_run
+        change,
+        render_unit(memd, env, writable_paths(settings), private_tmp=not uses_shared_tmp(settings)),
+        dry_run=dry_run,
     )
     steps = [
         ["systemctl", "--user", "daemon-reload"],

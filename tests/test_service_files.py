@@ -181,3 +181,19 @@ def test_rendered_plist_round_trips(tmp_path: Path) -> None:
         path = tmp_path / "dev.memd.plist"
         path.write_text(text)
         subprocess.run(["plutil", "-lint", str(path)], check=True, capture_output=True)
+
+
+def test_private_tmp_is_off_when_the_socket_lives_in_tmp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMD_HOME", "/srv/memd")  # only computed, never created
+    assert not user_service.uses_shared_tmp(load_settings())
+    monkeypatch.setenv("MEMD_SOCKET", "/tmp/memd-test-sock/memd.sock")
+    settings = load_settings()
+    assert user_service.uses_shared_tmp(settings)
+    text = user_service.render_unit(
+        Path("/usr/bin/memd"), {}, user_service.writable_paths(settings), private_tmp=False
+    )
+    service = unit_directives(text)["Service"]
+    assert "PrivateTmp" not in service
+    assert service["ProtectSystem"] == ["strict"]
