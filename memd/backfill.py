@@ -55,12 +55,18 @@ class BackfillReport:
 ProgressCallback = Callable[[BackfillReport], None]
 
 
+BACKFILL_DEPTH = 16
+"""``memd ingest`` accepts any folder of transcripts, e.g. a repository's test data."""
+
+
 def transcript_units(paths: Iterable[str | os.PathLike[str]]) -> list[list[str]]:
     """Files under ``paths`` grouped into units: a session file plus its subagent files."""
     files: list[str] = []
     seen: set[str] = set()
     for p in paths:
-        for f in iter_transcripts(os.path.abspath(os.path.expanduser(os.fspath(p)))):
+        for f in iter_transcripts(
+            os.path.abspath(os.path.expanduser(os.fspath(p))), BACKFILL_DEPTH
+        ):
             if f not in seen:
                 seen.add(f)
                 files.append(f)
@@ -76,11 +82,27 @@ def transcript_units(paths: Iterable[str | os.PathLike[str]]) -> list[list[str]]
             continue
         if fp.parent.name == "subagents":
             main = mains.get((str(fp.parent.parent.parent), fp.parent.parent.name))
-            if main is not None:
-                units[main].append(f)
-                continue
-        units[f] = [f]
+        else:  # legacy layout: the parent is named only inside the lines
+            main = mains.get((str(fp.parent), _peek_session_id(f)))
+        if main is not None:
+            units[main].append(f)
+        else:
+            units[f] = [f]
     return list(units.values())
+
+
+def _peek_session_id(path: str, limit: int = 1 << 16) -> str:
+    """The sessionId of the first line that has one, read from the file's head."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(limit)
+    except OSError:
+        return ""
+    for raw in head.split(b"\n")[:20]:
+        item = parse_line(raw)
+        if item is not None and item.session_id:
+            return item.session_id
+    return ""
 
 
 def backfill(

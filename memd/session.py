@@ -18,6 +18,7 @@ compaction replay lines). Not ingested: memd's own extraction runs (first user t
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -286,7 +287,8 @@ class SessionTracker:
     def _project(self, rec: SessionRecord, turns: list[Turn]) -> str:
         cwd = next((t.cwd for t in turns if t.cwd and not t.is_sidechain), "")
         cwd = cwd or rec.cwd or next((t.cwd for t in turns if t.cwd), "")
-        project = resolve_project(cwd) if cwd else ""
+        # A relative cwd (sanitized transcripts) must not resolve against memd's own cwd.
+        project = (resolve_project(cwd) if os.path.isabs(cwd) else cwd) if cwd else ""
         if project:
             rec.project = project
         return project or rec.project
