@@ -1,0 +1,110 @@
+"""`memd jobs`: the scheduled maintenance jobs, their next and last runs; `memd jobs run NAME`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from memd import client
+from memd.cli import handle_errors, settings_from
+from memd.jobs import JOB_NAMES
+
+
+def echo_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, ensure_ascii=False, indent=2))
+
+
+def summary(result: Any) -> str:
+    if not result:
+        return ""
+    if isinstance(result, dict):
+        return ", ".join(
+            f"{k}={v}"
+            for k, v in result.items()
+            if not isinstance(v, (list, dict)) and v is not None
+        )
+    return str(result)
+
+
+def local_status(settings: Any) -> list[dict[str, Any]]:
+    """Last runs from memd's state when no daemon runs (nothing is scheduled then)."""
+    from memd.jobs import jobs_status
+    from memd.state import State
+
+    state = State.open_default(settings.home)
+    try:
+        return jobs_status(state)
+    finally:
+        state.close()
+
+
+def local_run(settings: Any, name: str) -> dict[str, Any]:
+    """Run a job in this process, holding the writer lock, and record it like the daemon does."""
+    from memd.app import App
+    from memd.jobs import Scheduler
+    from memd.state import State
+
+    app = App(settings).open(writer=True, owner="memd jobs run")
+    state = State.open_default(settings.home)
+    try:
+        return Scheduler(app, state, settings).run(name)
+    finally:
+        state.close()
+        app.close()
+
+
+@click.group(name="jobs", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def jobs_list(ctx: click.Context, as_json: bool) -> None:
+    """List the maintenance jobs with their next and last run and result."""
+    if ctx.invoked_subcommand is not None:
+        return
+    settings = settings_from(ctx)
+    try:
+        jobs = client.daemon_request(settings, "jobs")["jobs"]
+        running = True
+    except client.DaemonUnavailable:
+        jobs = local_status(settings)
+        running = False
+    if as_json:
+        echo_json(jobs)
+        return
+    if not running:
+        click.echo("the daemon is not running: nothing is scheduled (last runs shown)")
+    for job in jobs:
+        click.echo(
+            f"{job['name']:<9} next {job.get('next_run') or '-':<21} "
+            f"last {job.get('last_run') or 'never':<25} {job.get('last_status') or ''}"
+        )
+        if job.get("last_result"):
+            click.echo(f"          {summary(job['last_result'])}")
+
+
+@jobs_list.command(name="run")
+@click.argument("name", type=click.Choice(JOB_NAMES))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def jobs_run(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Run job NAME now (through the daemon when it runs, else in this process)."""
+    settings = settings_from(ctx)
+    try:
+        reply = client.daemon_request(settings, "jobs_run", name=name)
+        record = reply.get("job") or reply
+    except client.DaemonUnavailable:
+        record = local_run(settings, name)
+    if as_json:
+        echo_json(record)
+    else:
+        click.echo(f"{name}: {record.get('last_status')} {summary(record.get('last_result'))}")
+    if str(record.get("last_status", "")).startswith("error"):
+        sys.exit(1)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(jobs_list)
