@@ -1,0 +1,351 @@
+"""What a hook injects: a small, budgeted block of memories that helps instead of bloating.
+
+- ``user-prompt-submit``: memories relevant to the prompt, in the session's project plus the
+  user-wide scope. Relevance is the semantic cosine between the prompt and the memory; under
+  ``settings.relevance_threshold`` nothing qualifies, so an unrelated prompt injects nothing.
+  Excerpts (raw turns) qualify only when they are very relevant: typed memories come first.
+- ``session-start``: a project brief: pinned memories (always), open TODOs, recent decisions,
+  preferences, and the last session's summary.
+
+Every block sits between ``<memd-context>`` and ``</memd-context>``, so the transcript parser
+drops it and memd never re-learns its own injection. A memory injected earlier in a session is
+not injected again in that session. Superseded and archived memories are never injected.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memd import retrieve
+from memd.models import USER_SCOPE, Memory
+from memd.project import resolve_project
+from memd.store import sql_in
+
+if TYPE_CHECKING:
+    from memd.app import App
+    from memd.settings import Settings
+
+log = logging.getLogger(__name__)
+
+OPEN_TAG = "<memd-context>"
+CLOSE_TAG = "</memd-context>"
+HEADER = (
+    "# memd: memories from earlier sessions. They may be outdated; "
+    "the current conversation wins on any conflict."
+)
+"""Starts with ``memd.transcript.MEMD_CONTEXT_HEADER``, which the parser also recognizes."""
+
+HARD_CAP = 10_000
+"""Claude Code's cap on hook output, in characters."""
+MAX_ITEM_CHARS = 400
+EXCERPT_MARGIN = 0.15
+"""Excerpts need this much more than the threshold: injection prefers typed memories."""
+SEARCH_DEPTH = 12
+MAX_SESSIONS = 512
+MAX_IDS_PER_SESSION = 2000
+STATE_PREFIX = "injected:"
+
+SECTIONS = (
+    ("pinned", "Pinned"),
+    ("summary", "Last session"),
+    ("decision", "Decisions"),
+    ("todo", "Open TODOs"),
+    ("preference", "Preferences"),
+    ("fact", "Facts"),
+    ("bugfix", "Fixes"),
+    ("progress", "Progress"),
+    ("excerpt", "Excerpts from earlier sessions"),
+)
+
+BRIEF_LIMITS = {"todo": 8, "decision": 8, "preference": 6, "summary": 1}
+"""How many of each kind a session-start brief considers before the budget trims it."""
+
+
+@dataclass
+class Item:
+    """One memory offered for injection, with why and how much it matters."""
+
+    memory: dict[str, Any]
+    section: str
+    priority: float
+    why: str
+
+
+@dataclass
+class Injection:
+    text: str = ""
+    chosen: list[dict[str, Any]] = field(default_factory=list)
+
+
+def clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def line_for(memory: dict[str, Any]) -> str:
+    day = (memory.get("updated_at") or memory.get("created_at") or "")[:10]
+    scope = " [user-wide]" if memory.get("project") == USER_SCOPE else ""
+    return f"- {clip(memory['text'])}{scope}" + (f" ({day})" if day else "")
+
+
+def render(items: list[Item]) -> str:
+    """The block for ``items``, grouped by section in a fixed order."""
+    if not items:
+        return ""
+    lines = [OPEN_TAG, HEADER]
+    for key, title in SECTIONS:
+        group = [i for i in items if i.section == key]
+        if group:
+            lines.append(f"{title}:")
+            lines.extend(line_for(i.memory) for i in group)
+    lines.append(CLOSE_TAG)
+    return "\n".join(lines)
+
+
+def fit(items: list[Item], budget: int) -> list[Item]:
+    """Keep the most important items whose rendered block stays within ``budget`` characters.
+
+    Items are tried from the highest priority down; one that does not fit is dropped, so the
+    least relevant and least important go first.
+    """
+    budget = min(budget, HARD_CAP)
+    kept: list[Item] = []
+    for item in sorted(items, key=lambda i: -i.priority):
+        if len(render([*kept, item])) <= budget:
+            kept.append(item)
+    return kept
+
+
+class SessionMemory:
+    """Which memory ids each session has already been given. Bounded; persisted via ``State``."""
+
+    def __init__(self, state: Any = None) -> None:
+        self.state = state
+        self._sessions: OrderedDict[str, dict[str, None]] = OrderedDict()
+        self._dirty: set[str] = set()
+        self._lock = threading.Lock()
+
+    def _ids(self, session_id: str) -> dict[str, None]:
+        ids = self._sessions.get(session_id)
+        if ids is None:
+            ids = dict.fromkeys(self._load(session_id))
+            self._sessions[session_id] = ids
+            while len(self._sessions) > MAX_SESSIONS:
+                self._sessions.popitem(last=False)
+        self._sessions.move_to_end(session_id)
+        return ids
+
+    def _load(self, session_id: str) -> list[str]:
+        if self.state is None:
+            return []
+        try:
+            raw = self.state.get(STATE_PREFIX + session_id) or {}
+            return [str(i) for i in raw.get("ids", [])]
+        except Exception as exc:  # state is best effort here: never fail a hook for it
+            log.warning("cannot read injected ids of session %s: %s", session_id, exc)
+            return []
+
+    def claim(self, session_id: str, ids: Iterable[str]) -> set[str]:
+        """The ids not yet given to the session, marked as given now (atomic)."""
+        if not session_id:
+            return set(ids)
+        with self._lock:
+            seen = self._ids(session_id)
+            fresh = {i for i in ids if i not in seen}
+            for i in fresh:
+                seen[i] = None
+            while len(seen) > MAX_IDS_PER_SESSION:
+                del seen[next(iter(seen))]
+            if fresh:
+                self._dirty.add(session_id)
+            return fresh
+
+    def given(self, session_id: str) -> set[str]:
+        with self._lock:
+            return set(self._ids(session_id)) if session_id else set()
+
+    def reset(self, session_id: str) -> None:
+        """The conversation lost its context (clear, compact): everything may be given again."""
+        with self._lock:
+            self._sessions[session_id] = {}
+            self._dirty.add(session_id)
+
+    def persist(self) -> int:
+        """Write the changed sessions to state; returns how many were written."""
+        with self._lock:
+            dirty = {s: list(self._sessions.get(s, {})) for s in self._dirty}
+            self._dirty.clear()
+        if self.state is None:
+            return 0
+        for session_id, ids in dirty.items():
+            try:
+                self.state.set(STATE_PREFIX + session_id, {"ids": ids, "at": time.time()})
+            except Exception as exc:
+                log.warning("cannot save injected ids of session %s: %s", session_id, exc)
+        return len(dirty)
+
+
+class Injector:
+    """Builds the context for hooks. Thread-safe: the daemon calls it from its read threads."""
+
+    def __init__(self, app: App, settings: Settings, state: Any = None) -> None:
+        self.app = app
+        self.settings = settings
+        self.sessions = SessionMemory(state)
+        self._touch: dict[str, None] = {}
+        self._touch_lock = threading.Lock()
+        self.injections = 0
+        self.memories_injected = 0
+
+    # ---- the two hooks
+    def prompt_context(
+        self, payload: dict[str, Any], *, dedupe: bool = True, touch: bool = True
+    ) -> Injection:
+        prompt = str(payload.get("prompt") or "").strip()
+        if len(prompt) < 3 or prompt.startswith("/"):
+            return Injection()
+        project = resolve_project(payload.get("cwd") or None)
+        results = retrieve.search(
+            self.app.store, prompt[:2000], [project], limit=SEARCH_DEPTH, statuses=("active",)
+        )
+        items = self.relevant(results)
+        return self.finish(
+            items, payload, self.settings.prompt_budget_chars, "prompt", dedupe, touch
+        )
+
+    def session_context(
+        self, payload: dict[str, Any], *, dedupe: bool = True, touch: bool = True
+    ) -> Injection:
+        session_id = str(payload.get("session_id") or "")
+        if dedupe and session_id and payload.get("source") in ("clear", "compact"):
+            self.sessions.reset(session_id)
+        project = resolve_project(payload.get("cwd") or None)
+        items = self.brief(project, session_id)
+        return self.finish(
+            items, payload, self.settings.session_start_budget_chars, "brief", dedupe, touch
+        )
+
+    # ---- choosing
+    def relevant(self, results: list[dict[str, Any]]) -> list[Item]:
+        """Results above the relevance threshold, as items ranked by relevance and importance."""
+        threshold = self.settings.relevance_threshold
+        items = []
+        for r in results:
+            if r.get("status", "active") != "active":
+                continue
+            semantic = float(r["score_breakdown"]["semantic"])
+            need = threshold + (EXCERPT_MARGIN if r["kind"] == "excerpt" else 0.0)
+            if semantic < need:
+                continue
+            priority = 0.8 * semantic + 0.2 * float(r["importance"])
+            if r["kind"] == "excerpt":
+                priority -= 0.5
+            section = "pinned" if r.get("pinned") else r["kind"]
+            items.append(Item(r, section, priority, retrieve.explain(r)))
+        return items
+
+    def brief(self, project: str, session_id: str = "") -> list[Item]:
+        """Pinned memories, open TODOs, recent decisions, preferences, the last summary."""
+        kinds = sorted(BRIEF_LIMITS)
+        where = (
+            f"{sql_in('project', [project, USER_SCOPE])} AND status = 'active' AND "
+            f"(pinned = true OR {sql_in('kind', kinds)})"
+        )
+        memories = self.app.store.query(where)
+        memories.sort(key=lambda m: m.updated_at or m.created_at, reverse=True)
+        items: list[Item] = []
+        taken: dict[str, int] = {}
+        for m in memories:
+            if m.status != "active":
+                continue
+            if m.pinned:
+                items.append(self.brief_item(m, "pinned", 4.0 + m.importance, "pinned"))
+                continue
+            if m.project == USER_SCOPE and m.kind != "preference":
+                continue
+            if (
+                m.kind == "summary"
+                and session_id
+                and all(s.session_id == session_id for s in m.sources if s.session_id)
+                and m.sources
+            ):
+                continue  # this session's own summary is not "the last session"
+            if taken.get(m.kind, 0) >= BRIEF_LIMITS[m.kind]:
+                continue
+            rank = taken.get(m.kind, 0)
+            taken[m.kind] = rank + 1
+            base = {"summary": 3.0, "todo": 2.5, "decision": 2.0, "preference": 1.5}[m.kind]
+            priority = base + m.importance - 0.05 * rank
+            why = f"{m.kind}, newest #{rank + 1}, importance {m.importance:.2f}"
+            items.append(self.brief_item(m, m.kind, priority, why))
+        return items
+
+    @staticmethod
+    def brief_item(memory: Memory, section: str, priority: float, why: str) -> Item:
+        return Item(memory.to_dict(), section, priority, why)
+
+    def finish(
+        self,
+        items: list[Item],
+        payload: dict[str, Any],
+        budget: int,
+        label: str,
+        dedupe: bool,
+        touch: bool,
+    ) -> Injection:
+        session_id = str(payload.get("session_id") or "")
+        if dedupe and session_id:
+            given = self.sessions.given(session_id)
+            items = [i for i in items if i.memory["id"] not in given]
+        kept = fit(items, budget)
+        if dedupe and session_id:
+            fresh = self.sessions.claim(session_id, [i.memory["id"] for i in kept])
+            kept = [i for i in kept if i.memory["id"] in fresh]
+        if not kept:
+            return Injection()
+        if touch:
+            self.queue_touch(i.memory["id"] for i in kept)
+            self.injections += 1
+            self.memories_injected += len(kept)
+        for i in kept:
+            log.debug(
+                "inject %s session=%s id=%s kind=%s why: %s",
+                label,
+                session_id or "-",
+                i.memory["id"],
+                i.memory["kind"],
+                i.why,
+            )
+        chosen = [
+            {"id": i.memory["id"], "kind": i.memory["kind"], "text": i.memory["text"], "why": i.why}
+            for i in kept
+        ]
+        return Injection(render(kept), chosen)
+
+    # ---- usage counters, written in batch by the daemon's writer
+    def queue_touch(self, ids: Iterable[str]) -> None:
+        with self._touch_lock:
+            self._touch.update(dict.fromkeys(ids))
+
+    def take_touches(self) -> list[str]:
+        with self._touch_lock:
+            ids, self._touch = list(self._touch), {}
+        return ids
+
+    def flush(self, touch: Callable[[list[str]], None] | None = None) -> int:
+        """Write queued hits/last_used in one update and persist the per-session sets."""
+        ids = self.take_touches()
+        if ids:
+            try:
+                (touch or self.app.store.touch)(ids)
+            except Exception:
+                self.queue_touch(ids)  # keep them for the next flush
+                raise
+        self.sessions.persist()
+        return len(ids)
