@@ -164,6 +164,9 @@ class Settings(BaseSettings):
     flush_seconds: float = Field(
         default=2.0, gt=0, description="How often the daemon flushes queued writes."
     )
+    client_idle_seconds: float = Field(
+        default=10.0, gt=0, description="A socket client idle this long is disconnected."
+    )
 
     @field_validator("home", "transcripts_dir", "socket", "config", mode="after")
     @classmethod
