@@ -1,0 +1,201 @@
+"""What the heuristic extractor knows about tools and tech stacks: names, commands, files."""
+
+from __future__ import annotations
+
+import re
+
+TECH: dict[str, tuple[str, str]] = {
+    # name: (display, what the project uses it for; "" when it is the language itself)
+    "python": ("Python", ""),
+    "typescript": ("TypeScript", ""),
+    "javascript": ("JavaScript", ""),
+    "node": ("Node.js", ""),
+    "rust": ("Rust", ""),
+    "go": ("Go", ""),
+    "java": ("Java", ""),
+    "ruby": ("Ruby", ""),
+    "pytest": ("pytest", "tests"),
+    "jest": ("Jest", "tests"),
+    "vitest": ("Vitest", "tests"),
+    "mocha": ("Mocha", "tests"),
+    "rspec": ("RSpec", "tests"),
+    "ruff": ("ruff", "linting"),
+    "black": ("black", "formatting"),
+    "isort": ("isort", "import sorting"),
+    "prettier": ("Prettier", "formatting"),
+    "eslint": ("ESLint", "linting"),
+    "flake8": ("flake8", "linting"),
+    "pylint": ("pylint", "linting"),
+    "mypy": ("mypy", "type checking"),
+    "pyright": ("pyright", "type checking"),
+    "npm": ("npm", "package management"),
+    "pnpm": ("pnpm", "package management"),
+    "yarn": ("yarn", "package management"),
+    "bun": ("Bun", "package management"),
+    "poetry": ("Poetry", "dependency management"),
+    "uv": ("uv", "Python environments"),
+    "cargo": ("Cargo", "builds"),
+    "docker": ("Docker", "containers"),
+    "kubernetes": ("Kubernetes", "deployment"),
+    "terraform": ("Terraform", "infrastructure"),
+    "postgres": ("PostgreSQL", "the database"),
+    "mysql": ("MySQL", "the database"),
+    "sqlite": ("SQLite", "storage"),
+    "redis": ("Redis", "caching"),
+    "mongodb": ("MongoDB", "the database"),
+    "lancedb": ("LanceDB", "storage"),
+    "fastapi": ("FastAPI", "the web API"),
+    "django": ("Django", "the web app"),
+    "flask": ("Flask", "the web app"),
+    "react": ("React", "the UI"),
+    "vue": ("Vue", "the UI"),
+    "nextjs": ("Next.js", "the web app"),
+    "express": ("Express", "the web server"),
+    "sqlalchemy": ("SQLAlchemy", "database access"),
+    "alembic": ("Alembic", "migrations"),
+    "pydantic": ("pydantic", "data validation"),
+    "github_actions": ("GitHub Actions", "CI"),
+}
+
+_TEXT_ALIASES: dict[str, str] = {
+    "postgresql": "postgres", "postgres": "postgres", "node.js": "node", "nodejs": "node",
+    "k8s": "kubernetes", "kubernetes": "kubernetes", "next.js": "nextjs", "nextjs": "nextjs",
+    "github actions": "github_actions", "mongo": "mongodb", "golang": "go", "ts": "typescript",
+}  # fmt: skip
+_AMBIGUOUS = {"go", "black", "express", "bun", "uv", "node", "ts", "react", "java", "ruby"}
+"""Words too common in prose to count without a capital or a stack statement."""
+
+_TEXT_RX = re.compile(
+    r"(?<![\w.-])("
+    + "|".join(
+        re.escape(w) for w in sorted({*TECH, *_TEXT_ALIASES} - {"github_actions"}, key=len)[::-1]
+    )
+    + r"|github actions)(?![\w-])",
+    re.IGNORECASE,
+)
+
+
+def tech_in_text(sentence: str) -> list[str]:
+    """Tech names mentioned in a sentence that states the stack ("we use X", "基于 X")."""
+    out = []
+    for m in _TEXT_RX.finditer(sentence):
+        word = m.group(1)
+        name = _TEXT_ALIASES.get(word.lower(), word.lower())
+        if name in _AMBIGUOUS and word.islower() and name not in ("uv",):
+            continue
+        if name in TECH and name not in out:
+            out.append(name)
+    return out
+
+
+_RUNNERS = re.compile(
+    r"^(?:(?:python3?|py) -m |uv run |poetry run |pipenv run |npx |pnpm exec |pnpm dlx |"
+    r"yarn dlx |bunx |bundle exec |time )+"
+)
+_COMMAND_TECH = {
+    "pytest": ["pytest"], "py.test": ["pytest"], "jest": ["jest"], "vitest": ["vitest"],
+    "mocha": ["mocha"], "rspec": ["rspec", "ruby"], "ruff": ["ruff"], "black": ["black"],
+    "isort": ["isort"], "prettier": ["prettier"], "eslint": ["eslint"], "flake8": ["flake8"],
+    "pylint": ["pylint"], "mypy": ["mypy"], "pyright": ["pyright"], "npm": ["npm"],
+    "pnpm": ["pnpm"], "yarn": ["yarn"], "bun": ["bun"], "poetry": ["poetry"], "uv": ["uv"],
+    "cargo": ["cargo", "rust"], "docker": ["docker"], "docker-compose": ["docker"],
+    "kubectl": ["kubernetes"], "helm": ["kubernetes"], "terraform": ["terraform"],
+    "psql": ["postgres"], "pg_dump": ["postgres"], "mysql": ["mysql"], "redis-cli": ["redis"],
+    "sqlite3": ["sqlite"], "alembic": ["alembic"], "tsc": ["typescript"], "node": ["node"],
+    "python": ["python"], "python3": ["python"], "go": ["go"], "mvn": ["java"],
+    "gradle": ["java"], "./gradlew": ["java"],
+}  # fmt: skip
+
+
+def _program(cmd: str) -> tuple[str, str]:
+    """(program, rest) of a command, with runners like ``uv run`` and ``python -m`` removed."""
+    stripped = _RUNNERS.sub("", cmd.strip())
+    head, _, rest = stripped.partition(" ")
+    return head.rsplit("/", 1)[-1] if head.startswith("/") else head, rest
+
+
+def tech_of_command(cmd: str) -> list[str]:
+    program, _ = _program(cmd)
+    names = list(_COMMAND_TECH.get(program, []))
+    if re.match(r"^(?:python3?|py) -m ", cmd) and "python" not in names:
+        names.append("python")
+    return names
+
+
+_FAMILIES: list[tuple[str, re.Pattern[str]]] = [
+    (family, re.compile(rx))
+    for family, rx in (
+        ("typecheck", r"^(?:mypy|pyright|tsc\b.*--noEmit|(?:npm|pnpm|yarn|bun) (?:run )?type-?check)"),
+        ("format", r"^(?:ruff format|black|isort|prettier|cargo fmt|gofmt|go fmt|(?:npm|pnpm|yarn) (?:run )?format)"),
+        ("lint", r"^(?:ruff(?: check)?\b|eslint|flake8|pylint|cargo clippy|golangci-lint|(?:npm|pnpm|yarn|bun) (?:run )?lint)"),
+        ("test", r"^(?:pytest|py\.test|jest|vitest|mocha|rspec|tox|unittest|cargo test|go test|(?:npm|pnpm|yarn|bun) (?:run )?test|make test)"),
+        ("build", r"^(?:cargo build|go build|docker build|docker compose build|build\b|make(?: build)?$|(?:npm|pnpm|yarn|bun) (?:run )?build)"),
+    )
+]  # fmt: skip
+FAMILY_TEXT = {
+    "test": "Tests run",
+    "lint": "Linting runs",
+    "format": "Formatting runs",
+    "typecheck": "Type checks run",
+    "build": "The build runs",
+}
+
+
+def command_family(cmd: str) -> str | None:
+    program, rest = _program(cmd)
+    line = f"{program} {rest}".strip()
+    for family, rx in _FAMILIES:
+        if rx.search(line):
+            return family
+    return None
+
+
+_EXT_TECH = {
+    ".py": "python", ".pyi": "python", ".ts": "typescript", ".tsx": "typescript",
+    ".rs": "rust", ".go": "go", ".java": "java", ".rb": "ruby", ".js": "javascript",
+    ".jsx": "javascript", ".vue": "vue",
+}  # fmt: skip
+_FILE_TECH = {
+    "pyproject.toml": ["python"], "setup.py": ["python"], "requirements.txt": ["python"],
+    "package.json": ["node"], "tsconfig.json": ["typescript"], "cargo.toml": ["cargo", "rust"],
+    "go.mod": ["go"], "dockerfile": ["docker"], "docker-compose.yml": ["docker"],
+    "docker-compose.yaml": ["docker"], "compose.yaml": ["docker"], "pnpm-lock.yaml": ["pnpm"],
+    "yarn.lock": ["yarn"], "poetry.lock": ["poetry"], "uv.lock": ["uv"], "gemfile": ["ruby"],
+    "alembic.ini": ["alembic"], "conftest.py": ["pytest", "python"], "pytest.ini": ["pytest"],
+    ".eslintrc.json": ["eslint"], ".prettierrc": ["prettier"], "mypy.ini": ["mypy"],
+}  # fmt: skip
+
+
+def tech_of_path(path: str) -> list[str]:
+    base = path.rsplit("/", 1)[-1].lower()
+    names = list(_FILE_TECH.get(base, []))
+    if "/.github/workflows/" in f"/{path}" and "github_actions" not in names:
+        names.append("github_actions")
+    dot = base.rfind(".")
+    ext = base[dot:] if dot > 0 else ""
+    if ext in _EXT_TECH and _EXT_TECH[ext] not in names:
+        names.append(_EXT_TECH[ext])
+    return names
+
+
+_STOPWORD_TEXT = """
+    the and for are but not you all any can had her was one our out get has him his how its may
+    new now old see two way who did yes let put say she too use that with this from they will
+    would there their what about which when make like time just know take into year your good
+    some could them than then look only come over also back after work first well even want
+    because these give most should here where been were have more other such very much does done
+    doing being same still need needs needed each many those while why able again both down few
+    off once own don didn doesn isn aren wasn weren won hasn haven might must shall into onto
+    using used uses okay thanks thank please sure yeah right think thing things really going
+    gonna maybe something anything everything nothing file files code line lines run runs now
+    let's i'll we'll it's that's there's here's you're i'm i've we're don't can't won't
+    switch switched prefer todo later add added fix fixed caused lives decided decide instead
+    always never
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+CJK_TRIGGERS = (
+    "决定", "采用", "改成", "改为", "定为", "选用", "不要", "统一", "必须", "偏好", "一律", "待办",
+    "还没", "下次", "以后", "需要", "原因", "修复", "问题出", "已经", "我们", "一下", "这个", "那个",
+)  # fmt: skip
+"""Chinese marker and filler words: never keywords on their own."""
