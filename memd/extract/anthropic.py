@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import anthropic
 
 from memd.errors import BudgetExceeded, ExtractionError
-from memd.extract.base import BackendStats, KeyValueState, TokenLedger
+from memd.extract.base import BackendStats, KeyValueState, TokenLedger, usage_tokens
 from memd.extract.heuristic import excerpt_candidates
 from memd.extract.prompt import CANDIDATE_SCHEMA, TOOL_NAME, build_prompt, parse_candidates
 from memd.models import Candidate, Segment
@@ -22,24 +22,6 @@ if TYPE_CHECKING:
 MAX_OUTPUT_TOKENS = 4096
 MAX_BACKOFF_SECONDS = 30.0
 SYSTEM = "You turn coding-session transcripts into short, typed, long-term memories."
-
-
-def usage_tokens(usage: Any) -> tuple[int, int]:
-    """(input, output) tokens of a ``usage`` object or dict; cache reads and writes count as input."""
-    if usage is None:
-        return 0, 0
-
-    def get(key: str) -> int:
-        value = usage.get(key) if isinstance(usage, dict) else getattr(usage, key, None)
-        try:
-            return int(value or 0)
-        except (TypeError, ValueError):
-            return 0
-
-    tokens_in = (
-        get("input_tokens") + get("cache_creation_input_tokens") + get("cache_read_input_tokens")
-    )
-    return tokens_in, get("output_tokens")
 
 
 class AnthropicExtractor:

@@ -147,3 +147,21 @@ class BackendStats:
             out["tokens_today"] = self.ledger.spent()
             out["daily_budget"] = self.ledger.budget
         return out
+
+
+def usage_tokens(usage: Any) -> tuple[int, int]:
+    """(input, output) tokens of a ``usage`` object or dict; cache reads and writes count as input."""
+    if usage is None:
+        return 0, 0
+
+    def get(key: str) -> int:
+        value = usage.get(key) if isinstance(usage, dict) else getattr(usage, key, None)
+        try:
+            return int(value or 0)
+        except (TypeError, ValueError):
+            return 0
+
+    tokens_in = (
+        get("input_tokens") + get("cache_creation_input_tokens") + get("cache_read_input_tokens")
+    )
+    return tokens_in, get("output_tokens")
