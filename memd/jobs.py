@@ -46,6 +46,7 @@ DEFAULT_HALF_LIFE_DAYS = 90.0
 MAX_USE_BOOST = 1.5
 SCORE_EPSILON = 0.002
 """Decay writes a score back only when it moved by more than this and by more than 2%."""
+MIN_SCORE = 0.0001
 DEDUPE_MIN_JACCARD = 0.5
 TODO_DONE_MIN_COSINE = 0.6
 UPDATE_CHUNK = 5000
@@ -99,7 +100,8 @@ def effective_score(memory: Memory, settings: Settings, now: datetime) -> float:
     half_life = float(settings.half_life_days.get(memory.kind, DEFAULT_HALF_LIFE_DAYS))
     freshness = math.pow(0.5, idle_days(memory, now) / max(half_life, 1e-6))
     boost = min(MAX_USE_BOOST, 1.0 + 0.15 * math.log2(1 + max(0, memory.hits)))
-    return round(min(1.0, memory.importance * freshness * boost), 4)
+    # Never exactly 0: Memory treats a zero score as "unset" and falls back to the importance.
+    return max(MIN_SCORE, round(min(1.0, memory.importance * freshness * boost), 4))
 
 
 def moved(old: float, new: float) -> bool:
@@ -252,22 +254,39 @@ def states_done(todo: Memory, later: Memory) -> bool:
 
 
 def done_todos(store: MemoryStore, project: str) -> list[tuple[Memory, Memory]]:
-    """(todo, evidence) for active unpinned TODOs that a later memory or excerpt says are done."""
+    """(todo, evidence) for active unpinned TODOs that a later memory or excerpt says are done.
+
+    Evidence: created after the TODO, states completion without negation, cosine >= 0.6 and
+    most of the TODO's keywords shared. One scan of the project, then one matrix product.
+    """
+    import numpy as np
+
     todos = active_in(store, project, "kind = 'todo' AND pinned = false")
     if not todos:
         return []
-    rows = store.rows_with_vectors(t.id for t in todos)
+    since = min(t.created_at for t in todos)
+    where = f"project = {sql_str(project)} AND kind != 'todo' AND created_at > {sql_str(since)}"
+    later = [m for m in store.query(where) if DONE_WORDS.search(m.text)]
+    later = [m for m in later if not NOT_DONE.search(m.text)]
+    if not later:
+        return []
+    rows = store.rows_with_vectors([*(t.id for t in todos), *(m.id for m in later)])
+    todos = [t for t in todos if t.id in rows]
+    later = [m for m in later if m.id in rows]
+    if not todos or not later:
+        return []
+    sims = (
+        np.asarray([rows[t.id]["vector"] for t in todos], dtype=np.float32)
+        @ np.asarray([rows[m.id]["vector"] for m in later], dtype=np.float32).T
+    )
     found = []
-    for todo in todos:
-        if todo.id not in rows:
-            continue
-        where = (
-            f"project = {sql_str(project)} AND kind != 'todo' AND id != {sql_str(todo.id)}"
-            f" AND created_at > {sql_str(todo.created_at)}"
-        )
-        for later, cos in store.vector_search(rows[todo.id]["vector"], where, limit=10):
-            if cos >= TODO_DONE_MIN_COSINE and states_done(todo, later):
-                found.append((todo, later))
+    for i, todo in enumerate(todos):
+        for j in np.argsort(-sims[i]):
+            evidence = later[int(j)]
+            if sims[i, j] < TODO_DONE_MIN_COSINE:
+                break
+            if evidence.created_at > todo.created_at and states_done(todo, evidence):
+                found.append((todo, evidence))
                 break
     return found
 
