@@ -1,0 +1,288 @@
+"""The socket server: bad clients never hurt good ones; other users are refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
+
+from memd import hook, protocol
+from memd.server import (
+    ServerError,
+    clear_stale_socket,
+    encode_reply,
+    peer_uid,
+    prepare_socket_dir,
+)
+
+IDLE = 1.5
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
+    root = tmp_path_factory.mktemp("server")
+    sock = short_socket_path()
+    env = daemon_env(root, sock, MEMD_CLIENT_IDLE_SECONDS=str(IDLE))
+    proc = DaemonProcess(env, root / "serve.log").start()
+    try:
+        yield proc
+    finally:
+        code = proc.stop()
+        remove_socket_dir(sock)
+        assert code == 0, proc.log()
+
+
+def connect(path: str, timeout: float = 10.0) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(path)
+    return s
+
+
+def read_line(s: socket.socket) -> bytes:
+    buf = b""
+    while not buf.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
+def ask(s: socket.socket, raw: bytes) -> dict:
+    s.sendall(raw)
+    line = read_line(s)
+    assert line, "the daemon closed the connection instead of replying"
+    return json.loads(line)
+
+
+def test_bad_requests_get_error_replies_and_the_connection_keeps_working(
+    daemon: DaemonProcess,
+) -> None:
+    s = connect(daemon.socket)
+    try:
+        cases = {
+            b"\x00\xff\xfe\x80 binary garbage\n": "malformed",
+            b"this is not json\n": "malformed",
+            b"[1, 2, 3]\n": "malformed",
+            b'"just a string"\n': "malformed",
+            b'{"no": "cmd"}\n': "unknown command",
+            b'{"cmd": "rm_rf"}\n': "unknown command",
+            b'{"cmd": "__init__"}\n': "unknown command",
+            b'{"cmd": 42}\n': "unknown command",
+            b'{"cmd": "search"}\n': "bad arguments",
+            b'{"cmd": "search", "query": "x", "bogus": 1}\n': "bad arguments",
+            b'{"cmd": "show", "id": "zzzz"}\n': "no memory",
+            b'{"cmd": "hook", "event": "nope", "payload": {}}\n': "unknown hook event",
+            b'{"cmd": "hook", "event": "stop", "payload": [1]}\n': "JSON object",
+        }
+        for raw, expected in cases.items():
+            reply = ask(s, raw)
+            assert reply["ok"] is False, raw
+            assert expected in reply["error"], (raw, reply)
+        assert ask(s, b'{"cmd": "ping"}\n')["ok"] is True
+    finally:
+        s.close()
+
+
+def test_many_requests_on_one_connection(daemon: DaemonProcess) -> None:
+    s = connect(daemon.socket)
+    try:
+        s.sendall(b'{"cmd":"ping"}\n' * 20)
+        buf = b""
+        while buf.count(b"\n") < 20:
+            chunk = s.recv(65536)
+            assert chunk
+            buf += chunk
+        assert all(json.loads(line)["ok"] for line in buf.splitlines())
+    finally:
+        s.close()
+
+
+def test_last_line_without_newline_is_answered_at_eof(daemon: DaemonProcess) -> None:
+    s = connect(daemon.socket)
+    try:
+        s.sendall(b'{"cmd":"ping"}')
+        s.shutdown(socket.SHUT_WR)
+        assert json.loads(read_line(s))["pong"] is True
+    finally:
+        s.close()
+
+
+def test_line_over_one_mib_is_refused(daemon: DaemonProcess) -> None:
+    s = connect(daemon.socket)
+    try:
+        big = b'{"cmd":"search","query":"' + b"a" * (protocol.MAX_LINE + 1000) + b'"}\n'
+        try:
+            s.sendall(big)
+            line = read_line(s)
+        except (BrokenPipeError, ConnectionResetError):
+            line = b""  # closed while we were still sending: also a refusal
+        if line:
+            reply = json.loads(line)
+            assert reply["ok"] is False and "1 MiB" in reply["error"]
+        assert s.recv(10) == b""  # and the connection is closed
+    finally:
+        s.close()
+    assert daemon.request({"cmd": "ping"})["ok"]
+
+
+def test_half_open_and_slow_clients_do_not_block_others(daemon: DaemonProcess) -> None:
+    silent = connect(daemon.socket)  # connects, sends nothing
+    partial = connect(daemon.socket)  # starts a line, never ends it
+    partial.sendall(b'{"cmd": "pi')
+    try:
+        started = time.monotonic()
+        for _ in range(10):
+            assert daemon.request({"cmd": "ping"}, timeout=5)["ok"]
+        assert time.monotonic() - started < 5
+        # Both are dropped after the idle timeout.
+        for s in (silent, partial):
+            s.settimeout(IDLE + 5)
+            assert s.recv(10) == b""
+        assert time.monotonic() - started < IDLE + 5
+    finally:
+        silent.close()
+        partial.close()
+
+
+def test_a_client_that_vanishes_mid_request_is_harmless(daemon: DaemonProcess) -> None:
+    for _ in range(5):
+        s = connect(daemon.socket)
+        s.sendall(b'{"cmd":"status"}\n')
+        s.close()  # gone before the reply
+    assert daemon.request({"cmd": "ping"})["ok"]
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="switching to another uid needs root")
+def test_another_user_is_refused(daemon: DaemonProcess) -> None:
+    sock_dir = os.path.dirname(daemon.socket)
+    # Open the door on purpose, so the refusal comes from the peer uid check itself.
+    os.chmod(sock_dir, 0o711)
+    os.chmod(daemon.socket, 0o666)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: become nobody, then knock
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            c = connect(daemon.socket)
+            c.sendall(b'{"cmd":"status"}\n')
+            os.write(write_end, read_line(c) or b"closed\n")
+        except BaseException as exc:
+            os.write(write_end, f"child failed: {exc!r}\n".encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    try:
+        with os.fdopen(read_end, "rb") as pipe:
+            answer = pipe.read()
+        os.waitpid(pid, 0)
+    finally:
+        os.chmod(daemon.socket, 0o600)
+        os.chmod(sock_dir, 0o700)
+    reply = json.loads(answer)
+    assert reply["ok"] is False
+    assert "permission denied" in reply["error"]
+    assert "memories" not in reply
+    status = daemon.request({"cmd": "status"})
+    assert status["requests"]["refused"] >= 1
+    assert "refused a client with uid 65534" in daemon.log()
+
+
+# ---- the pieces, in-process
+
+
+def test_peer_uid_is_our_uid() -> None:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        assert peer_uid(a) == os.getuid()
+    finally:
+        a.close()
+        b.close()
+
+
+def test_stale_socket_rules(short_socket: str) -> None:
+    clear_stale_socket(Path(short_socket))  # nothing there: fine
+    dead = socket.socket(socket.AF_UNIX)
+    dead.bind(short_socket)
+    dead.close()
+    clear_stale_socket(Path(short_socket))
+    assert not os.path.exists(short_socket)
+
+    live = socket.socket(socket.AF_UNIX)
+    live.bind(short_socket)
+    live.listen(1)
+    try:
+        with pytest.raises(ServerError, match="listening"):
+            clear_stale_socket(Path(short_socket))
+        assert stat.S_ISSOCK(os.lstat(short_socket).st_mode)
+    finally:
+        live.close()
+        os.unlink(short_socket)
+
+    Path(short_socket).write_text("not a socket")
+    with pytest.raises(ServerError, match="not a socket"):
+        clear_stale_socket(Path(short_socket))
+    os.unlink(short_socket)
+
+
+def test_socket_dir_is_made_private(tmp_path: Path) -> None:
+    fresh = tmp_path / "a" / "b" / "m.sock"
+    prepare_socket_dir(fresh)
+    assert stat.S_IMODE(fresh.parent.stat().st_mode) == 0o700
+    loose = tmp_path / "loose"
+    loose.mkdir(mode=0o755)
+    loose.chmod(0o755)
+    prepare_socket_dir(loose / "m.sock")
+    assert stat.S_IMODE(loose.stat().st_mode) == 0o700
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    prepare_socket_dir(shared / "m.sock")  # like /tmp: never tightened
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
+
+
+def test_hook_reply_is_readable_without_json() -> None:
+    text = 'héllo 世界 😀 "quoted" back\\slash\nnew line\ttab </memd-context>'
+    raw = encode_reply({"ok": True, "context": text}, hook=True)
+    assert raw.isascii()
+    assert json.loads(raw) == {"ok": True, "context": text}
+    assert hook.context_of(raw) == text
+    assert hook.context_of(encode_reply({"ok": False, "error": "x"}, hook=True)) == ""
+
+
+def test_concurrent_bad_and_good_clients(daemon: DaemonProcess) -> None:
+    errors: list[BaseException] = []
+
+    def bad() -> None:
+        try:
+            s = connect(daemon.socket)
+            s.sendall(os.urandom(4096))
+            s.close()
+        except OSError:
+            pass
+
+    def good() -> None:
+        try:
+            assert daemon.request({"cmd": "ping"}, timeout=10)["ok"]
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=bad if n % 2 else good) for n in range(60)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors
+    assert daemon.request({"cmd": "ping"})["ok"]
