@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
 from memd import __version__, doctor, install, protocol
 from memd import service as user_service
@@ -402,3 +403,30 @@ def test_hooks_disabled_globally_warn() -> None:
     path.write_text(json.dumps({**data, "disableAllHooks": True}))
     check = doctor_for().check_hooks()
     assert check.level == "warn" and "disableAllHooks" in check.detail
+
+
+@pytest.mark.slow
+def test_doctor_against_a_real_daemon(tmp_path: Path, fake_systemctl: Path) -> None:
+    """End to end: `memd install`, a real `memd serve`, then `memd doctor` as a user runs them."""
+    sock = short_socket_path()
+    env = daemon_env(tmp_path / "e2e", sock)
+    (fake_systemctl / "bus").touch()
+    (Path(env["HOME"]) / ".claude" / "projects" / "-p" / "s.jsonl").parent.mkdir(parents=True)
+    (Path(env["HOME"]) / ".claude" / "projects" / "-p" / "s.jsonl").write_text("{}\n")
+    proc = DaemonProcess(env, tmp_path / "serve.log")
+    try:
+        installed = proc.memd("install")
+        assert installed.returncode == 0, installed.stderr
+        assert "service enabled and started" in installed.stdout
+        proc.start()
+        healthy = proc.memd("doctor", "--json")
+        report = json.loads(healthy.stdout)
+        assert healthy.returncode == 0, report
+        assert all(c["level"] == "ok" for c in report["checks"]), report
+        daemon_check = next(c for c in report["checks"] if c["name"] == "daemon")
+        assert f"version {__version__}, pid {proc.proc.pid}" in daemon_check["detail"]  # type: ignore[union-attr]
+        assert proc.stop() == 0
+    finally:
+        if proc.proc is not None and proc.proc.poll() is None:
+            proc.stop()
+        remove_socket_dir(sock)
