@@ -1,8 +1,8 @@
 """`memd doctor` in a healthy set-up and in broken ones; every failure names its fix.
 
-The daemon here is a stand-in: a real Unix-socket server in a thread that answers `status`
-the way `memd serve` does (the protocol module's framing). It lets these tests choose the
-version and the error replies. systemctl is a recording script first on PATH, as in
+Most tests use a stand-in daemon: a real Unix-socket server in a thread that answers `status`
+the way `memd serve` does (the protocol module's framing), so a test can choose the version
+and the error replies. test_doctor_against_a_real_daemon runs the real `memd serve`. systemctl is a recording script first on PATH, as in
 test_install.py, because the real one would touch the real user session.
 """
 
