@@ -194,7 +194,7 @@ def _read_file(path: str, stats: ParseStats) -> tuple[list[ParsedLine], int, int
     cut = data.rfind(b"\n") + 1
     body, tail = data[:cut], data[cut:]
     items = []
-    for raw in body.split(b"\n"):
+    for raw in body[:-1].split(b"\n") if body else ():
         item = parse_line(raw, stats, hint)
         if item is not None:
             items.append(item)

@@ -153,7 +153,7 @@ class TranscriptReader:
                 continue
             complete, carry = data[: cut + 1], data[cut + 1 :]
             end = offset + len(complete)
-            added += self._feed(path, complete.split(b"\n"), hint, st.st_ino, end, st.st_size)
+            added += self._feed(path, complete[:-1].split(b"\n"), hint, st.st_ino, end, st.st_size)
             offset = end
         if carry.strip() and (final or _complete_json(carry)):
             end = offset + len(carry)

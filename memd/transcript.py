@@ -327,6 +327,7 @@ def _conversation_line(
     is_user = kind == "user"
     compact = bool(obj.get("isCompactSummary"))
     for block in blocks:
+        btype: Any
         if isinstance(block, str):
             btype, btext = "text", block
         elif isinstance(block, dict):
