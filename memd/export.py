@@ -193,17 +193,36 @@ def import_dir(app: App, source: Path) -> dict[str, Any]:
     return report
 
 
+BULK_LINES = 1000
+"""Files with more lines than this are imported in bulk: near-duplicates wait for the dedupe job."""
+BATCH = 512
+
+
 def import_jsonl(app: App, path: Path, default_project: str) -> dict[str, Any]:
-    """One memory object per line; only ``text`` is required. Bad lines are reported by number."""
+    """One memory object per line; only ``text`` is required. Bad lines are reported by number.
+
+    The file is streamed in batches, so memory stays bounded whatever its size.
+    """
     from memd.project import resolve_project
     from memd.redact import redact
 
     try:
+        with open(path, "rb") as fh:
+            lines_total = sum(1 for _ in fh)
         fh = open(path, encoding="utf-8", errors="replace")
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror}") from exc
-    memories: list[Memory] = []
+    bulk = lines_total > BULK_LINES
     errors: list[str] = []
+    actions: dict[str, int] = defaultdict(int)
+    batch: list[Memory] = []
+    read = 0
+
+    def flush() -> None:
+        for result in upsert(app.store, batch, near_dups=not bulk):
+            actions[result.action] += 1
+        batch.clear()
+
     with fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -217,13 +236,14 @@ def import_jsonl(app: App, path: Path, default_project: str) -> dict[str, Any]:
                 raw["text"] = redact(raw["text"], app.settings.redact_patterns)
                 proj = raw.get("project")
                 raw["project"] = resolve_project(proj) if proj else default_project
-                memories.append(Memory.from_dict(raw))
+                batch.append(Memory.from_dict(raw))
+                read += 1
             except (ValueError, TypeError, UserError) as exc:
                 errors.append(f"{path}:{lineno}: {exc}")
-    results = []
-    for start in range(0, len(memories), 256):
-        results += upsert(app.store, memories[start : start + 256])
-    actions = defaultdict(int)
-    for r in results:
-        actions[r.action] += 1
-    return {"read": len(memories), **actions, "errors": errors}
+            if len(batch) >= BATCH:
+                flush()
+    if batch:
+        flush()
+    if bulk:
+        app.store.optimize()
+    return {"read": read, **actions, "bulk": bulk, "errors": errors}

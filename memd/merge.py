@@ -131,8 +131,11 @@ def union_sources(a: Sequence[Source], b: Sequence[Source]) -> list[Source]:
 def merge_into(target: Memory, incoming: Memory) -> bool:
     """Fold ``incoming`` into ``target``. Returns False when nothing changed."""
     sources = union_sources(target.sources, incoming.sources)
-    if len(sources) == len(target.sources) and incoming.id == target.id:
-        return False
+    seen_before = incoming.id == target.id or any(
+        h.get("merged") == incoming.id for h in target.history
+    )
+    if len(sources) == len(target.sources) and seen_before:
+        return False  # a replay (e.g. after a crash) changes nothing
     target.sources = sources
     target.hits += 1
     target.importance = min(1.0, max(target.importance, incoming.importance) + 0.05)
@@ -145,8 +148,14 @@ def merge_into(target: Memory, incoming: Memory) -> bool:
     return True
 
 
-def upsert(store: MemoryStore, memories: list[Memory]) -> list[UpsertResult]:
-    """Embed, dedupe, supersede and write ``memories`` as one batch."""
+def upsert(
+    store: MemoryStore, memories: list[Memory], *, near_dups: bool = True
+) -> list[UpsertResult]:
+    """Embed, dedupe, supersede and write ``memories`` as one batch.
+
+    ``near_dups=False`` (bulk imports) keeps only exact-id dedupe; the nightly dedupe job
+    sweeps the rest.
+    """
     if not memories:
         return []
     settings = store.settings
@@ -173,7 +182,7 @@ def upsert(store: MemoryStore, memories: list[Memory]) -> list[UpsertResult]:
             results.append(UpsertResult(memory.id, "merged" if changed else "unchanged", memory.id))
             continue
         neighbours = []
-        if memory.kind != "excerpt" and store.table is not None:
+        if near_dups and memory.kind != "excerpt" and store.table is not None:
             where = (
                 f"project = {sql_str(memory.project)} AND status = 'active'"
                 f" AND kind IN ('{memory.kind}', {', '.join(repr(k) for k in SUPERSEDABLE)})"

@@ -81,7 +81,7 @@ class Pipeline:
         if self._fallback is None:
             from memd.extract.heuristic import HeuristicExtractor
 
-            self._fallback = HeuristicExtractor(self.settings)
+            self._fallback = HeuristicExtractor(extra_patterns=tuple(self.settings.redact_patterns))
         return self._fallback
 
     def extract(self, segment: Segment) -> list[Candidate]:

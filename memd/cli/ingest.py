@@ -1,0 +1,100 @@
+"""`memd ingest PATH... [--json]`: backfill transcripts, with a progress bar."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import click
+
+from memd import client
+from memd.cli import handle_errors, settings_from
+
+
+class ProgressBar:
+    """One self-rewriting line on stderr: files, MB, sessions, ETA (only on a terminal)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.last = 0.0
+
+    def __call__(self, p: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.1 and p.get("files") != p.get("files_total"):
+            return
+        self.last = now
+        if p["phase"] == "read":
+            frac = p["bytes"] / p["bytes_total"] if p["bytes_total"] else 1.0
+            bar = "#" * int(frac * 24)
+            eta = p.get("eta_seconds")
+            line = (
+                f"reading [{bar:<24}] files {p['files']}/{p['files_total']}  "
+                f"{p['bytes'] / 1e6:.1f}/{p['bytes_total'] / 1e6:.1f} MB  "
+                f"sessions {p['sessions']}  ETA {f'{eta:.0f}s' if eta is not None else '?'}"
+            )
+        else:
+            line = f"extracting segments {p['segments_done']}/{p['segments_total']}"
+        sys.stderr.write("\r\x1b[2K" + line)
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+@click.command(name="ingest")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.pass_context
+@handle_errors
+def ingest_run(ctx: click.Context, paths: tuple[str, ...], as_json: bool) -> None:
+    """Read transcripts now, as finished sessions (works with and without a daemon)."""
+    settings = settings_from(ctx)
+    abs_paths = [os.path.abspath(p) for p in paths]
+    bar = ProgressBar(enabled=sys.stderr.isatty() and not as_json)
+    try:
+        if bar.enabled:
+            sys.stderr.write("handing the work over to the running daemon...\n")
+        reply = client.daemon_request(settings, "ingest", paths=abs_paths)
+        reply.pop("ok", None)
+        reply["via"] = "daemon"
+    except client.DaemonUnavailable:
+        reply = ingest_local(settings, abs_paths, bar)
+    bar.done()
+    if as_json:
+        click.echo(json.dumps(reply, ensure_ascii=False, indent=2))
+        return
+    click.echo(
+        f"read {reply['files']} files ({reply['bytes'] / 1e6:.1f} MB), {reply['sessions']} sessions, "
+        f"{reply['turns']} new turns ({reply['duplicates']} duplicates, {reply['bad_lines']} bad lines); "
+        f"extracted {reply['segments_extracted']} segments into {reply['memories_added']} new memories "
+        f"in {reply['seconds']:.1f}s"
+    )
+    if reply.get("extraction_failures"):
+        click.echo(f"{reply['extraction_failures']} segments failed and stay pending for a retry")
+
+
+def ingest_local(settings: Any, paths: list[str], bar: ProgressBar) -> dict[str, Any]:
+    from memd.app import App
+    from memd.ingest import run_ingest
+    from memd.pipeline import Pipeline
+    from memd.state import State
+
+    app = App(settings).open(writer=True)
+    state = State.open_default(settings.home)
+    try:
+        reply = run_ingest(Pipeline(app, state, settings), paths, progress=bar)
+    finally:
+        state.close()
+        app.close()
+    reply["via"] = "local"
+    return reply
+
+
+def register(group: click.Group) -> None:
+    group.add_command(ingest_run)
