@@ -32,6 +32,7 @@ MAX_TEXT_CHARS = 20_000
 MAX_TOOL_OUTPUT_CHARS = 500
 MAX_TOOL_SUMMARY_CHARS = 200
 MAX_TOOL_RESULTS_PER_TURN = 40
+_MAX_SCAN = 500
 
 SKIP_TYPES = frozenset(
     {
@@ -197,25 +198,29 @@ def fold(turns: list[Turn], item: Turn, lookback: int = 24) -> Turn:
     """Add ``item`` to ``turns``: merge it into an earlier turn or append it. Returns that turn.
 
     Assistant lines merge into the turn with the same ``message_id`` (and agent); tool results
-    merge into the latest assistant turn of the same agent. An orphan tool result becomes a
-    user turn with empty text.
+    merge into the latest assistant turn of the same agent. Turns of other agents (subagents
+    interleaved in the same session) are stepped over. An orphan tool result becomes a user turn
+    with empty text.
     """
-    lo = max(0, len(turns) - lookback)
-    if item.role == "assistant" and item.message_id:
-        for i in range(len(turns) - 1, lo - 1, -1):
-            prev = turns[i]
-            if prev.message_id == item.message_id and prev.agent_id == item.agent_id:
-                merge_into(prev, item)
-                return prev
-    elif item.role == "tool":
-        for i in range(len(turns) - 1, lo - 1, -1):
+    if item.role in ("assistant", "tool") and (item.role == "tool" or item.message_id):
+        same = 0
+        stop = max(-1, len(turns) - 1 - 4 * _MAX_SCAN)
+        for i in range(len(turns) - 1, stop, -1):
             prev = turns[i]
             if prev.agent_id != item.agent_id:
                 continue
-            if prev.role == "assistant":
+            if item.role == "tool":
+                if prev.role == "assistant":
+                    merge_into(prev, item)
+                    return prev
+                break  # a user turn in between: the result has no assistant turn to join
+            if prev.message_id == item.message_id:
                 merge_into(prev, item)
                 return prev
-            break  # a user turn in between: the result has no assistant turn to join
+            same += 1
+            if same >= lookback:
+                break
+    if item.role == "tool":
         item.role = "user"
     turns.append(item)
     return item

@@ -381,3 +381,35 @@ def test_kill_9_during_ingestion_loses_and_doubles_nothing(tmp_path: Path) -> No
     assert "done" in final.stdout
     assert kills >= 3 and partial >= 2  # killed in the middle of the work, more than once
     assert snapshot(State(home / "state.db")) == expected
+
+
+def test_hard_size_cap_and_idle_after_restart(tmp_path: Path) -> None:
+    now = [5000.0]
+    path = tmp_path / "state.db"
+    s = settings(tmp_path, segment_max_turns=2, session_idle_seconds=100)
+    tracker = SessionTracker(s, State(path), lambda: now[0])
+    answers = [
+        json.dumps(
+            {
+                "type": "assistant",
+                "uuid": f"a{i}",
+                "sessionId": "loop-1",
+                "cwd": str(tmp_path),
+                "message": {"id": f"m{i}", "content": [{"type": "text", "text": f"step {i}"}]},
+            }
+        )
+        for i in range(15)
+    ]
+    result = tracker.feed(parse_items(answers))
+    # No prompt to close before: the hard cap (max + 10) closes a runaway assistant loop.
+    assert len(result.closed) == 1
+    assert len(tracker.state.segment_turns(result.closed[0])) == 12
+    assert [t.uuid for t in tracker.open_turns("loop-1")] == ["a12", "a13", "a14"]
+    tracker.state.close()
+    # After a restart the idle clock comes from state.
+    later = SessionTracker(s, State(path), lambda: now[0])
+    assert later.close_idle(now[0] + 50) == []
+    [key] = later.close_idle(now[0] + 101)
+    seg = later.state.segment(key)
+    assert seg is not None and seg.reason == "idle" and seg.project == str(tmp_path)
+    assert [t.uuid for t in seg.turns] == ["a12", "a13", "a14"]

@@ -299,3 +299,35 @@ def test_tool_outputs_are_short() -> None:
     assert len(turn.tool_outputs[0]) == MAX_TOOL_OUTPUT_CHARS
     assert len(turn.tools[0].summary) <= 200
     assert turn.uuids == ["a", "r"]
+
+
+def test_tool_result_joins_its_call_across_a_long_subagent_run() -> None:
+    def obj(uuid: str, role: str, content: object, agent: str = "", mid: str = "") -> str:
+        message: dict[str, object] = {"content": content}
+        if mid:
+            message["id"] = mid
+        extra = {"isSidechain": True, "agentId": agent} if agent else {}
+        return json.dumps(
+            {"type": role, "uuid": uuid, "sessionId": "s", "message": message, **extra}
+        )
+
+    lines = [
+        obj("p1", "user", "start a long agent"),
+        obj(
+            "p2",
+            "assistant",
+            [{"type": "tool_use", "id": "t1", "name": "Task", "input": {}}],
+            mid="m1",
+        ),
+    ]
+    for i in range(40):  # the subagent's own prompts and answers, interleaved in the session
+        lines.append(obj(f"s{i}u", "user", f"step {i}", agent="a1"))
+        lines.append(obj(f"s{i}a", "assistant", [{"type": "text", "text": "ok"}], "a1", f"sm{i}"))
+    lines.append(
+        obj("p3", "user", [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}])
+    )
+    turns = parse_lines(lines)
+    parent = [t for t in turns if not t.agent_id]
+    assert [t.uuid for t in parent] == ["p1", "p2"]
+    assert parent[1].tool_outputs == ["done"] and parent[1].uuids == ["p2", "p3"]
+    assert len(turns) == 2 + 80
