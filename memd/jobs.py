@@ -54,6 +54,7 @@ MISFIRE_GRACE_SECONDS = 120
 CATCH_UP_DELAY_SECONDS = 60.0
 """After a restart, a job whose last run is overdue runs this long after start."""
 RESULT_LIST_MAX = 20
+WRITES_CHECK_SECONDS = 30.0
 
 
 # ---- shared pieces
@@ -432,6 +433,7 @@ class Scheduler:
         functions: dict[str, JobFunction] | None = None,
         triggers: dict[str, Any] | None = None,
         catch_up_delay: float = CATCH_UP_DELAY_SECONDS,
+        writes_check: float = WRITES_CHECK_SECONDS,
     ) -> None:
         self.app = app
         self.state = state
@@ -439,6 +441,7 @@ class Scheduler:
         self.functions: dict[str, JobFunction] = {**JOBS, **(functions or {})}
         self._trigger_overrides = dict(triggers or {})
         self.catch_up_delay = catch_up_delay
+        self.writes_check = writes_check
         self._scheduler: Any = None
         self._job_lock = threading.Lock()
         self.running_job: str | None = None
@@ -489,6 +492,10 @@ class Scheduler:
             self._scheduler.add_job(
                 self._scheduled, trigger, args=[name], id=name, name=name, **extra
             )
+        # Catch "N rows written" even when nobody calls note_writes (cheap: reads a counter).
+        self._scheduler.add_job(
+            self.note_writes, "interval", seconds=self.writes_check, args=[0], id="writes-check"
+        )
         self.should_exit = False
         self._scheduler.start()
         self.started = True

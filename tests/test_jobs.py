@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -483,6 +485,21 @@ def test_note_writes_brings_optimize_forward(make_app: Callable[..., App], state
         scheduler.shutdown(wait=True, timeout=10)
 
 
+def test_written_rows_trigger_optimize_without_note_writes(
+    make_app: Callable[..., App], state: State
+) -> None:
+    app = make_app(optimize_every_writes=4)
+    scheduler = Scheduler(app, state, writes_check=0.2)
+    scheduler.start()
+    try:
+        for i in range(4):
+            app.store.write([mem(f"Row {i} written by the pipeline")], {})
+        wait_for(lambda: (state.get("jobs.optimize") or {}).get("last_status") == "ok")
+        assert app.store.writes_since_optimize == 0
+    finally:
+        scheduler.shutdown(wait=True, timeout=10)
+
+
 def test_overdue_job_catches_up_after_restart(make_app: Callable[..., App], state: State) -> None:
     app = make_app()
     state.set("jobs.dedupe", {"last_run": ago(3), "last_status": "ok"})
@@ -524,3 +541,32 @@ def test_cli_jobs_run_and_list_without_daemon(tmp_path: Path) -> None:
     assert "daemon is not running" in text.output and "decay" in text.output
     bad = runner.invoke(main, ["jobs", "run", "nope"])
     assert bad.exit_code == 2
+
+
+def test_cli_jobs_through_a_running_daemon(
+    short_socket: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MEMD_SOCKET", short_socket)
+    log = (tmp_path / "daemon.log").open("wb")
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", "from memd.cli import main; main()", "serve"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    runner = CliRunner()
+    try:
+        wait_for(lambda: runner.invoke(main, ["status"]).exit_code == 0, timeout=30)
+        listed = runner.invoke(main, ["jobs", "--json"])
+        assert listed.exit_code == 0, listed.output
+        rows = {j["name"]: j for j in json.loads(listed.output)}
+        assert all(rows[name]["next_run"] for name in jobs.JOB_NAMES)  # scheduled in the daemon
+        ran = runner.invoke(main, ["jobs", "run", "optimize", "--json"])
+        assert ran.exit_code == 0, ran.output
+        record = json.loads(ran.output)
+        assert record["last_status"] == "ok" and record["trigger"] == "manual"
+        listed = runner.invoke(main, ["jobs"])
+        assert "optimize" in listed.output and " ok" in listed.output
+    finally:
+        daemon.terminate()
+        assert daemon.wait(timeout=20) == 0
+        log.close()

@@ -18,15 +18,18 @@ def echo_json(obj: Any) -> None:
 
 
 def summary(result: Any) -> str:
+    """One line: plain values as k=v; optimize's before/after as rows, version and fragments."""
     if not result:
         return ""
-    if isinstance(result, dict):
-        return ", ".join(
-            f"{k}={v}"
-            for k, v in result.items()
-            if not isinstance(v, (list, dict)) and v is not None
-        )
-    return str(result)
+    if not isinstance(result, dict):
+        return str(result)
+    parts = [
+        f"{k}={v}" for k, v in result.items() if not isinstance(v, (list, dict)) and v is not None
+    ]
+    before, after = result.get("before"), result.get("after")
+    if isinstance(before, dict) and isinstance(after, dict):
+        parts += [f"{k} {before.get(k)}→{after.get(k)}" for k in ("rows", "version", "fragments")]
+    return ", ".join(parts)
 
 
 def local_status(settings: Any) -> list[dict[str, Any]]:
@@ -95,7 +98,7 @@ def jobs_run(ctx: click.Context, name: str, as_json: bool) -> None:
     settings = settings_from(ctx)
     try:
         reply = client.daemon_request(settings, "jobs_run", name=name)
-        record = reply.get("job") or reply
+        record = reply.get("job") or {k: v for k, v in reply.items() if k != "ok"}
     except client.DaemonUnavailable:
         record = local_run(settings, name)
     if as_json:
