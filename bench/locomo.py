@@ -49,6 +49,8 @@ NAMESPACE = uuid.UUID("6f1d2c1e-9a57-4c43-9d0b-2f4e8f1a0c11")
 TURN_SECONDS = 30
 """Per-turn offset added to the session time, so turns keep their order."""
 CLAUDE_VERSION = "2.1.42"
+MAX_SPAN = 3
+"""For ``strict@k``: results citing more turns than this (summaries) count as covering none."""
 DIA_ID = re.compile(r"^D:?(\d+):(\d+)$")
 
 
@@ -279,6 +281,10 @@ def score(ranked: Sequence[Hit], gold: Iterable[str], ks: Sequence[int] = KS) ->
         out[f"hit@{k}"] = float(bool(covered))
         out[f"ctx@{k}"] = float(sum(h.chars for h in top))
     out["rr"] = next((1.0 / i for i, h in enumerate(ranked, 1) if h.dia_ids & want), 0.0)
+    for k in ks:  # strict: a memory citing more than MAX_SPAN turns (a summary) covers nothing
+        top = [h for h in ranked[:k] if len(h.dia_ids) <= MAX_SPAN]
+        covered = set().union(*(h.dia_ids for h in top)) & want if top else set()
+        out[f"strict@{k}"] = len(covered) / len(want)
     return out
 
 
@@ -331,8 +337,8 @@ def select(rows: Sequence[dict[str, Any]], **where: Any) -> list[dict[str, Any]]
 def overview_table(
     rows: Sequence[dict[str, Any]], systems: Sequence[str], halves: Sequence[str]
 ) -> str:
-    headers = ["system", "half", "n", "R@1", "R@5", "R@10", "all@5", "all@10", "hit@5",
-               "hit@10", "MRR", "ctx@5", "ctx@10", "p50 ms", "p95 ms"]  # fmt: skip
+    headers = ["system", "half", "n", "R@1", "R@5", "R@10", "strict@5", "strict@10", "all@5",
+               "all@10", "hit@5", "hit@10", "MRR", "ctx@5", "ctx@10", "p50 ms", "p95 ms"]  # fmt: skip
     body = []
     for system in systems:
         for half in halves:
@@ -343,7 +349,8 @@ def overview_table(
                 continue
             a = aggregate(sub)
             body.append([
-                system, half, a["n"], a["r@1"], a["r@5"], a["r@10"], a["all@5"], a["all@10"],
+                system, half, a["n"], a["r@1"], a["r@5"], a["r@10"], a["strict@5"],
+                a["strict@10"], a["all@5"], a["all@10"],
                 a["hit@5"], a["hit@10"], a["rr"], round(a["ctx@5"]), round(a["ctx@10"]),
                 f"{a['p50_ms']:.1f}" if "p50_ms" in a else "-",
                 f"{a['p95_ms']:.1f}" if "p95_ms" in a else "-",
@@ -659,7 +666,8 @@ def render(
         f"Questions scored: {len(select(rows, system=systems[0])) if systems else 0}; "
         f"dropped for lack of resolvable evidence: {dropped}; unresolved evidence refs: {unresolved}. "
         "R@k = mean fraction of gold turns covered by the top k (LoCoMo's definition); "
-        "all@k = all gold covered; ctx@k = mean characters of the top k.",
+        "strict@k = R@k ignoring results that cite more than 3 turns (summaries); "
+        "all@k = all gold covered; hit@k = any gold covered; ctx@k = mean characters of the top k.",
         "",
         overview_table(rows, systems, halves),
         "",

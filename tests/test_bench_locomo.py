@@ -140,6 +140,9 @@ def test_score_fraction_all_hit_and_rr() -> None:
     assert m["r@4"] == pytest.approx(2 / 3) and m["ctx@4"] == 35
     assert m["r@5"] == 1 and m["all@5"] == 1
     assert m["rr"] == pytest.approx(1 / 2)
+    assert m["strict@5"] == 1  # no result cites more than MAX_SPAN turns
+    wide = locomo.score([H("D1:1", "D1:2", "D1:3", "D1:4"), H("D2:1")], ["D1:1", "D2:1"])
+    assert wide["r@1"] == 0.5 and wide["strict@1"] == 0 and wide["strict@5"] == 0.5
     assert locomo.score([H("x")], ["D1:1"])["rr"] == 0
     assert locomo.score([], ["D1:1"])["r@10"] == 0
     with pytest.raises(ValueError):
