@@ -73,6 +73,7 @@ class SessionTracker:
         self.lock = threading.RLock()
         self._open: dict[str, _Open | None] = {}
         self._sessions: dict[str, SessionRecord] = {}
+        self._data_version = -1
 
     # --- feeding
 
@@ -90,9 +91,9 @@ class SessionTracker:
         """
         result = FeedResult()
         with self.lock:
-            self._trim_cache()
             try:
                 with self.state.transaction():
+                    self._trim_cache()
                     for item in items:
                         self._feed_one(item, result)
                     for sid in result.sessions:
@@ -174,9 +175,9 @@ class SessionTracker:
     def close_session(self, session_id: str, reason: str = "session-end") -> str | None:
         """Close the session's open segment; returns its key (now pending) or None."""
         with self.lock:
-            self._trim_cache()
             try:
                 with self.state.transaction():
+                    self._trim_cache()
                     rec = self._session(session_id)
                     key = self._close(rec, reason)
             except BaseException:
@@ -191,9 +192,9 @@ class SessionTracker:
         cutoff = now - self.settings.session_idle_seconds
         closed: list[str] = []
         with self.lock:
-            self._trim_cache()
             try:
                 with self.state.transaction():
+                    self._trim_cache()
                     for sid in self.state.open_sessions(idle_before=cutoff):
                         key = self._close(self._session(sid), "idle")
                         if key:
@@ -208,9 +209,9 @@ class SessionTracker:
         """Close several sessions' open segments in one transaction."""
         closed: list[str] = []
         with self.lock:
-            self._trim_cache()
             try:
                 with self.state.transaction():
+                    self._trim_cache()
                     for sid in session_ids:
                         key = self._close(self._session(sid), reason)
                         if key:
@@ -224,6 +225,7 @@ class SessionTracker:
     def open_turns(self, session_id: str) -> list[Turn]:
         """The turns of a session's open segment (what is visible before extraction)."""
         with self.lock:
+            self._trim_cache()
             seg = self._load_open(self._session(session_id))
             return list(seg.turns) if seg else []
 
@@ -237,9 +239,15 @@ class SessionTracker:
         return rec
 
     def _trim_cache(self) -> None:
-        """Bound the caches between operations; state is the truth."""
-        if len(self._sessions) > 2048:
+        """Bound the caches between operations; state is the truth.
+
+        Another process writing the same state (``memd ingest`` while no daemon answered)
+        also invalidates them.
+        """
+        version = self.state.data_version()
+        if len(self._sessions) > 2048 or version != self._data_version:
             self._forget_cache()
+            self._data_version = version
 
     def _load_open(self, rec: SessionRecord) -> _Open | None:
         if rec.session_id in self._open:

@@ -149,6 +149,10 @@ class State:
             self._depth = 0
             self._db.execute("COMMIT")
 
+    def data_version(self) -> int:
+        """Changes when another connection (another process) commits to the database."""
+        return int(self._query("PRAGMA data_version")[0][0])
+
     def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._db.execute(sql, args).fetchall()

@@ -413,3 +413,24 @@ def test_hard_size_cap_and_idle_after_restart(tmp_path: Path) -> None:
     seg = later.state.segment(key)
     assert seg is not None and seg.reason == "idle" and seg.project == str(tmp_path)
     assert [t.uuid for t in seg.turns] == ["a12", "a13", "a14"]
+
+
+def test_two_processes_writing_one_state_stay_consistent(tmp_path: Path) -> None:
+    """Two connections (as two processes would have) interleave on one session."""
+    path = tmp_path / "state.db"
+    a = SessionTracker(settings(tmp_path), State(path))
+    b = SessionTracker(settings(tmp_path), State(path))
+
+    def user(uuid: str) -> list:  # type: ignore[type-arg]
+        obj = {"type": "user", "uuid": uuid, "sessionId": "two", "message": {"content": uuid}}
+        return list(parse_items([json.dumps(obj)]))
+
+    a.feed(user("u1"))
+    b.feed(user("u2"))
+    a.feed(user("u3"))  # a's cached segment is stale: it must see u2
+    b.feed(user("u1"))  # and b must see that u1 was already taken
+    key = b.close_session("two")
+    assert key is not None
+    seg = a.state.segment(key)
+    assert seg is not None and [t.uuid for t in seg.turns] == ["u1", "u2", "u3"]
+    assert a.close_session("two") is None
