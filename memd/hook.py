@@ -146,12 +146,14 @@ def context_of(reply: bytes) -> str:
             except UnicodeEncodeError:  # \ud83d\ude00 pairs arrive as two surrogates
                 text = text.encode("utf-16", "surrogatepass").decode("utf-16")
             return text
-    if not reply.startswith(b'{"ok":true'):
+    if b'"context"' not in reply:
         return ""
     import json  # an unexpected but valid shape: parse it properly
 
     obj = json.loads(reply)
-    context = obj.get("context") if isinstance(obj, dict) else None
+    if not isinstance(obj, dict) or obj.get("ok") is not True:
+        return ""
+    context = obj.get("context")
     return context if isinstance(context, str) else ""
 
 

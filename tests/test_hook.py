@@ -1,0 +1,303 @@
+"""memd-hook: stdlib only, always exit 0, silent and quick on any failure.
+
+The daemon here is a small real Unix socket server in a thread that records what it receives and
+answers what each test tells it to: it checks the client's side of the protocol. The real daemon
+answers the same hooks in test_daemon.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from daemon_process import MEMD_HOOK
+
+from memd import hook
+from memd.server import encode_reply
+
+PAYLOAD = {
+    "session_id": "s1",
+    "transcript_path": "/tmp/x.jsonl",
+    "cwd": "/tmp",
+    "hook_event_name": "UserPromptSubmit",
+    "prompt": "which database do we use?",
+}
+
+
+class FakeDaemon:
+    """Accepts connections, records request lines, replies with ``reply`` (None: never)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.reply: bytes | None = encode_reply({"ok": True, "context": ""}, hook=True)
+        self.lines: list[bytes] = []
+        self.connections = 0
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.should_exit = False
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while not self.should_exit:
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.connections += 1
+            conn.settimeout(5)
+            buf = b""
+            try:
+                while not buf.endswith(b"\n"):
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+            except OSError:
+                pass
+            self.lines.append(buf)
+            if self.reply is None:
+                self.held.append(conn)  # never answer, never close
+                continue
+            with contextlib.suppress(OSError):
+                conn.sendall(self.reply)
+            conn.close()
+
+    def close(self) -> None:
+        self.should_exit = True
+        self.thread.join(2)
+        self.sock.close()
+        for c in self.held:
+            c.close()
+
+
+@pytest.fixture
+def fake(short_socket: str) -> Iterator[FakeDaemon]:
+    daemon = FakeDaemon(short_socket)
+    yield daemon
+    daemon.close()
+
+
+def run_hook(
+    event: str,
+    stdin: str | None,
+    socket_path: str,
+    timeout: float = 30,
+    **env: str,
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    full_env = {**os.environ, "MEMD_SOCKET": socket_path, **env}
+    started = time.monotonic()
+    out = subprocess.run(
+        [MEMD_HOOK, event],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+    )
+    return out, time.monotonic() - started
+
+
+def loaded_modules(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}; import sys; print(sorted(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(eval(out.stdout))  # a printed list of str
+
+
+def test_importing_the_hook_pulls_in_nothing_heavy() -> None:
+    modules = loaded_modules("import memd.hook")
+    assert "memd.hook" in modules
+    heavy = {
+        "pydantic",
+        "pydantic_settings",
+        "click",
+        "lancedb",
+        "fastembed",
+        "numpy",
+        "pyarrow",
+        "onnxruntime",
+        "memd.settings",
+        "memd.app",
+        "memd.store",
+        "memd.protocol",
+        "json",
+        "socket",
+        "asyncio",
+    }
+    assert not heavy & modules, heavy & modules
+    # Beyond what the interpreter itself loads, the hook adds only itself.
+    assert modules - loaded_modules("pass") == {"memd", "memd.hook"}
+
+
+def test_daemon_down_prints_nothing_quickly(tmp_path: Path) -> None:
+    missing = str(tmp_path / "nobody.sock")
+    out, took = run_hook("user-prompt-submit", json.dumps(PAYLOAD), missing)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+    assert took < 1.0
+    # A stale socket file (nobody listening) is the same.
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(tmp_path / "s.sock"))
+    stale.close()
+    out, took = run_hook("session-start", json.dumps(PAYLOAD), str(tmp_path / "s.sock"))
+    assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+    assert took < 1.0
+
+
+def test_disabled_does_nothing_at_all(fake: FakeDaemon) -> None:
+    fake.reply = encode_reply({"ok": True, "context": "should not appear"}, hook=True)
+    proc = subprocess.Popen(
+        [MEMD_HOOK, "user-prompt-submit"],
+        stdin=subprocess.PIPE,  # left open: a disabled hook must not even read it
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "MEMD_SOCKET": fake.path, "MEMD_DISABLE": "1"},
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=5)
+    finally:
+        proc.kill()
+    assert (proc.returncode, stdout, stderr) == (0, b"", b"")
+    time.sleep(0.1)
+    assert fake.connections == 0
+
+
+def test_payload_is_forwarded_as_it_came(fake: FakeDaemon) -> None:
+    pretty = json.dumps(PAYLOAD, indent=2, ensure_ascii=False)  # multi-line stdin
+    out, _ = run_hook("user-prompt-submit", pretty, fake.path)
+    assert out.returncode == 0
+    (line,) = fake.lines
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert json.loads(line) == {
+        "cmd": "hook",
+        "event": "user-prompt-submit",
+        "payload": PAYLOAD,
+    }
+
+
+def test_context_is_printed_exactly(fake: FakeDaemon) -> None:
+    text = '<memd-context>\n# memd: x\nDecisions:\n- 使用 PostgreSQL 😀 "q" \\ end\n</memd-context>'
+    fake.reply = encode_reply({"ok": True, "context": text}, hook=True)
+    for event in ("user-prompt-submit", "session-start"):
+        out, _ = run_hook(event, json.dumps(PAYLOAD), fake.path)
+        assert out.returncode == 0
+        assert out.stdout == text
+
+
+def test_output_is_capped_at_10000_chars(fake: FakeDaemon) -> None:
+    fake.reply = encode_reply({"ok": True, "context": "x" * 25_000}, hook=True)
+    out, _ = run_hook("user-prompt-submit", json.dumps(PAYLOAD), fake.path)
+    assert out.stdout == "x" * 10_000
+
+
+def test_error_replies_and_odd_replies_print_nothing(fake: FakeDaemon) -> None:
+    for reply in (
+        encode_reply({"ok": False, "error": "boom"}),
+        b"garbage\n",
+        b'{"ok":true,"context":"unterminated\n',
+        b"",
+    ):
+        fake.reply = reply
+        out, _ = run_hook("user-prompt-submit", json.dumps(PAYLOAD), fake.path)
+        assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+
+
+def test_a_valid_reply_in_another_shape_still_works(fake: FakeDaemon) -> None:
+    fake.reply = b'{"ok": true, "extra": 1, "context": "plain"}\n'
+    out, _ = run_hook("user-prompt-submit", json.dumps(PAYLOAD), fake.path)
+    assert out.stdout == "plain"
+
+
+def test_malformed_stdin_prints_nothing(fake: FakeDaemon) -> None:
+    fake.reply = encode_reply({"ok": False, "error": "malformed request"})
+    for bad in ("{not json", "\x00\x01", "[]"):
+        out, _ = run_hook("user-prompt-submit", bad, fake.path)
+        assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+    count = len(fake.lines)
+    out, _ = run_hook("user-prompt-submit", "", fake.path)  # empty: not even sent
+    assert (out.returncode, out.stdout) == (0, "")
+    assert len(fake.lines) == count
+
+
+def test_slow_daemon_hits_the_hard_timeout(fake: FakeDaemon) -> None:
+    fake.reply = None  # accepts, reads, never answers
+    out, took = run_hook(
+        "user-prompt-submit", json.dumps(PAYLOAD), fake.path, MEMD_HOOK_TIMEOUT="0.5"
+    )
+    assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+    assert 0.5 <= took < 2.0
+
+
+def test_session_end_only_notifies(fake: FakeDaemon) -> None:
+    fake.reply = None  # even a daemon that never answers cannot hold it up
+    payload = {**PAYLOAD, "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}
+    out, took = run_hook("session-end", json.dumps(payload), fake.path, MEMD_HOOK_TIMEOUT="5")
+    assert (out.returncode, out.stdout) == (0, "")
+    assert took < 1.5
+    deadline = time.monotonic() + 2
+    while not fake.lines and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert json.loads(fake.lines[0])["event"] == "session-end"
+
+
+def test_stop_prints_nothing_even_with_context(fake: FakeDaemon) -> None:
+    fake.reply = encode_reply({"ok": True, "context": "nope"}, hook=True)
+    out, _ = run_hook("stop", json.dumps(PAYLOAD), fake.path)
+    assert (out.returncode, out.stdout) == (0, "")
+    assert json.loads(fake.lines[0])["event"] == "stop"
+
+
+def test_unknown_event_or_no_event_does_nothing(fake: FakeDaemon) -> None:
+    for args in (["pre-tool-use"], [], ["user-prompt-submit", "extra"]):
+        out = subprocess.run(
+            [MEMD_HOOK, *args],
+            input=json.dumps(PAYLOAD),
+            capture_output=True,
+            text=True,
+            env={**os.environ, "MEMD_SOCKET": fake.path},
+            timeout=30,
+        )
+        assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+    assert fake.connections == 0
+
+
+def test_fast_form_runs_the_file_with_isolated_interpreter(fake: FakeDaemon) -> None:
+    fake.reply = encode_reply({"ok": True, "context": "fast path"}, hook=True)
+    cmd = hook.command("user-prompt-submit")
+    assert " -I -S " in cmd
+    out = subprocess.run(
+        cmd,
+        shell=True,
+        input=json.dumps(PAYLOAD),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MEMD_SOCKET": fake.path},
+        timeout=30,
+    )
+    assert (out.returncode, out.stdout) == (0, "fast path")
+
+
+def test_socket_path_follows_the_settings_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memd.settings import load_settings
+
+    monkeypatch.delenv("MEMD_SOCKET", raising=False)
+    assert hook.socket_path() == str(load_settings().socket_path)
+    monkeypatch.setenv("MEMD_SOCKET", "~/x/m.sock")
+    assert hook.socket_path() == os.path.expanduser("~/x/m.sock")

@@ -1,0 +1,269 @@
+"""Injection: relevant, budgeted, deduped per session, never stale or superseded.
+
+Real store, real embedding model, real state database, in-process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memd.app import App
+from memd.inject import CLOSE_TAG, HARD_CAP, HEADER, OPEN_TAG, Injector, Item, fit, render
+from memd.models import USER_SCOPE, Memory
+from memd.settings import Settings
+from memd.state import State
+from memd.transcript import MEMD_CONTEXT_HEADER, strip_injected
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+    root = tmp_path_factory.mktemp("inject")
+    settings = Settings(
+        home=root / "memd",
+        transcripts_dir=root / "projects",
+        config=root / "none.toml",
+    )
+    application = App(settings).open(writer=True, owner="test")
+    application.store.embedder.load()
+    try:
+        yield application
+    finally:
+        application.close()
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Iterator[State]:
+    st = State(tmp_path / "state.db")
+    yield st
+    st.close()
+
+
+def make_project(tmp_path: Path, name: str) -> str:
+    path = tmp_path / name
+    (path / ".git").mkdir(parents=True)
+    return str(path)
+
+
+def add(app: App, project: str, text: str, **kw: Any) -> str:
+    return str(app.add(text, project=project, **kw)["memory"]["id"])
+
+
+def add_many(app: App, project: str, texts: list[str], **kw: Any) -> None:
+    """Many memories in one batched write (one merge_insert)."""
+    app.store.write([Memory(text=t, project=project, **kw) for t in texts], {})
+
+
+def ask(inj: Injector, project: str, prompt: str, session: str = "s", **kw: Any) -> Any:
+    return inj.prompt_context({"cwd": project, "prompt": prompt, "session_id": session}, **kw)
+
+
+def test_relevant_memory_is_injected_in_a_tagged_block(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    add(app, p, "The billing service stores invoices in PostgreSQL 16.", kind="decision")
+    inj = Injector(app, app.settings)
+    result = ask(inj, p, "Which database holds the invoices?")
+    assert result.text.startswith(OPEN_TAG + "\n" + HEADER)
+    assert result.text.endswith(CLOSE_TAG)
+    assert HEADER.startswith(MEMD_CONTEXT_HEADER)
+    assert "Decisions:\n- The billing service stores invoices in PostgreSQL 16." in result.text
+    assert result.chosen[0]["why"].startswith("total ")
+    # The transcript parser strips the whole block: memd never re-learns its own injection.
+    assert strip_injected(result.text + "\nreal question") == "real question"
+
+
+def test_unrelated_prompt_injects_nothing(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    add(app, p, "The billing service stores invoices in PostgreSQL 16.", kind="decision")
+    add(app, p, "Deploys go through GitHub Actions to Fly.io.")
+    inj = Injector(app, app.settings)
+    for prompt in (
+        "Write a haiku about autumn leaves.",
+        "What's the weather like in Paris tomorrow?",
+        "thanks!",
+        "hello",
+        "/clear",
+    ):
+        assert ask(inj, p, prompt, session=prompt).text == "", prompt
+
+
+def test_other_projects_never_leak(app: App, tmp_path: Path) -> None:
+    a, b = make_project(tmp_path, "a"), make_project(tmp_path, "b")
+    add(app, b, "The billing service keeps invoices in MongoDB.", kind="decision")
+    inj = Injector(app, app.settings)
+    assert ask(inj, a, "Which database holds the invoices?").text == ""
+    assert "MongoDB" in ask(inj, b, "Which database holds the invoices?").text
+
+
+def test_user_wide_preferences_apply_everywhere(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    add(
+        app,
+        USER_SCOPE,
+        "The user writes commit messages in the imperative mood.",
+        kind="preference",
+    )
+    inj = Injector(app, app.settings)
+    text = ask(inj, p, "Write the commit message for this change").text
+    assert "imperative mood" in text and "[user-wide]" in text
+
+
+def test_budget_is_respected_and_trims_the_least_relevant(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    add(
+        app,
+        p,
+        "The payment retry worker uses exponential backoff capped at 10 minutes.",
+        kind="decision",
+        importance=0.9,
+    )
+    notes = [
+        f"Payment retries note {n}: the worker logs each attempt with the invoice id, "
+        f"the gateway response code and the retry count, number {n}."
+        for n in range(25)
+    ]
+    add_many(app, p, notes, importance=0.3)
+    inj = Injector(app, app.settings)
+    full = ask(inj, p, "How does the payment retry worker back off?", session="b1", touch=False)
+    assert 0 < len(full.text) <= app.settings.prompt_budget_chars
+    assert "exponential backoff" in full.text  # the most relevant and important stays
+    small = app.settings.model_copy(update={"prompt_budget_chars": 300})
+    tight = Injector(app, small)
+    text = ask(tight, p, "How does the payment retry worker back off?", session="b2").text
+    assert 0 < len(text) <= 300
+    assert "exponential backoff" in text
+    assert text.count("\n- ") < full.text.count("\n- ")
+
+
+def test_fit_never_exceeds_the_budget_or_the_hard_cap() -> None:
+    items = [
+        Item({"id": str(n), "text": "word " * (20 + n), "kind": "fact"}, "fact", n / 100, "")
+        for n in range(300)
+    ]
+    for budget in (0, 50, 200, 1500, 2500, 10_000, 50_000):
+        text = render(fit(items, budget))
+        assert len(text) <= min(budget, HARD_CAP)
+    kept = fit(items, 1500)
+    assert kept[0].priority == max(i.priority for i in items)
+    assert render([]) == ""
+
+
+def test_superseded_and_archived_are_never_injected(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    old = add(
+        app, p, "The cache layer uses Memcached for session storage.", kind="decision", pin=True
+    )
+    gone = add(app, p, "The cache layer keeps session storage in local files.", kind="decision")
+    app.store.update_fields(
+        {old: {"status": "superseded", "superseded_by": gone}, gone: {"status": "archived"}}
+    )
+    inj = Injector(app, app.settings)
+    assert ask(inj, p, "Where is session storage kept by the cache layer?").text == ""
+    brief = inj.session_context({"cwd": p, "session_id": "sb", "source": "startup"})
+    assert "Memcached" not in brief.text and "local files" not in brief.text
+
+
+def test_excerpts_need_more_relevance_than_typed_memories(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    add(
+        app,
+        p,
+        "user: the login page is slow; assistant: profiling shows the bcrypt cost is 14",
+        kind="excerpt",
+    )
+    add(app, p, "Login is slow because the bcrypt cost factor is set to 14.", kind="bugfix")
+    inj = Injector(app, app.settings)
+    result = ask(inj, p, "Why is the login page slow?")
+    kinds = [c["kind"] for c in result.chosen]
+    assert "bugfix" in kinds
+    if "excerpt" in kinds:  # only when very relevant, and after the typed memory
+        assert kinds.index("bugfix") < kinds.index("excerpt")
+    strict = Injector(app, app.settings.model_copy(update={"relevance_threshold": 0.6}))
+    strict_result = ask(strict, p, "Why is the login page slow?", session="strict")
+    for c in strict_result.chosen:
+        assert c["kind"] != "excerpt"
+
+
+def test_same_session_dedupe_survives_a_restart(app: App, tmp_path: Path, state: State) -> None:
+    p = make_project(tmp_path, "p")
+    add(app, p, "Feature flags are stored in LaunchDarkly.", kind="decision")
+    inj = Injector(app, app.settings, state)
+    assert "LaunchDarkly" in ask(inj, p, "Where are feature flags stored?", session="d1").text
+    assert ask(inj, p, "Where do the feature flags live?", session="d1").text == ""
+    inj.flush()
+    restarted = Injector(app, app.settings, state)
+    assert ask(restarted, p, "Where are feature flags stored?", session="d1").text == ""
+    assert "LaunchDarkly" in ask(restarted, p, "Where are feature flags stored?", session="d2").text
+
+
+def test_preview_neither_dedupes_nor_touches(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    mid = add(app, p, "Static assets are served from CloudFront.", kind="fact")
+    inj = Injector(app, app.settings)
+    for _ in range(2):
+        r = ask(
+            inj, p, "Where are static assets served from?", session="pv", dedupe=False, touch=False
+        )
+        assert "CloudFront" in r.text
+    assert inj.take_touches() == []
+    assert app.store.get(mid).hits == 0
+
+
+def test_injection_updates_hits_and_last_used_in_one_batch(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    mid = add(app, p, "The search index is rebuilt nightly by a Celery beat task.", kind="fact")
+    inj = Injector(app, app.settings)
+    ask(inj, p, "When is the search index rebuilt?", session="h1")
+    ask(inj, p, "How often is the search index rebuilt?", session="h2")
+    calls: list[list[str]] = []
+
+    def touch(ids: list[str]) -> None:
+        calls.append(ids)
+        app.store.touch(ids)
+
+    assert inj.flush(touch) == 1
+    assert calls == [[mid]]  # one batched update, ids deduplicated
+    memory = app.store.get(mid)
+    assert memory.hits == 1 and memory.last_used_at
+    assert inj.flush(touch) == 0 and len(calls) == 1
+
+
+def test_session_start_brief(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    add(app, p, "Never force-push to the main branch.", kind="preference", pin=True)
+    add(app, p, "TODO: add rate limiting to the public API.", kind="todo")
+    add(app, p, "We chose FastAPI over Flask for the public API.", kind="decision")
+    add(
+        app,
+        p,
+        "Earlier session: wrote the OpenAPI schema for the orders endpoints.",
+        kind="summary",
+    )
+    add(app, p, "Some unimportant fact about font sizes.", kind="fact")
+    inj = Injector(app, app.settings)
+    brief = inj.session_context({"cwd": p, "session_id": "ss1", "source": "startup"})
+    text = brief.text
+    assert len(text) <= app.settings.session_start_budget_chars
+    order = [text.index(t) for t in ("Pinned:", "Last session:", "Decisions:", "Open TODOs:")]
+    assert order == sorted(order)
+    for needle in ("force-push", "rate limiting", "FastAPI", "OpenAPI schema"):
+        assert needle in text
+    assert "font sizes" not in text  # plain facts come with prompts, not in the brief
+    # compact or clear: the context is gone, so the brief comes again; resume: nothing new.
+    again = {"cwd": p, "session_id": "ss1"}
+    assert inj.session_context({**again, "source": "resume"}).text == ""
+    assert "force-push" in inj.session_context({**again, "source": "compact"}).text
+
+
+def test_pinned_memories_survive_a_tiny_brief_budget(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    add(app, p, "Pinned: the staging database is read-only on Fridays.", pin=True)
+    decisions = [f"Decision {n}: use structured logging in service {n}." for n in range(12)]
+    add_many(app, p, decisions, kind="decision")
+    small = app.settings.model_copy(update={"session_start_budget_chars": 400})
+    text = Injector(app, small).session_context({"cwd": p, "session_id": "t"}).text
+    assert len(text) <= 400
+    assert "read-only on Fridays" in text
