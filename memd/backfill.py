@@ -65,7 +65,7 @@ def transcript_units(paths: Iterable[str | os.PathLike[str]]) -> list[list[str]]
     seen: set[str] = set()
     for p in paths:
         for f in iter_transcripts(
-            os.path.abspath(os.path.expanduser(os.fspath(p))), BACKFILL_DEPTH
+            os.path.realpath(os.path.expanduser(os.fspath(p))), BACKFILL_DEPTH
         ):
             if f not in seen:
                 seen.add(f)

@@ -9,7 +9,8 @@ line that is already a complete JSON object is taken at once.
 
 A file that shrank (truncation) or got a new inode (atomic replace, a moved event) is read again
 from 0; uuid dedupe keeps repeated lines out. Deleted files lose their offsets. A periodic rescan
-(``settings.rescan_seconds``) is the safety net for lost events and new project folders.
+(``settings.rescan_seconds``) is the safety net for lost events and new project folders; the same
+thread closes segments idle for ``session_idle_seconds`` (checked every 30 s).
 
 On the very first start (no ``tailer.initialized`` key in state), existing files that have been
 quiet for ``session_idle_seconds`` are marked as read: history is what ``memd ingest`` is for.
@@ -50,6 +51,8 @@ CHUNK_BYTES = 4 << 20
 MAX_DEPTH = 4
 """``<project>/<sid>/subagents/agent-*.jsonl`` is the deepest layout Claude Code writes."""
 INITIALIZED_KEY = "tailer.initialized"
+IDLE_CHECK_SECONDS = 30.0
+"""How often the tailer closes segments idle for ``session_idle_seconds``."""
 
 _EVENTS: list[type[FileSystemEvent]] = [
     FileCreatedEvent,
@@ -184,12 +187,16 @@ class Tailer:
         tracker: SessionTracker,
         *,
         read_existing: bool = False,
+        close_idle: bool = True,
     ) -> None:
         self.settings = settings
         self.state = state
         self.tracker = tracker
-        self.root = Path(settings.transcripts_dir).expanduser()
+        # Real paths throughout: hooks report transcript_path, which may go through a symlink.
+        self.root = Path(os.path.realpath(Path(settings.transcripts_dir).expanduser()))
         self.read_existing = read_existing
+        self.close_idle = close_idle
+        """Whether the tailer's periodic thread also calls ``tracker.close_idle()``."""
         self.reader = TranscriptReader(state, tracker)
         self.should_exit = threading.Event()
         self.started = False
@@ -211,7 +218,7 @@ class Tailer:
         self._observer = Observer()
         self._watch()
         self._observer.start()
-        for name, target in (("memd-tailer", self._work), ("memd-rescan", self._rescan_loop)):
+        for name, target in (("memd-tailer", self._work), ("memd-periodic", self._rescan_loop)):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
             self._threads.append(t)
@@ -234,7 +241,7 @@ class Tailer:
 
     def poll(self, path: str | os.PathLike[str]) -> int:
         """Read one file now (e.g. on a session-end hook, before closing the session)."""
-        return self.reader.read(os.fspath(path))
+        return self.reader.read(self._real(path))
 
     def rescan(self) -> int:
         """Queue every transcript whose (inode, size) differs from its offset; forget vanished ones.
@@ -263,6 +270,8 @@ class Tailer:
         return queued
 
     def enqueue(self, path: str) -> None:
+        """Have the reader thread read ``path`` soon (e.g. on a Stop hook)."""
+        path = self._real(path)
         with self._cond:
             self._pending[path] = None
             self._cond.notify()
@@ -325,14 +334,28 @@ class Tailer:
                     self._cond.notify_all()
 
     def _rescan_loop(self) -> None:
-        while not self.should_exit.wait(self.settings.rescan_seconds):
-            try:
-                self.rescan()
-            except Exception:
-                log.exception("transcript rescan failed")
+        """Rescan every ``rescan_seconds``; close idle segments every ``IDLE_CHECK_SECONDS``."""
+        tick = min(self.settings.rescan_seconds, IDLE_CHECK_SECONDS)
+        while not self.should_exit.wait(tick):
+            if self.close_idle:
+                try:
+                    self.tracker.close_idle()
+                except Exception:
+                    log.exception("closing idle sessions failed")
+            if time.time() - self.last_rescan >= self.settings.rescan_seconds:
+                try:
+                    self.rescan()
+                except Exception:
+                    log.exception("transcript rescan failed")
 
     def _forget(self, path: str) -> None:
         self.state.forget_offset(path)
+
+    def _real(self, path: str | os.PathLike[str]) -> str:
+        raw = os.fspath(path)
+        if raw.startswith(os.fspath(self.root) + os.sep):
+            return raw  # already under the real root (watchdog's and the rescan's paths)
+        return os.path.realpath(raw)
 
 
 class _Events(FileSystemEventHandler):

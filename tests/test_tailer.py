@@ -264,3 +264,34 @@ def test_a_hand_written_transcript_streamed_byte_by_byte_chunks(rig: Rig) -> Non
     turns = rig.tracker.open_turns("cjk-0001")
     assert turns[1].uuids == ["cjk-a1", "cjk-a2", "cjk-a3", "cjk-u2"]
     assert "Русский" in turns[2].text
+
+
+def test_symlinked_transcripts_dir_uses_real_paths(tmp_path: Path) -> None:
+    real = tmp_path / "real-projects"
+    (real / "p").mkdir(parents=True)
+    link = tmp_path / "projects"
+    link.symlink_to(real)
+    rig = Rig(tmp_path)
+    try:
+        tailer = rig.start()
+        via_link = link / "p" / f"{SID}.jsonl"
+        append(via_link, line("u1", "through the symlink"))
+        assert tailer.poll(via_link) in (0, 1)  # a hook's transcript_path may use the link
+        wait_for(lambda: rig.uuids() == ["u1"])
+        assert tailer.wait_idle(15)
+        assert set(rig.state.offsets()) == {str(real / "p" / f"{SID}.jsonl")}
+    finally:
+        rig.stop()
+
+
+def test_the_tailer_closes_idle_sessions(tmp_path: Path) -> None:
+    (tmp_path / "projects" / "p").mkdir(parents=True)
+    rig = Rig(tmp_path, rescan_seconds=0.1, session_idle_seconds=0.3)
+    try:
+        rig.start()
+        append(tmp_path / "projects" / "p" / f"{SID}.jsonl", line("u1", "then silence"))
+        wait_for(lambda: rig.state.counts()["pending"] == 1)
+        [seg] = rig.state.pending_segments()
+        assert seg.reason == "idle" and [t.uuid for t in seg.turns] == ["u1"]
+    finally:
+        rig.stop()
