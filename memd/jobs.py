@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,11 +26,14 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from memd import archive
 from memd.errors import UserError
-from memd.merge import STOP, jaccard, merge_into, tokens
+from memd.merge import jaccard, merge_into
 from memd.models import Memory, now_iso
 from memd.store import MemoryStore, sql_str
+from memd.todos import done_todos
 
 if TYPE_CHECKING:
     from memd.settings import Settings
@@ -48,7 +50,7 @@ SCORE_EPSILON = 0.002
 """Decay writes a score back only when it moved by more than this and by more than 2%."""
 MIN_SCORE = 0.0001
 DEDUPE_MIN_JACCARD = 0.5
-TODO_DONE_MIN_COSINE = 0.6
+DEDUPE_BLOCK = 512
 UPDATE_CHUNK = 5000
 MISFIRE_GRACE_SECONDS = 120
 CATCH_UP_DELAY_SECONDS = 60.0
@@ -162,8 +164,6 @@ def dedupe(store: MemoryStore, settings: Settings) -> dict[str, Any]:
     The survivor keeps the union of sources, the sum of hits and a history entry; the loser stays
     in the table as ``superseded`` (``superseded_by`` = survivor) so its history remains viewable.
     """
-    import numpy as np
-
     scanned = 0
     pairs: list[list[str]] = []
     changed: dict[str, Memory] = {}
@@ -181,26 +181,39 @@ def dedupe(store: MemoryStore, settings: Settings) -> dict[str, Any]:
                 group.sort(key=survivor_order)
                 rows = store.rows_with_vectors(m.id for m in group)
                 group = [m for m in group if m.id in rows]
-                matrix = np.asarray([rows[m.id]["vector"] for m in group], dtype=np.float32)
-                sims = matrix @ matrix.T
-                gone: set[int] = set()
-                for i, survivor in enumerate(group):
-                    if i in gone:
-                        continue
-                    for j in np.nonzero(sims[i, i + 1 :] >= settings.dedupe_threshold)[0] + i + 1:
-                        loser = group[int(j)]
-                        if int(j) in gone or loser.pinned:
-                            continue
-                        if jaccard(survivor.text, loser.text) < DEDUPE_MIN_JACCARD:
-                            continue
-                        absorb(survivor, loser)
-                        gone.add(int(j))
-                        pairs.append([survivor.id, loser.id])
-                        for m in (survivor, loser):
-                            changed[m.id] = m
-                            vectors[m.id] = rows[m.id]["vector"]
+                for survivor, loser in duplicates(group, rows, settings.dedupe_threshold):
+                    absorb(survivor, loser)
+                    pairs.append([survivor.id, loser.id])
+                    for m in (survivor, loser):
+                        changed[m.id] = m
+                        vectors[m.id] = rows[m.id]["vector"]
         store.write(list(changed.values()), vectors)
     return {"scanned": scanned, "merged": len(pairs), "pairs": clip(pairs)}
+
+
+def duplicates(
+    group: list[Memory], rows: dict[str, dict[str, Any]], threshold: float
+) -> list[tuple[Memory, Memory]]:
+    """(survivor, loser) pairs in a group sorted by :func:`survivor_order`; greedy, each loser once.
+
+    Similarities are computed DEDUPE_BLOCK rows at a time, so memory stays O(block × n).
+    """
+    matrix = np.asarray([rows[m.id]["vector"] for m in group], dtype=np.float32)
+    gone: set[int] = set()
+    found = []
+    for start in range(0, len(group), DEDUPE_BLOCK):
+        sims = matrix[start : start + DEDUPE_BLOCK] @ matrix.T
+        for offset, row in enumerate(sims):
+            i = start + offset
+            if i in gone:
+                continue
+            for j in (np.nonzero(row[i + 1 :] >= threshold)[0] + i + 1).tolist():
+                if j in gone or group[j].pinned:
+                    continue
+                if jaccard(group[i].text, group[j].text) >= DEDUPE_MIN_JACCARD:
+                    gone.add(j)
+                    found.append((group[i], group[j]))
+    return found
 
 
 def absorb(survivor: Memory, loser: Memory) -> None:
@@ -220,76 +233,6 @@ def absorb(survivor: Memory, loser: Memory) -> None:
 
 
 # ---- cleanup
-
-
-DONE_WORDS = re.compile(
-    r"\b(?:done|fixed|completed?|finished|implemented|resolved)\b|已完成|完成了|搞定|修好了|已修复",
-    re.I,
-)
-NOT_DONE = re.compile(
-    r"\b(?:not|never|yet|still|todo|pending|almost|partially|half|remaining|next)\b|n't"
-    r"|未完成|没有?完成|还没|尚未|没搞定|没修好|待办",
-    re.I,
-)
-GENERIC = frozenset(
-    {
-        *("todo", "need", "needs", "should", "must", "will", "later"),
-        *("add", "added", "adding", "fix", "fixed", "fixing", "done"),
-        *("finish", "finished", "finishing", "complete", "completed"),
-        *("implement", "implemented", "resolve", "resolved"),
-    }
-)
-
-
-def content_tokens(text: str) -> set[str]:
-    return tokens(text) - STOP - GENERIC
-
-
-def states_done(todo: Memory, later: Memory) -> bool:
-    """``later`` says ``todo`` is done: a completion word, no negation, most keywords shared."""
-    if not DONE_WORDS.search(later.text) or NOT_DONE.search(later.text):
-        return False
-    wanted = content_tokens(todo.text)
-    shared = wanted & content_tokens(later.text)
-    return len(shared) >= max(2, math.ceil(0.5 * len(wanted)))
-
-
-def done_todos(store: MemoryStore, project: str) -> list[tuple[Memory, Memory]]:
-    """(todo, evidence) for active unpinned TODOs that a later memory or excerpt says are done.
-
-    Evidence: created after the TODO, states completion without negation, cosine >= 0.6 and
-    most of the TODO's keywords shared. One scan of the project, then one matrix product.
-    """
-    import numpy as np
-
-    todos = active_in(store, project, "kind = 'todo' AND pinned = false")
-    if not todos:
-        return []
-    since = min(t.created_at for t in todos)
-    where = f"project = {sql_str(project)} AND kind != 'todo' AND created_at > {sql_str(since)}"
-    later = [m for m in store.query(where) if DONE_WORDS.search(m.text)]
-    later = [m for m in later if not NOT_DONE.search(m.text)]
-    if not later:
-        return []
-    rows = store.rows_with_vectors([*(t.id for t in todos), *(m.id for m in later)])
-    todos = [t for t in todos if t.id in rows]
-    later = [m for m in later if m.id in rows]
-    if not todos or not later:
-        return []
-    sims = (
-        np.asarray([rows[t.id]["vector"] for t in todos], dtype=np.float32)
-        @ np.asarray([rows[m.id]["vector"] for m in later], dtype=np.float32).T
-    )
-    found = []
-    for i, todo in enumerate(todos):
-        for j in np.argsort(-sims[i]):
-            evidence = later[int(j)]
-            if sims[i, j] < TODO_DONE_MIN_COSINE:
-                break
-            if evidence.created_at > todo.created_at and states_done(todo, evidence):
-                found.append((todo, evidence))
-                break
-    return found
 
 
 def cleanup(store: MemoryStore, settings: Settings, now: datetime | None = None) -> dict[str, Any]:

@@ -570,3 +570,28 @@ def test_cli_jobs_through_a_running_daemon(
         daemon.terminate()
         assert daemon.wait(timeout=20) == 0
         log.close()
+
+
+@pytest.mark.parametrize(
+    ("todo", "later", "done"),
+    [
+        ("TODO: add retry logic to the upload client", "Retry logic in upload client: done", True),
+        ("TODO: 修复登录页面的bug", "登录页面的bug修好了", True),
+        ("TODO: 修复登录页面的bug", "登录页面的bug还没修好", False),
+        (
+            "TODO: add retry logic to the upload client",
+            "Upload client retry is not done yet",
+            False,
+        ),
+        ("TODO: add retry logic to the upload client", "Fixed the docs build on CI", False),
+        (
+            "TODO: migrate billing to postgres",
+            "Billing migration to postgres: still pending",
+            False,
+        ),
+    ],
+)
+def test_states_done_is_conservative(todo: str, later: str, done: bool) -> None:
+    from memd.todos import states_done
+
+    assert states_done(mem(todo, kind="todo"), mem(later, kind="progress")) is done
