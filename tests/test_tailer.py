@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -293,5 +294,57 @@ def test_the_tailer_closes_idle_sessions(tmp_path: Path) -> None:
         wait_for(lambda: rig.state.counts()["pending"] == 1)
         [seg] = rig.state.pending_segments()
         assert seg.reason == "idle" and [t.uuid for t in seg.turns] == ["u1"]
+    finally:
+        rig.stop()
+
+
+def test_live_tailing_a_big_real_transcript_matches_backfill(
+    shared_dir: Path, tmp_path: Path
+) -> None:
+    """ae4a77f8 (2.7 MB, compaction, 1,697 progress lines) written in odd-sized chunks."""
+    from memd.backfill import backfill
+
+    src = shared_dir / "fixtures" / "transcripts"
+    sid = "ae4a77f8-aedd-4bc1-888f-c94edc91af04"
+    main_raw = (src / f"marot-spotter__{sid}.jsonl").read_bytes()
+    sub_raw = (src / "marot-spotter__agent-aac57f5.jsonl").read_bytes()
+
+    ref_dir = tmp_path / "ref" / "-p"
+    (ref_dir / sid / "subagents").mkdir(parents=True)
+    (ref_dir / f"{sid}.jsonl").write_bytes(main_raw)
+    (ref_dir / sid / "subagents" / "agent-aac57f5.jsonl").write_bytes(sub_raw)
+    ref_state = State(tmp_path / "ref.db")
+    backfill([tmp_path / "ref"], ref_state, Settings(home=tmp_path / "x", transcripts_dir=tmp_path))
+    expected = [
+        (s.reason, sorted(u for t in s.turns for u in t.uuids))
+        for s in ref_state.pending_segments()
+    ]
+    assert [r for r, _ in expected] == ["compaction", "ingest"]
+
+    (tmp_path / "projects").mkdir()
+    rig = Rig(tmp_path)
+    try:
+        tailer = rig.start()
+        live = rig.root / "-p"
+        (live / sid / "subagents").mkdir(parents=True)
+        append(live / sid / "subagents" / "agent-aac57f5.jsonl", sub_raw)
+        path = live / f"{sid}.jsonl"
+        rng = random.Random(3)
+        pos = 0
+        while pos < len(main_raw):
+            step = rng.randint(1, 200_000)
+            append(path, main_raw[pos : pos + step])
+            pos += step
+            if rng.random() < 0.3:
+                time.sleep(0.01)
+        wait_for(lambda: (rec := rig.state.get_offset(str(path))) and rec.offset == len(main_raw))
+        assert tailer.wait_idle(15)
+        rig.tracker.close_session(sid, "ingest")
+        got = [
+            (s.reason, sorted(u for t in s.turns for u in t.uuids))
+            for s in rig.state.pending_segments()
+        ]
+        assert got == expected
+        assert tailer.reader.stats.bad_lines == 0
     finally:
         rig.stop()
