@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from memd.extract import vocabulary as vocab
@@ -87,10 +88,13 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+_NON_LETTER = re.compile(r"[\W\d_]+")
+
+
 def looks_like_code(s: str) -> bool:
     if s.startswith(("$ ", "def ", "class ", "import ", "from ", "return ", "{", "}", "//", "|")):
         return True
-    letters = sum(c.isalpha() for c in s)
+    letters = len(_NON_LETTER.sub("", s))
     return letters < 0.45 * len(s) or bool(re.search(r"[{};]\s*$|=>|\)\s*\{", s))
 
 
@@ -113,6 +117,7 @@ _NARRATION = re.compile(
     r"i(?:'m| am) going to (?:run|check|look|read|open|search)|let's (?:run|check|look|see|read))\b",
     re.IGNORECASE,
 )
+_ZH_NARRATION = re.compile(r"^(?:已|已经|我已|我把|我用|我先|我来|我会|我这边|好的|明白|收到|可以)")
 DECISION = _rx(
     r"\bwe(?:'ll| will|'re going to| are going to| should| now)? (?:use|go with|adopt|switch to"
     r"|stick with|move to|migrate to|keep using)\b",
@@ -125,6 +130,11 @@ DECISION = _rx(
     r"决定|采用|改成|改为|改用|定为|选用|选择了|换成|就用|最终用",
 )
 _DECISION_USER_ONLY = _rx(r"\blet'?s (?:use|go with|switch to|stick with|adopt|move to|keep)\b")
+_DECISION_EXPLICIT = _rx(
+    r"\b(?:decided|decision|chose|chosen|opted for|settled on|going with|we(?:'ll| will) use)\b",
+    r"决定|定为|选用|采用|选择了",
+)
+"""What an assistant must say for a decision: it narrates "switched to X" for every edit."""
 PREFERENCE = _rx(
     r"\bI (?:really |strongly )?(?:prefer|like to|want you to|don't want|do not want|hate|dislike"
     r"|always|never)\b",
@@ -133,15 +143,22 @@ PREFERENCE = _rx(
     r"|mock|edit|create|format|touch|delete|leave)\b",
     r"\bmust (?:always |never |not )?(?:be|use|have|run|pass|include|stay|go|live)\b",
     r"\bplease (?:use|always|never|don't|do not|keep|write|prefer|avoid)\b",
+    r"^(?:use|keep|write|put|name|prefer)\b.{3,200},? please[.!]?$|\bno more \w+|\b\w+, ever\b",
     r"\bI'd rather\b|\bprefer \S+ (?:over|to)\b",
     r"不要|别用|统一|必须|偏好|一律|总是|永远不要|务必|请用|请使用|习惯用|喜欢用|禁止",
 )
+_SCOPE = _rx(
+    r"\b(?:everywhere|from now on|going forward|by default|in this (?:codebase|project|repo)"
+    r"|across the (?:codebase|project|repo))\b",
+    r"以后都|今后|从现在开始|所有的?(?:代码|项目|文件)",
+)
+"""A user instruction meant to last: a preference unless it is a decision."""
 _CONVENTION = _rx(r"\b(?:our|the project'?s?|the) conventions? (?:is|are|:)|\bby convention\b")
 TODO_MARK = re.compile(r"\bTODO\b|\bFIXME\b|\bXXX\b")
 TODO = _rx(
     r"\bstill (?:need|needs|have|has) to\b|\bstill (?:missing|pending|open|to do)\b",
     r"\b(?:next steps?|remaining work|left to do|to do next|follow[- ]up)\b",
-    r"\b(?:need to|should|will|'ll|must|have to)\b[^.]{0,80}\blater\b",
+    r"\b(?:need to|needs? \w+ing|should|will|'ll|must|have to)\b[^.]{0,80}\blater\b",
     r"\blater\b[^.]{0,40}\b(?:we|i)(?:'ll| will| should| need)\b",
     r"\bnot (?:yet )?(?:implemented|handled|supported|done|wired)(?: yet)?\b",
     r"待办|还没|下次|以后再|以后要|还需要|还要|待处理|后续|回头再|稍后",
@@ -150,13 +167,20 @@ BUG_CAUSE = _rx(
     r"\bthe (?:bug|issue|problem|error|crash|failure|regression) (?:was|is|came from|comes from)\b",
     r"\b(?:was|were|is) caused by\b|\broot cause\b|\bthe culprit\b|\bturned out (?:to be|that)\b",
     r"\bfailing because\b|\bfailed because\b|\bbroke because\b",
+    r"\b(?:that's|that is|this is|which is) why\b|\bwhich explains\b",
     r"原因是|问题出在|根因|根本原因|是因为|导致",
 )
 BUG_FIX = _rx(
     r"\bfix(?:ed)? (?:it |this |that |the \w+ )?by\b|\bthe fix (?:is|was)\b|\bfix:",
-    r"\b(?:resolved|solved) (?:it |this |the \w+ )?by\b|\bfixed (?:the|a|an) \w+",
+    r"\b(?:resolved|solved) (?:it |this |the \w+ )?by\b|\bfixed (?:the|a|an|it|this|that)\b",
     r"修复|修好|解决了|改好了",
 )
+BUG_FIX_EXPLAINED = _rx(
+    r"\b(?:fix(?:ed)?|resolved|solved) (?:it |this |that |the \w+ )?by\b|\bthe fix (?:is|was)\b",
+    r"\bfix:",
+    r"(?:修复|解决)[^，。]{0,6}[:：]|通过.{2,40}(?:修复|解决)",
+)
+"""A fix statement that stands on its own as a memory (it says how)."""
 _STRUCTURE = _rx(
     r"\b(?:lives?|is|are|located|defined|implemented|stored|kept|configured|goes|go|sits?)"
     r"\s+(?:in|under|at)\s+`?(?:[\w.-]+/)+[\w.-]*`?",
@@ -182,26 +206,82 @@ _STRONG = _rx(r"\b(?:always|never|must)\b", r"必须|一律|永远|务必|禁止
 
 
 def classify(sentence: str, role: str) -> str | None:
-    """The memory kind a sentence states, or None when it states none clearly."""
+    """The memory kind a sentence states, or None when it states none clearly.
+
+    ``"fix"`` is a fix statement without a cause: the caller appends it to the cause stated
+    just before (one bugfix memory with cause and fix), or keeps it alone when it says how.
+    """
     s = sentence
     question = s.rstrip().endswith(("?", "？")) or bool(_QUESTION_START.match(s))
     if question or _HEDGE.search(s):
         return None
-    narration = role == "assistant" and bool(_NARRATION.match(s))
-    if BUG_CAUSE.search(s) or BUG_FIX.search(s):
-        if BUG_CAUSE.search(s) or not narration:
-            return "bugfix"
+    narration = role == "assistant" and bool(_NARRATION.match(s) or _ZH_NARRATION.match(s))
+    if BUG_CAUSE.search(s):
+        return "bugfix"
+    if BUG_FIX.search(s):
+        return "fix"
     if TODO_MARK.search(s) or (TODO.search(s) and not narration):
         return "todo"
     if role == "user" and PREFERENCE.search(s):
         return "preference"
     if _CONVENTION.search(s):
         return "preference"
-    if not narration and (DECISION.search(s) or (role == "user" and _DECISION_USER_ONLY.search(s))):
+    if role == "user" and (DECISION.search(s) or _DECISION_USER_ONLY.search(s)):
+        return "decision"
+    if role == "user" and _SCOPE.search(s):
+        return "preference"
+    if role == "assistant" and not narration and _DECISION_EXPLICIT.search(s):
         return "decision"
     if not narration and _STRUCTURE.search(s):
         return "fact"
     return None
+
+
+_CLAUSE_SPLIT = re.compile(
+    r"\s*[，；;]\s*|,\s+(?:and|but)\s+(?=(?:don't|do not|never|always|please|avoid|use)\b)",
+    re.IGNORECASE,
+)
+
+
+_REFERS_BACK = re.compile(
+    r"^(?:that's|that is|this is|which is) why\b|^这(?:就)?是(?:为什么|因为)", re.I
+)
+
+
+def statements(sentence: str, role: str) -> list[tuple[str, str]]:
+    """(kind, text) for each fact a sentence states: one, or one per clause when several clauses
+    state different things ("组件统一用函数式写法，必须用 TypeScript，不要用 any")."""
+    kind = classify(sentence, role)
+    parts = [p for p in _CLAUSE_SPLIT.split(sentence) if p]
+    if len(parts) > 1:
+        typed = [(k, p) for p in parts if (k := classify(p, role)) == "preference"]
+        if len(typed) > 1 and all(len(p) >= 6 for _, p in typed):
+            return typed
+    return [(kind, sentence)] if kind else []
+
+
+_T = r"[\w.+#/-]+"
+_REPLACES = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        rf"switch(?:ed|ing)?\s+(?:(?P<what>[a-z][\w -]{{0,30}}?)\s+)?from\s+(?P<old>{_T})\s+to\s+{_T}",
+        rf"migrat\w*\s+(?:(?P<what>[a-z][\w -]{{0,30}}?)\s+)?from\s+(?P<old>{_T})\s+to\s+{_T}",
+        rf"replac\w*\s+(?P<old>{_T})\s+with\s+{_T}",
+        rf"\b{_T}\s+(?:instead of|rather than)\s+(?P<old>{_T})",
+        rf"(?:从|把)\s*(?P<old>{_T})\s*(?:改成|改为|换成|迁移到|切换到)",
+        rf"(?:改用|换成|用)\s*{_T}\s*(?:替代|替换|代替)\s*(?P<old>{_T})",
+    )
+]
+
+
+def supersedes_hint(sentence: str) -> str:
+    """For "switch formatting from ruff to black": "use ruff for formatting" (the old choice)."""
+    for rx in _REPLACES:
+        m = rx.search(sentence)
+        if m:
+            what = (m.groupdict().get("what") or "").strip()
+            return f"use {m.group('old')} for {what}" if what else f"use {m.group('old')}"
+    return ""
 
 
 def importance_of(kind: str, sentence: str, role: str) -> float:
@@ -221,9 +301,10 @@ _CJK_STOP = re.compile(
 )
 
 
-def words(text: str) -> list[str]:
+@lru_cache(maxsize=2048)
+def words(text: str) -> tuple[str, ...]:
     """Keyword candidates: English words and identifiers, plus Chinese chunks."""
-    out = []
+    out: list[str] = []
     for w in _WORD.findall(text):
         w = w.strip(".-/")
         low = w.lower()
@@ -236,14 +317,14 @@ def words(text: str) -> list[str]:
             for c in _CJK_STOP.split(run)
             if 2 <= len(c) <= 4 and not any(w in c for w in vocab.CJK_TRIGGERS)
         )
-    return out
+    return tuple(out)
 
 
 def top_keywords(texts: list[str], n: int = 8) -> list[str]:
     counts: Counter[str] = Counter()
     for t in texts:
         for w in words(t):
-            weight = 2 if w.lower() in vocab.TECH or any(c in w for c in "_./") else 1
+            weight = 2 if ("_" in w or "." in w or "/" in w or w.lower() in vocab.TECH) else 1
             counts[w] += weight
     return [w for w, c in counts.most_common(n * 2) if c >= 1][:n]
 
@@ -251,8 +332,11 @@ def top_keywords(texts: list[str], n: int = 8) -> list[str]:
 # --- facts from tools ---------------------------------------------------------------------
 _PATH = re.compile(r"(?:[\w.~-]*/)*[\w.-]+\.[A-Za-z0-9]{1,8}\b|(?:[\w.-]+/)+[\w.-]+")
 _EDIT_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit", "str_replace_based_edit_tool"}
+_READ_TOOLS = {"Read", "NotebookRead", "View"}
 _SHELL_TOOLS = {"Bash", "bash", "Shell", "BashOutput"}
-_CMD_PREFIX = re.compile(r"^(?:\$\s*|cd\s+\S+\s*&&\s*|(?:[A-Z_][A-Z0-9_]*=\S+\s+)+|sudo\s+)+")
+_CMD_PREFIX = re.compile(
+    r"^(?:\$\s*|cd\s+\S+\s*&&\s*|(?:[A-Z_][A-Z0-9_]*=\S+\s+)+|sudo\s+|(?:do|then|else|exec)\s+)+"
+)
 
 
 def tool_path(summary: str) -> str | None:
@@ -289,7 +373,7 @@ class Evidence:
     """What a segment shows about the project, gathered in one pass."""
 
     tech: dict[str, list[str]] = field(default_factory=dict)
-    commands: dict[str, Counter[str]] = field(default_factory=dict)
+    commands: dict[str, str] = field(default_factory=dict)
     command_uuids: dict[str, list[str]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     file_uuids: list[str] = field(default_factory=list)
@@ -311,13 +395,17 @@ class Evidence:
                         self.file_uuids.append(turn.uuid)
                     for name in vocab.tech_of_path(rel):
                         self.see_tech(name, turn.uuid)
+            elif tool.name in _READ_TOOLS:
+                path = tool_path(tool.summary)
+                for name in vocab.tech_of_path(relative(path, turn.cwd)) if path else []:
+                    self.see_tech(name, turn.uuid)
             elif tool.name in _SHELL_TOOLS:
                 for cmd in shell_commands(tool.summary):
                     for name in vocab.tech_of_command(cmd):
                         self.see_tech(name, turn.uuid)
                     family = vocab.command_family(cmd)
                     if family:
-                        self.commands.setdefault(family, Counter())[cmd] += 1
+                        self.commands[family] = cmd  # the latest wins: sessions change course
                         uuids = self.command_uuids.setdefault(family, [])
                         if turn.uuid not in uuids:
                             uuids.append(turn.uuid)
@@ -376,24 +464,38 @@ def extract_segment(segment: Segment, extra_patterns: tuple[str, ...] = ()) -> l
     evidence = Evidence()
     typed: dict[tuple[str, str], Candidate] = {}
     typed_turns: set[str] = set()
+    cause: Candidate | None = None  # the latest bug cause, waiting for its fix
+    cause_age = 0
     for turn, text in turns:
         evidence.see_turn(turn)
-        pending_cause: Candidate | None = None
+        cause_age += 1
+        if cause_age > 3:
+            cause = None
+        previous = ""
         for sentence in sentences(text):
             evidence.see_statement(sentence, turn.uuid)
-            kind = classify(sentence, turn.role)
-            if kind is None:
-                pending_cause = None
-                continue
-            if kind == "bugfix" and pending_cause is not None and BUG_FIX.search(sentence):
-                pending_cause.text = f"{pending_cause.text} {sentence}"[:SENTENCE_MAX]
-                pending_cause = None
-                continue
-            cand = add_typed(typed, kind, sentence, turn, extra_patterns)
-            typed_turns.add(turn.uuid)
-            pending_cause = cand if kind == "bugfix" and not BUG_FIX.search(sentence) else None
-    out = [c for c in typed.values()]
-    out = cap_per_kind(out)
+            context, previous = previous, sentence
+            for kind, statement in statements(sentence, turn.role):
+                if kind == "bugfix" and context and _REFERS_BACK.match(statement):
+                    statement = f"{context} {statement}"  # "That's why ..." needs its cause
+                if kind == "fix":
+                    if cause is not None and len(cause.text) < SENTENCE_MAX:
+                        cause.text = f"{cause.text} {statement}"[:SENTENCE_MAX]
+                        if turn.uuid not in cause.source_uuids:
+                            cause.source_uuids.append(turn.uuid)
+                        typed_turns.add(turn.uuid)
+                        cause = None
+                        continue
+                    if not BUG_FIX_EXPLAINED.search(statement):
+                        continue
+                    kind = "bugfix"
+                    if context and not BUG_FIX.search(context):
+                        statement = f"{context} {statement}"  # the sentence before: the cause
+                cand = add_typed(typed, kind, statement, turn, extra_patterns)
+                typed_turns.add(turn.uuid)
+                if kind == "bugfix" and not BUG_FIX.search(statement):
+                    cause, cause_age = cand, 0
+    out = cap_per_kind(list(typed.values()))
     out.extend(fact_candidates(evidence))
     texts = [text for _, text in turns]
     keywords = top_keywords([t for (turn, t) in turns if turn.role == "user"] * 2 + texts)
@@ -429,6 +531,7 @@ def add_typed(
         text=sentence,
         importance=importance_of(kind, sentence, turn.role),
         source_uuids=[turn.uuid],
+        supersedes_hint=supersedes_hint(sentence) if kind in ("decision", "preference") else "",
     )
     typed[key] = cand
     return cand
@@ -460,8 +563,7 @@ def fact_candidates(ev: Evidence) -> list[Candidate]:
                 source_uuids=uuids[:5],
             )
         )
-    for family, counter in ev.commands.items():
-        cmd, _ = counter.most_common(1)[0]
+    for family, cmd in ev.commands.items():
         out.append(
             Candidate(
                 kind="fact",
@@ -558,7 +660,7 @@ def excerpt_candidates(
                 kind="excerpt",
                 text=body,
                 topic=topic,
-                keywords=top_keywords([body], 5),
+                keywords=top_keywords([text], 5),
                 importance=round(importance, 2),
                 source_uuids=[turn.uuid],
             )

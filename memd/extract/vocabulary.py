@@ -114,11 +114,18 @@ def _program(cmd: str) -> tuple[str, str]:
     return head.rsplit("/", 1)[-1] if head.startswith("/") else head, rest
 
 
+_RUNNER_TECH = (
+    ("python -m ", "python"), ("python3 -m ", "python"), ("uv run ", "uv"),
+    ("poetry run ", "poetry"), ("pnpm exec ", "pnpm"), ("bunx ", "bun"),
+)  # fmt: skip
+
+
 def tech_of_command(cmd: str) -> list[str]:
     program, _ = _program(cmd)
     names = list(_COMMAND_TECH.get(program, []))
-    if re.match(r"^(?:python3?|py) -m ", cmd) and "python" not in names:
-        names.append("python")
+    for runner, name in _RUNNER_TECH:
+        if cmd.startswith(runner) and name not in names:
+            names.append(name)
     return names
 
 
@@ -129,7 +136,7 @@ _FAMILIES: list[tuple[str, re.Pattern[str]]] = [
         ("format", r"^(?:ruff format|black|isort|prettier|cargo fmt|gofmt|go fmt|(?:npm|pnpm|yarn) (?:run )?format)"),
         ("lint", r"^(?:ruff(?: check)?\b|eslint|flake8|pylint|cargo clippy|golangci-lint|(?:npm|pnpm|yarn|bun) (?:run )?lint)"),
         ("test", r"^(?:pytest|py\.test|jest|vitest|mocha|rspec|tox|unittest|cargo test|go test|(?:npm|pnpm|yarn|bun) (?:run )?test|make test)"),
-        ("build", r"^(?:cargo build|go build|docker build|docker compose build|build\b|make(?: build)?$|(?:npm|pnpm|yarn|bun) (?:run )?build)"),
+        ("build", r"^(?:cargo build|go build|docker build|docker compose build|build\b|make(?: build)?$|(?:(?:npm|pnpm|yarn|bun) )?(?:(?:run|turbo|turbo run|nx|nx run) )?build\b)"),
     )
 ]  # fmt: skip
 FAMILY_TEXT = {

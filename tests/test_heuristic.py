@@ -1,0 +1,225 @@
+"""The heuristic extractor: kinds and provenance in English and Chinese, quality, speed."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import pytest
+from labelled import TYPED_KINDS, load_labelled, score
+
+from memd.extract import get_extractor
+from memd.extract.heuristic import EXCERPT_CHARS, HeuristicExtractor, classify, words
+from memd.models import KINDS, Segment, ToolCall, Turn
+from memd.settings import Settings
+
+CWD = "/home/dev/shop"
+
+
+def turn(n: int, role: str, text: str, *tools: tuple[str, str], **kw: object) -> Turn:
+    return Turn(
+        uuid=f"00000000-0000-4000-8000-{n:012d}",
+        session_id="sess-1",
+        role=role,
+        text=text,
+        cwd=CWD,
+        tools=[ToolCall(name, summary) for name, summary in tools],
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def seg(*turns: Turn) -> Segment:
+    return Segment(session_id="sess-1", project=CWD, turns=list(turns))
+
+
+def by_kind(cands: list, kind: str) -> list:
+    return [c for c in cands if c.kind == kind]
+
+
+ENGLISH = seg(
+    turn(1, "user", "Let's switch formatting from ruff to black because the team uses black."),
+    turn(
+        2,
+        "assistant",
+        "Let me run the tests first.",
+        ("Bash", f"cd {CWD} && uv run pytest -q 2>&1 | tail"),
+    ),
+    turn(
+        3,
+        "assistant",
+        "The bug was caused by a missing await in the retry loop. I fixed it by awaiting the "
+        "sleep. The retry helpers live in src/shop/retry.py.",
+        ("Edit", f"{CWD}/src/shop/retry.py"),
+    ),
+    turn(4, "user", "I prefer small commits. Never push directly to main."),
+    turn(5, "user", "TODO: add a CI job for the e2e tests later."),
+    turn(6, "user", "ok thanks"),
+)
+
+CHINESE = seg(
+    turn(11, "user", "我们决定采用 PostgreSQL 作为主数据库，因为需要 JSONB。"),
+    turn(12, "user", "不要在测试里用 mock，统一用真实的临时数据库。"),
+    turn(13, "assistant", "问题出在连接池没有关闭，每个请求都新建了连接。"),
+    turn(14, "assistant", "已修复：请求结束时归还连接。", ("Edit", f"{CWD}/app/db.py")),
+    turn(15, "user", "迁移脚本还没写，下次再做。"),
+    turn(16, "user", "继续"),
+)
+
+
+def test_english_kinds_and_provenance() -> None:
+    cands = HeuristicExtractor().extract(ENGLISH)
+    (decision,) = by_kind(cands, "decision")
+    assert decision.text.startswith("Let's switch formatting from ruff to black")
+    assert decision.source_uuids == [ENGLISH.turns[0].uuid]
+    assert decision.supersedes_hint == "use ruff for formatting"
+    (bug,) = by_kind(cands, "bugfix")
+    assert "missing await" in bug.text and "awaiting the sleep" in bug.text
+    assert bug.source_uuids == [ENGLISH.turns[2].uuid]
+    prefs = by_kind(cands, "preference")
+    assert [p.text for p in prefs] == ["I prefer small commits.", "Never push directly to main."]
+    assert all(p.source_uuids == [ENGLISH.turns[3].uuid] for p in prefs)
+    assert prefs[1].importance > prefs[0].importance  # "never" is a strong rule
+    (todo,) = by_kind(cands, "todo")
+    assert "CI job" in todo.text and todo.source_uuids == [ENGLISH.turns[4].uuid]
+    facts = {c.text: c.source_uuids for c in by_kind(cands, "fact")}
+    assert facts["Project uses pytest for tests"] == [ENGLISH.turns[1].uuid]
+    assert facts["Project uses uv for Python environments"] == [ENGLISH.turns[1].uuid]
+    assert facts["Tests run with `uv run pytest -q`"] == [ENGLISH.turns[1].uuid]
+    assert facts["Files touched: src/shop/retry.py"] == [ENGLISH.turns[2].uuid]
+    assert facts["Project uses Python"] == [ENGLISH.turns[2].uuid]
+    assert "The retry helpers live in src/shop/retry.py." in facts
+
+
+def test_chinese_kinds_and_provenance() -> None:
+    cands = HeuristicExtractor().extract(CHINESE)
+    uuids = [t.uuid for t in CHINESE.turns]
+    (decision,) = by_kind(cands, "decision")
+    assert "PostgreSQL" in decision.text and decision.source_uuids == [uuids[0]]
+    prefs = by_kind(cands, "preference")
+    assert [p.text for p in prefs] == ["不要在测试里用 mock", "统一用真实的临时数据库。"]
+    assert all(p.source_uuids == [uuids[1]] for p in prefs)
+    (bug,) = by_kind(cands, "bugfix")  # the cause and the fix, one memory, both turns
+    assert "连接池" in bug.text and "归还连接" in bug.text
+    assert bug.source_uuids == [uuids[2], uuids[3]]
+    (todo,) = by_kind(cands, "todo")
+    assert "迁移脚本" in todo.text and todo.source_uuids == [uuids[4]]
+    assert "PostgreSQL" in decision.keywords
+
+
+def test_every_candidate_is_well_formed() -> None:
+    for segment in (ENGLISH, CHINESE, *(c.segment for c in load_labelled())):
+        uuids = {t.uuid for t in segment.turns}
+        for c in HeuristicExtractor().extract(segment):
+            assert c.kind in KINDS
+            assert c.text.strip()
+            assert c.source_uuids and set(c.source_uuids) <= uuids
+            assert 0 <= c.importance <= 1
+            assert isinstance(c.keywords, list)
+
+
+def test_summary_memory() -> None:
+    cands = HeuristicExtractor().extract(ENGLISH)
+    (summary,) = by_kind(cands, "summary")
+    assert summary.topic and summary.keywords
+    assert "black" in summary.keywords
+    assert "Decided:" in summary.text and "Files: src/shop/retry.py" in summary.text
+    assert len(summary.source_uuids) == len(set(summary.source_uuids))
+    assert ENGLISH.turns[0].uuid in summary.source_uuids
+
+
+def test_excerpts_one_per_substantive_turn() -> None:
+    long_text = "We looked at the store layout in detail. " * 60
+    segment = seg(
+        *ENGLISH.turns,
+        turn(7, "assistant", long_text),
+        turn(8, "assistant", "", ("Bash", "ls")),  # tool-only: nothing said
+        turn(9, "user", "继续"),
+        turn(10, "user", "Summary of earlier work", is_compact_summary=True),
+        turn(20, "user", "Warmup", is_sidechain=True),
+        turn(
+            21,
+            "user",
+            "<system-reminder>remember X</system-reminder>Please rename the module to shop.api",
+        ),
+    )
+    excerpts = by_kind(HeuristicExtractor().extract(segment), "excerpt")
+    got = [e.source_uuids for e in excerpts]
+    assert got == [[segment.turns[i].uuid] for i in (0, 1, 2, 3, 4, 6, 11)]
+    assert len(excerpts[5].text) == EXCERPT_CHARS and excerpts[5].text.endswith("…")
+    assert excerpts[-1].text == "Please rename the module to shop.api"
+    # turns that gave a typed memory rank above plain ones
+    assert excerpts[0].importance > excerpts[1].importance
+
+
+def test_secrets_never_reach_candidates() -> None:
+    key = "sk-proj-" + "Hq3_Vb8-" * 8
+    segment = seg(
+        turn(1, "user", f"We decided to use OpenAI with key {key} for the summaries."),
+        turn(2, "assistant", f"Saved OPENAI_API_KEY={key} to .env", ("Write", f"{CWD}/.env")),
+    )
+    cands = HeuristicExtractor().extract(segment)
+    assert cands and all(key not in c.text for c in cands)
+    assert any("[REDACTED:openai_key]" in c.text for c in cands)
+    assert not any(key in " ".join(c.keywords) for c in cands)
+
+
+@pytest.mark.parametrize(
+    ("role", "sentence"),
+    [
+        ("user", "Should we switch to pnpm?"),
+        ("user", "要不要换成 Postgres？"),
+        ("assistant", "The failure might be caused by a race in the fixture."),
+        ("assistant", "可能是后端没有加索引，没法确定。"),
+        ("assistant", "Let me switch to the tests directory and run them."),
+        ("assistant", "I switched the lockfile to pnpm and updated the README."),
+        ("assistant", "已经全部改用 httpx.AsyncClient 了。"),
+        ("user", "Can you explain what the deploy script does?"),
+        ("user", "The dashboard build is slow, 90 seconds."),
+    ],
+)
+def test_questions_hedges_and_narration_are_not_memories(role: str, sentence: str) -> None:
+    assert classify(sentence, role) is None
+
+
+def test_deterministic() -> None:
+    a = HeuristicExtractor().extract(ENGLISH)
+    b = HeuristicExtractor().extract(replace(ENGLISH))
+    assert a == b
+
+
+def test_labelled_quality_floor() -> None:
+    """A regression guard: precision first (typed memories get injected), recall close behind."""
+    ext = HeuristicExtractor()
+    cases = load_labelled()
+    assert {c.lang for c in cases} == {"en", "zh"} and len(cases) >= 10
+    scores = score([(c, ext.extract(c.segment)) for c in cases])
+    assert scores["all"].precision >= 0.95, scores["all"].extras
+    assert scores["all"].recall >= 0.9, scores["all"].misses
+    for kind in TYPED_KINDS:
+        assert scores[kind].precision >= 0.85, (kind, scores[kind].extras)
+        assert scores[kind].recall >= 0.75, (kind, scores[kind].misses)
+
+
+def test_speed_at_least_500_turns_per_second() -> None:
+    base = [t for c in load_labelled() for t in c.segment.turns]
+    turns = [
+        replace(t, uuid=f"{t.uuid[:-6]}{i:06d}", text=f"{t.text} (#{i})")
+        for i, t in enumerate(base * (1500 // len(base) + 1))
+    ][:1500]
+    segments = [seg(*turns[i : i + 40]) for i in range(0, len(turns), 40)]
+    ext = HeuristicExtractor()
+    words.cache_clear()
+    start = time.perf_counter()
+    for s in segments:
+        ext.extract(s)
+    rate = len(turns) / (time.perf_counter() - start)
+    assert rate >= 500, f"{rate:.0f} turns/s"
+
+
+def test_get_extractor_and_stats() -> None:
+    ext = get_extractor(Settings(redact_patterns=[r"ACME-\d+"]))
+    assert isinstance(ext, HeuristicExtractor) and ext.name == "heuristic"
+    cands = ext.extract(seg(turn(1, "user", "We decided to track ticket ACME-1234 in the board.")))
+    assert all("ACME-1234" not in c.text for c in cands)
+    stats = ext.stats()
+    assert stats["calls"] == 1 and stats["tokens_in"] == 0 and stats["budget_exhausted"] is False
