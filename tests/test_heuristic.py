@@ -223,3 +223,29 @@ def test_get_extractor_and_stats() -> None:
     assert all("ACME-1234" not in c.text for c in cands)
     stats = ext.stats()
     assert stats["calls"] == 1 and stats["tokens_in"] == 0 and stats["budget_exhausted"] is False
+
+
+def test_a_diagnosis_without_a_fix_is_not_a_bugfix() -> None:
+    wip = seg(
+        turn(
+            1, "assistant", "The issue is that the macro needs the tracer module at compile time."
+        ),
+        turn(2, "assistant", "Now the tests compile.", ("Bash", "mix test")),
+        turn(3, "user", "The root cause was the stale cache file in /tmp."),
+    )
+    bugs = by_kind(HeuristicExtractor().extract(wip), "bugfix")
+    assert [b.text for b in bugs] == ["The root cause was the stale cache file in /tmp."]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "hint"),
+    [
+        ("Let's switch formatting from ruff to black.", "use ruff for formatting"),
+        ("We'll use httpx instead of requests.", "use requests"),
+        ("我们决定把缓存从 Redis 改成本地 LRU。", "use Redis"),
+        ("我们决定用 uv 替代 pip 来装依赖。", "use pip"),
+    ],
+)
+def test_decisions_that_replace_a_choice_carry_a_supersedes_hint(sentence: str, hint: str) -> None:
+    (decision,) = by_kind(HeuristicExtractor().extract(seg(turn(1, "user", sentence))), "decision")
+    assert decision.supersedes_hint == hint

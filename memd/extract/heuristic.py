@@ -80,7 +80,7 @@ def sentences(text: str) -> list[str]:
         if not s or len(s) > SENTENCE_MAX:
             continue
         cjk = len(_CJK.findall(s))
-        if cjk < 4 and len(s) < 12:
+        if cjk < 3 and len(s) < 12:
             continue
         if looks_like_code(s):
             continue
@@ -280,7 +280,8 @@ def supersedes_hint(sentence: str) -> str:
         m = rx.search(sentence)
         if m:
             what = (m.groupdict().get("what") or "").strip()
-            return f"use {m.group('old')} for {what}" if what else f"use {m.group('old')}"
+            old = m.group("old").rstrip(".,;:!?")
+            return f"use {old} for {what}" if what else f"use {old}"
     return ""
 
 
@@ -465,6 +466,7 @@ def extract_segment(segment: Segment, extra_patterns: tuple[str, ...] = ()) -> l
     typed: dict[tuple[str, str], Candidate] = {}
     typed_turns: set[str] = set()
     cause: Candidate | None = None  # the latest bug cause, waiting for its fix
+    tentative: set[int] = set()
     cause_age = 0
     for turn, text in turns:
         evidence.see_turn(turn)
@@ -480,6 +482,7 @@ def extract_segment(segment: Segment, extra_patterns: tuple[str, ...] = ()) -> l
                     statement = f"{context} {statement}"  # "That's why ..." needs its cause
                 if kind == "fix":
                     if cause is not None and len(cause.text) < SENTENCE_MAX:
+                        tentative.discard(id(cause))
                         cause.text = f"{cause.text} {statement}"[:SENTENCE_MAX]
                         if turn.uuid not in cause.source_uuids:
                             cause.source_uuids.append(turn.uuid)
@@ -495,7 +498,10 @@ def extract_segment(segment: Segment, extra_patterns: tuple[str, ...] = ()) -> l
                 typed_turns.add(turn.uuid)
                 if kind == "bugfix" and not BUG_FIX.search(statement):
                     cause, cause_age = cand, 0
-    out = cap_per_kind(list(typed.values()))
+                    if turn.role == "assistant":
+                        tentative.add(id(cand))
+    # An assistant's diagnosis that no fix followed is work in progress, not a bug fix.
+    out = cap_per_kind([c for c in typed.values() if id(c) not in tentative])
     out.extend(fact_candidates(evidence))
     texts = [text for _, text in turns]
     keywords = top_keywords([t for (turn, t) in turns if turn.role == "user"] * 2 + texts)
