@@ -380,3 +380,20 @@ def test_parse_candidates_rejects_garbage() -> None:
     with pytest.raises(ExtractionError):
         parse_candidates({"weird": 3}, {"t1": "u1"})
     assert parse_candidates({"memories": []}, {"t1": "u1"}) == []
+
+
+def test_prompt_stays_bounded_for_huge_segments() -> None:
+    from memd.extract.prompt import PROMPT_CHARS, build_prompt
+
+    turns = [
+        Turn(
+            uuid=f"u{i}", session_id="s", role="user" if i % 2 else "assistant", text="word " * 900
+        )
+        for i in range(400)
+    ]
+    prompt, ids = build_prompt(Segment(session_id="s", project="/p", turns=turns))
+    assert prompt.startswith(MEMD_EXTRACTION_PROMPT_MARKER)
+    assert len(prompt) < PROMPT_CHARS + 6000  # instructions and schema on top of the budget
+    assert "turns omitted" in prompt
+    assert "[t1] assistant:" in prompt and "[t400] user:" in prompt
+    assert ids["t400"] == "u399"

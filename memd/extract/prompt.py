@@ -240,7 +240,7 @@ def _keywords(value: Any) -> list[str]:
         value = re.split(r"[,，;；]", value)
     if not isinstance(value, list):
         return []
-    out = []
+    out: list[str] = []
     for w in value:
         w = " ".join(str(w).split())[:40]
         if w and w.lower() not in {x.lower() for x in out}:
