@@ -55,6 +55,13 @@ class Journal:
         except FileNotFoundError:
             return 0
 
+    def lines(self) -> int:
+        try:
+            with open(self.path, "rb") as fh:
+                return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+        except FileNotFoundError:
+            return 0
+
     def truncate(self, size: int) -> None:
         """Undo an append whose table write failed (truncating needs no free space)."""
         with open(self.path, "r+b") as fh:

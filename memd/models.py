@@ -61,7 +61,8 @@ class Memory:
     updated_at: str = ""
     last_used_at: str = ""
     hits: int = 0
-    score: float = 0.0
+    score: float = -1.0
+    """Effective score kept by the decay job; negative means "not computed yet" (= importance)."""
     sources: list[Source] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
     """Earlier texts and merges, newest last: how this memory came to be."""
@@ -80,7 +81,7 @@ class Memory:
         self.updated_at = self.updated_at or self.created_at
         if not self.id:
             self.id = memory_id(self.project, self.kind, self.text, self.sources)
-        if not self.score:
+        if self.score < 0:
             self.score = self.importance
 
     def to_dict(self) -> dict[str, Any]:

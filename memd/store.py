@@ -391,8 +391,17 @@ class MemoryStore:
                     time.sleep(0.2 * (attempt + 1))
             self.ensure_indexes()
             self.maybe_build_ann()
+            self.compact_journal()
             self.writes_since_optimize = 0
             return {"before": before, "after": self.table_stats()}
+
+    def compact_journal(self, slack: int = 3) -> bool:
+        """Rewrite the journal as one entry per live memory once it has grown ``slack``× that."""
+        rows = self.count()
+        if self.journal.lines() <= slack * rows + 1000:
+            return False
+        self.journal.rewrite(self.query(None))
+        return True
 
     def maybe_build_ann(self) -> None:
         rows = self.count()

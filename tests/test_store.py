@@ -254,3 +254,17 @@ def test_full_disk_write_loses_nothing(tmp_path: Path) -> None:
         assert app.store.count() == 2
     finally:
         app.close()
+
+
+def test_optimize_compacts_the_journal(app: App) -> None:
+    added = app.add("The staging database is called orders_staging")["memory"]
+    for _ in range(30):
+        app.store.touch([added["id"]])
+    journal = app.store.journal
+    assert journal.lines() > 30
+    assert app.store.compact_journal(slack=3) is False  # under the default 1,000-line slack
+    app.store.journal.append([{"op": "touch", "ids": [added["id"]], "at": "x"}] * 1200)
+    app.store.optimize()
+    assert journal.lines() == 1
+    replayed = journal.replay()[added["id"]]
+    assert replayed.hits == app.store.get(added["id"]).hits
