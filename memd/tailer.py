@@ -19,6 +19,7 @@ Files that are still active, and every file that appears later, are read from th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -314,6 +315,23 @@ class Tailer:
             return
         self._watching = True
 
+    def _check_observer(self) -> None:
+        """Restart the observer if its thread or an emitter thread died (then rescan)."""
+        obs = self._observer
+        if obs is None or self.should_exit.is_set():
+            return
+        alive = obs.is_alive() and all(e.is_alive() for e in obs.emitters)
+        if alive:
+            return
+        log.warning("the transcript watcher stopped; restarting it")
+        with contextlib.suppress(Exception):
+            obs.stop()
+        self._observer = Observer()
+        self._watching = False
+        self._watch()
+        self._observer.start()
+        self.last_rescan = 0.0  # rescan now: events may have been lost
+
     def _work(self) -> None:
         while not self.should_exit.is_set():
             with self._cond:
@@ -337,6 +355,7 @@ class Tailer:
         """Rescan every ``rescan_seconds``; close idle segments every ``IDLE_CHECK_SECONDS``."""
         tick = min(self.settings.rescan_seconds, IDLE_CHECK_SECONDS)
         while not self.should_exit.wait(tick):
+            self._check_observer()
             if self.close_idle:
                 try:
                     self.tracker.close_idle()

@@ -19,6 +19,12 @@ from memd.tailer import INITIALIZED_KEY, Tailer
 HERE = Path(__file__).parent / "transcripts"
 SID = "live-0001"
 
+# watchdog's inotify emitter warns (from its own thread) when directories appear in quick
+# succession; with warnings as errors that would kill the emitter thread. Not ours to fix.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Callback with id .* already exists for watch:RuntimeWarning"
+)
+
 
 def wait_for(cond: Callable[[], object], timeout: float = 15.0) -> None:
     """Poll for the condition (generous timeout: CI machines can be loaded)."""
@@ -346,5 +352,24 @@ def test_live_tailing_a_big_real_transcript_matches_backfill(
         ]
         assert got == expected
         assert tailer.reader.stats.bad_lines == 0
+    finally:
+        rig.stop()
+
+
+def test_a_dead_watcher_is_restarted(tmp_path: Path) -> None:
+    (tmp_path / "projects" / "p").mkdir(parents=True)
+    rig = Rig(tmp_path, rescan_seconds=0.1)
+    try:
+        tailer = rig.start()
+        dead = tailer._observer
+        assert dead is not None
+        dead.stop()
+        dead.join(5)
+        path = tmp_path / "projects" / "p" / f"{SID}.jsonl"
+        append(path, line("u1", "written while the watcher was down"))
+        wait_for(lambda: tailer._observer is not dead and tailer._observer.is_alive())
+        wait_for(lambda: rig.uuids() == ["u1"])
+        append(path, line("u2", "seen by the new watcher"))
+        wait_for(lambda: rig.uuids() == ["u1", "u2"])
     finally:
         rig.stop()
