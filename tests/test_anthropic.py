@@ -397,3 +397,23 @@ def test_prompt_stays_bounded_for_huge_segments() -> None:
     assert "turns omitted" in prompt
     assert "[t1] assistant:" in prompt and "[t400] user:" in prompt
     assert ids["t400"] == "u399"
+
+
+def test_ledger_persists_in_memd_state(server: MessagesServer, tmp_path: Any) -> None:
+    from memd.state import State
+
+    state = State(tmp_path / "state.db")
+    try:
+        server.script = [tool_reply(tokens_in=700, tokens_out=100)]
+        extractor_for(server, state=state, llm_daily_token_budget=1300).extract(segment())
+    finally:
+        state.close()
+    reopened = State(tmp_path / "state.db")  # a daemon restart
+    try:
+        again = extractor_for(server, state=reopened, llm_daily_token_budget=1300)
+        assert again.stats()["tokens_today"] == 800
+        with pytest.raises(BudgetExceeded):  # 800 spent + a ~600-token prompt > 1300
+            again.extract(segment())
+        assert len(server.requests) == 1
+    finally:
+        reopened.close()
