@@ -215,6 +215,7 @@ class Tailer:
         """Initial scan, then the observer, the reader thread and the rescan thread."""
         if self.started:
             return
+        self.should_exit.clear()
         self._first_start()
         self._observer = Observer()
         self._watch()
@@ -227,15 +228,18 @@ class Tailer:
         self.rescan()
 
     def stop(self, timeout: float = 5.0) -> None:
+        """Stop the threads first (the periodic one may restart the observer), then the observer."""
         self.should_exit.set()
         with self._cond:
             self._cond.notify_all()
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(timeout)
         for t in self._threads:
             t.join(timeout)
         self._threads.clear()
+        if self._observer is not None:
+            self._observer.stop()
+            if self._observer.is_alive():
+                self._observer.join(timeout)
+        self._watching = False
         self.started = False
 
     # --- reading
