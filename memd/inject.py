@@ -46,7 +46,7 @@ HARD_CAP = 10_000
 MAX_ITEM_CHARS = 400
 EXCERPT_MARGIN = 0.15
 """Excerpts need this much more than the threshold: injection prefers typed memories."""
-SEARCH_DEPTH = 12
+SEARCH_DEPTH = 16
 MAX_SESSIONS = 512
 MAX_IDS_PER_SESSION = 2000
 STATE_PREFIX = "injected:"
@@ -211,10 +211,7 @@ class Injector:
         if len(prompt) < 3 or prompt.startswith("/"):
             return Injection()
         project = resolve_project(payload.get("cwd") or None)
-        results = retrieve.search(
-            self.app.store, prompt[:2000], [project], limit=SEARCH_DEPTH, statuses=("active",)
-        )
-        items = self.relevant(results)
+        items = self.relevant(self.search(prompt, project))
         return self.finish(
             items, payload, self.settings.prompt_budget_chars, "prompt", dedupe, touch
         )
@@ -232,6 +229,20 @@ class Injector:
         )
 
     # ---- choosing
+    def search(self, prompt: str, project: str) -> list[dict[str, Any]]:
+        """The vector half of the hybrid search, ranked and explained like ``retrieve.search``.
+
+        Injection qualifies a memory by its semantic similarity alone, and a memory found only
+        by the full-text index has none, so the full-text half would cost time for nothing.
+        """
+        store = self.app.store
+        query = retrieve.normalize_query(prompt[:2000])
+        if not query or store.table is None:
+            return []
+        where = retrieve.where_clause([project, USER_SCOPE], None, ("active",))
+        by_vec = store.vector_search(store.embedder.embed_one(query), where, SEARCH_DEPTH)
+        return retrieve.rank(by_vec, [], SEARCH_DEPTH)
+
     def relevant(self, results: list[dict[str, Any]]) -> list[Item]:
         """Results above the relevance threshold, as items ranked by relevance and importance."""
         threshold = self.settings.relevance_threshold

@@ -1,0 +1,266 @@
+"""Hook latency: the whole `memd-hook user-prompt-submit` process round trip, spawn to output.
+
+    .venv/bin/python bench/hook_latency.py [--sizes 10000,100000] [--calls 300] [--record]
+
+For each store size a real `memd serve` runs on a temporary home, and ``--calls`` rounds are
+timed. Each round runs, interleaved so they share the machine's noise:
+
+- the bare interpreter floor, ``python -I -S -c "import _socket"``;
+- ``memd-hook user-prompt-submit``, the pip console script (the venv's python, with site);
+- the fast form, ``python -I -S <site-packages>/memd/hook.py user-prompt-submit``
+  (``memd.hook.command()``), which skips site and the editable-install finder.
+
+Each hook call reads a varied prompt from stdin (synthetic text from the store's vocabulary, in
+one of 20 projects) and prints whatever the daemon injects. The daemon-side time alone is also
+measured, with an in-process socket client sending the same hook request.
+
+The store is filled before the daemon starts with ``bench/memory.py``'s ``fill``: 3,000 distinct
+texts are embedded, every other memory reuses one of their vectors plus N(0, 0.01) noise under its
+own text, then the table is optimized (which builds the ANN index past 50k rows), as the daemon's
+jobs would. Figures go to stdout as Markdown; ``--record`` appends them to BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import ROOT, append_section, markdown_table, percentile
+from ingest import synthetic_text
+
+BIN = Path(sys.executable).parent
+MEMD = str(BIN / "memd")
+MEMD_HOOK = str(BIN / "memd-hook")
+PROJECTS = 20
+HOOK_FILE = str(ROOT / "memd" / "hook.py")
+
+
+def bench_env(workdir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMD_")}
+    (workdir / "watched").mkdir(exist_ok=True)
+    env.update(
+        MEMD_HOME=str(workdir / "home"),
+        MEMD_TRANSCRIPTS_DIR=str(workdir / "watched"),
+        MEMD_CONFIG=str(workdir / "memd.toml"),
+        MEMD_SOCKET=str(workdir / "m.sock"),
+        HF_HUB_OFFLINE="1",
+    )
+    return env
+
+
+def fill_store(env: dict[str, str], start: int, stop: int, distinct: int) -> float:
+    """Fill in a child process, so this (timing) process stays small and quick to fork."""
+    code = (
+        "import sys; from pathlib import Path\n"
+        f"sys.path.insert(0, {str(ROOT / 'bench')!r})\n"
+        "from memory import fill\n"
+        f"print(fill(Path({env['MEMD_HOME']!r}), {start}, {stop}, {distinct}, {{}}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"filling the store failed:\n{out.stderr[-3000:]}")
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+class Daemon:
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        from memd import protocol
+
+        self.protocol = protocol
+        self.env = env
+        self.socket = env["MEMD_SOCKET"]
+        self.log = log.open("ab")
+        self.proc = subprocess.Popen(
+            [MEMD, "serve", "--log-level", "WARNING"], env=env, stdout=self.log, stderr=self.log
+        )
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                if self.request({"cmd": "ping"}, timeout=2).get("ok"):
+                    break
+            except (OSError, ValueError):
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"memd serve did not start; see {log}")
+            time.sleep(0.1)
+
+    def request(self, payload: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
+        return self.protocol.request(self.socket, payload, timeout=timeout)
+
+    def rss_mib(self) -> tuple[float, float]:
+        vals = {}
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                vals[key] = int(value.split()[0]) / 1024
+        return vals["VmRSS"], vals["VmHWM"]
+
+    def cpu_seconds(self) -> float:
+        raw = Path(f"/proc/{self.proc.pid}/stat").read_text()
+        fields = raw[raw.rindex(")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> int:
+        self.proc.terminate()
+        try:
+            code = self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait(10)
+        self.log.close()
+        return code
+
+
+def payload(i: int) -> bytes:
+    project = f"/bench/project-{i % PROJECTS:02d}"
+    body = {
+        "session_id": f"bench-{i // 5}",
+        "transcript_path": f"/nonexistent/{i}.jsonl",
+        "cwd": project,
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": synthetic_text(700_000 + i, 12),
+    }
+    return json.dumps(body).encode()
+
+
+def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes]:
+    started = time.perf_counter()
+    out = subprocess.run(cmd, input=stdin, capture_output=True, env=env, check=False)
+    took = (time.perf_counter() - started) * 1000
+    if out.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} exited {out.returncode}: {out.stderr[-500:]!r}")
+    return took, out.stdout
+
+
+def measure(daemon: Daemon, env: dict[str, str], calls: int) -> dict[str, Any]:
+    python = sys.executable
+    floor_cmd = [python, "-I", "-S", "-c", "import _socket"]
+    script_cmd = [MEMD_HOOK, "user-prompt-submit"]
+    fast_cmd = [python, "-I", "-S", HOOK_FILE, "user-prompt-submit"]
+    for i in range(20):  # warm the page cache, the daemon's caches and the model
+        timed(script_cmd, payload(-1 - i), env)
+        timed(fast_cmd, payload(-100 - i), env)
+    floor: list[float] = []
+    script: list[float] = []
+    fast: list[float] = []
+    daemon_side: list[float] = []
+    with_context = 0
+    for i in range(calls):
+        floor.append(timed(floor_cmd, b"", env)[0])
+        took, out = timed(script_cmd, payload(i), env)
+        script.append(took)
+        with_context += bool(out)
+        fast.append(timed(fast_cmd, payload(calls + i), env)[0])
+        request = {
+            "cmd": "hook",
+            "event": "user-prompt-submit",
+            "payload": json.loads(payload(2 * calls + i)),
+        }
+        started = time.perf_counter()
+        daemon.request(request)
+        daemon_side.append((time.perf_counter() - started) * 1000)
+    return {
+        "floor": floor,
+        "script": script,
+        "fast": fast,
+        "daemon": daemon_side,
+        "with_context": with_context,
+    }
+
+
+def idle_cpu_pct(daemon: Daemon, seconds: float) -> float:
+    time.sleep(2)
+    before, t0 = daemon.cpu_seconds(), time.monotonic()
+    time.sleep(seconds)
+    return (daemon.cpu_seconds() - before) / (time.monotonic() - t0) * 100
+
+
+def stats(values: list[float]) -> str:
+    return f"{percentile(values, 50):.1f} / {percentile(values, 95):.1f}"
+
+
+def main(argv: list[str] | None = None) -> str:
+    p = argparse.ArgumentParser(description="memd-hook process round trip latency")
+    p.add_argument("--sizes", default="10000,100000")
+    p.add_argument("--calls", type=int, default=300)
+    p.add_argument("--distinct", type=int, default=3000)
+    p.add_argument("--idle-seconds", type=float, default=20)
+    p.add_argument("--record", action="store_true", help="append to BENCHMARKS.md")
+    p.add_argument("--keep", action="store_true", help="keep the temporary home")
+    args = p.parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="memd-hook-", dir="/tmp"))
+    env = bench_env(workdir)
+    rows = []
+    have = 0
+    try:
+        for size in sorted(int(s) for s in args.sizes.split(",")):
+            fill_s = fill_store(env, have, size, min(args.distinct, size))
+            have = size
+            daemon = Daemon(env, workdir / "daemon.log")
+            try:
+                m = measure(daemon, env, args.calls)
+                rss, peak = daemon.rss_mib()
+                idle = idle_cpu_pct(daemon, args.idle_seconds)
+            finally:
+                code = daemon.stop()
+            floor50 = percentile(m["floor"], 50)
+            rows.append(
+                [
+                    f"{size:,}",
+                    args.calls,
+                    stats(m["floor"]),
+                    stats(m["script"]),
+                    f"{percentile(m['script'], 50) / floor50:.1f}x",
+                    stats(m["fast"]),
+                    f"{percentile(m['fast'], 50) / floor50:.1f}x",
+                    stats(m["daemon"]),
+                    f"{100 * m['with_context'] / args.calls:.0f}%",
+                    f"{rss:.0f} / {peak:.0f}",
+                    f"{idle:.2f}",
+                ]
+            )
+            print(rows[-1], f"(fill {fill_s:.0f} s, daemon exit {code})", flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    body = markdown_table(
+        [
+            "memories",
+            "calls",
+            "floor `python -I -S -c 'import _socket'` p50 / p95 ms",
+            "`memd-hook` (console script) p50 / p95 ms",
+            "script / floor",
+            "`python -I -S memd/hook.py` p50 / p95 ms",
+            "fast / floor",
+            "daemon side (socket round trip) p50 / p95 ms",
+            "calls with context",
+            "daemon RSS / peak MiB",
+            f"idle CPU % ({args.idle_seconds:.0f} s)",
+        ],
+        rows,
+    )
+    body += (
+        f"\n\nInterleaved rounds on one machine; load average {os.getloadavg()[0]:.2f} at the "
+        f"end. Store: {args.distinct} embedded texts, the rest reuse their vectors with noise; "
+        f"{PROJECTS} projects; optimized (ANN index past 50k rows)."
+    )
+    print(body)
+    if args.record:
+        append_section("Hook latency (memd-hook user-prompt-submit)", body)
+    return body
+
+
+if __name__ == "__main__":
+    main()
