@@ -146,10 +146,10 @@ _NETRC = re.compile(
 )
 _USER_FLAG = re.compile(r"(?P<head>(?<![\w-])(?:-u|--user)[ =]+[^\s:'\"]+:)(?P<val>[^\s'\"]+)")
 _AUTH_HEADER = re.compile(
-    r"(?P<head>\b(?:Bearer|Basic|Digest|Authorization:[ \t]*Token)[ \t]+)"
+    r"(?P<head>\b(?:[Bb]earer|BEARER|Basic|BASIC|Digest|[Aa]uthorization:[ \t]*[Tt]oken)[ \t]+)"
     r"(?P<val>[A-Za-z0-9_\-.=+/~]{12,})",
-    re.IGNORECASE,
 )
+"""Authorization schemes: case-sensitive, so prose ("a basic python3-ready setup") survives."""
 
 # --- 6. high entropy ---------------------------------------------------------------------
 _WORD = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{24,}(?![A-Za-z0-9+/=_\-])")
@@ -254,6 +254,10 @@ def _auth_header(match: re.Match[str]) -> str:
     mixed = re.search(r"\d", value) or (re.search(r"[a-z]", value) and re.search(r"[A-Z]", value))
     if value.startswith("[REDACTED") or not mixed:
         return match.group(0)
+    if match.group("head").upper().startswith("BASIC") and not re.fullmatch(
+        r"[A-Za-z0-9+/]+=*", value
+    ):
+        return match.group(0)  # Basic credentials are base64
     return f"{match.group('head')}{mark('token')}"
 
 
