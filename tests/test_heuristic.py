@@ -9,7 +9,8 @@ import pytest
 from labelled import TYPED_KINDS, load_labelled, score
 
 from memd.extract import get_extractor
-from memd.extract.heuristic import EXCERPT_CHARS, HeuristicExtractor, classify, words
+from memd.extract.heuristic import EXCERPT_CHARS, HeuristicExtractor, words
+from memd.extract.rules import classify
 from memd.models import KINDS, Segment, ToolCall, Turn
 from memd.settings import Settings
 

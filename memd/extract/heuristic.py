@@ -1,5 +1,7 @@
 """The default extractor: offline, free and deterministic, for English and Chinese.
 
+The sentence rules are in ``memd.extract.rules``; tool and stack knowledge in ``vocabulary``.
+
 It reads what was said sentence by sentence and keeps only statements with a clear marker
 (precision over recall: typed memories get injected into future sessions):
 
@@ -22,277 +24,25 @@ from functools import lru_cache
 from typing import Any
 
 from memd.extract import vocabulary as vocab
+from memd.extract.rules import (
+    BUG_FIX,
+    BUG_FIX_EXPLAINED,
+    IMPORTANCE,
+    REFERS_BACK,
+    SENTENCE_MAX,
+    STACK_SAID,
+    clean_text,
+    importance_of,
+    is_substantive,
+    sentences,
+    statements,
+    supersedes_hint,
+)
 from memd.models import Candidate, Segment, Turn
 from memd.redact import redact
 
 EXCERPT_CHARS = 1000
-SENTENCE_MAX = 400
 MAX_PER_KIND = 12
-
-# --- text cleaning ------------------------------------------------------------------------
-_NOISE_BLOCKS = re.compile(
-    r"<(system-reminder|task-notification|local-command-stdout|local-command-stderr|"
-    r"bash-stdout|bash-stderr|command-message|command-args|command-name|bash-input|"
-    r"memd-context|user-prompt-submit-hook)>.*?(?:</\1>|\Z)",
-    re.DOTALL,
-)
-_CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
-_INTERRUPTED = re.compile(r"\[Request interrupted by user[^\]]*\]")
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
-_BULLET = re.compile(r"^\s*(?:[-*•>]+|\d+[.)]|#+)\s*")
-_FILLER = re.compile(
-    r"^(?:ok(?:ay)?|so|well|alright|right|yes|yeah|great|sure|hmm|好的|好|嗯|那么|那|行)[,，.。!！\s]+",
-    re.IGNORECASE,
-)
-_TRIVIAL = {
-    "ok", "okay", "k", "thanks", "thank you", "thx", "yes", "no", "y", "n", "continue", "go on",
-    "go ahead", "sounds good", "lgtm", "perfect", "great", "nice", "cool", "done", "proceed",
-    "继续", "好的", "好", "谢谢", "可以", "行", "嗯", "没问题", "对", "是的", "继续吧", "好的谢谢",
-}  # fmt: skip
-
-
-def clean_text(text: str) -> str:
-    """Turn text without transcript noise (system reminders, command wrappers, interrupts)."""
-    if "<" in text:
-        text = _NOISE_BLOCKS.sub(" ", text)
-    if "[Request interrupted" in text:
-        text = _INTERRUPTED.sub(" ", text)
-    return text.strip()
-
-
-def is_substantive(text: str) -> bool:
-    norm = re.sub(r"[\W_]+", " ", text.lower()).strip()
-    if not norm or norm in _TRIVIAL:
-        return False
-    cjk = len(_CJK.findall(text))
-    return cjk >= 4 or len(norm.replace(" ", "")) >= 10
-
-
-def sentences(text: str) -> list[str]:
-    """Prose sentences of a turn: code blocks dropped, bullets and fillers stripped."""
-    if "```" in text:
-        text = _CODE_FENCE.sub("\n", text)
-    out = []
-    for raw in _SENT_SPLIT.split(text):
-        s = _BULLET.sub("", raw).replace("**", "").replace("__", "").strip()
-        s = _FILLER.sub("", s).strip()
-        if not s or len(s) > SENTENCE_MAX:
-            continue
-        cjk = len(_CJK.findall(s))
-        if cjk < 3 and len(s) < 12:
-            continue
-        if looks_like_code(s):
-            continue
-        out.append(s)
-    return out
-
-
-_NON_LETTER = re.compile(r"[\W\d_]+")
-
-
-def looks_like_code(s: str) -> bool:
-    if s.startswith(("$ ", "def ", "class ", "import ", "from ", "return ", "{", "}", "//", "|")):
-        return True
-    letters = len(_NON_LETTER.sub("", s))
-    return letters < 0.45 * len(s) or bool(re.search(r"[{};]\s*$|=>|\)\s*\{", s))
-
-
-# --- typed sentence rules -----------------------------------------------------------------
-def _rx(*parts: str, flags: int = re.IGNORECASE) -> re.Pattern[str]:
-    return re.compile("|".join(parts), flags)
-
-
-_HEDGE = _rx(
-    r"\b(?:might|maybe|perhaps|probably|possibly|likely|could be|i think|i guess|not sure|"
-    r"seems?|suspect|wonder|hypothes\w+|whether)\b",
-    r"可能|也许|大概|似乎|好像|是不是|要不要|是否|吗$",
-)
-_QUESTION_START = re.compile(
-    r"^(?:should|shall|can|could|would|do|does|did|is|are|what|why|how|which|where|when)\b",
-    re.IGNORECASE,
-)
-_NARRATION = re.compile(
-    r"^(?:let me|now let me|now i(?:'ll| will)?|i'll now|i will now|first,? i|next,? i|"
-    r"i(?:'m| am) going to (?:run|check|look|read|open|search)|let's (?:run|check|look|see|read))\b",
-    re.IGNORECASE,
-)
-_ZH_NARRATION = re.compile(r"^(?:已|已经|我已|我把|我用|我先|我来|我会|我这边|好的|明白|收到|可以)")
-DECISION = _rx(
-    r"\bwe(?:'ll| will|'re going to| are going to| should| now)? (?:use|go with|adopt|switch to"
-    r"|stick with|move to|migrate to|keep using)\b",
-    r"\b(?:decided|decide) (?:to|on|that|against)\b",
-    r"\b(?:the )?decision(?: is| was|:)",
-    r"\b(?:chose|chosen|opted for|settled on|went with|going with)\b",
-    r"\bswitch(?:ed|ing)? (?:\S+ ){0,3}?(?:from \S+(?: \S+)? )?to\b",
-    r"\bmigrat(?:e|ed|ing) (?:\S+ ){0,2}?from \S+(?: \S+)? to\b",
-    r"\b(?:use|using) \S+(?: \S+)? (?:instead of|rather than|over) \S+",
-    r"决定|采用|改成|改为|改用|定为|选用|选择了|换成|就用|最终用",
-)
-_DECISION_USER_ONLY = _rx(r"\blet'?s (?:use|go with|switch to|stick with|adopt|move to|keep)\b")
-_DECISION_EXPLICIT = _rx(
-    r"\b(?:decided|decision|chose|chosen|opted for|settled on|going with|we(?:'ll| will) use)\b",
-    r"决定|定为|选用|采用|选择了",
-)
-"""What an assistant must say for a decision: it narrates "switched to X" for every edit."""
-PREFERENCE = _rx(
-    r"\bI (?:really |strongly )?(?:prefer|like to|want you to|don't want|do not want|hate|dislike"
-    r"|always|never)\b",
-    r"^(?:please )?(?:always|never|don't|do not|avoid|make sure to|remember to|stop)\b",
-    r"\b(?:always|never) (?:use|run|write|add|put|commit|push|call|import|keep|prefer|include"
-    r"|mock|edit|create|format|touch|delete|leave)\b",
-    r"\bmust (?:always |never |not )?(?:be|use|have|run|pass|include|stay|go|live)\b",
-    r"\bplease (?:use|always|never|don't|do not|keep|write|prefer|avoid)\b",
-    r"^(?:use|keep|write|put|name|prefer)\b.{3,200},? please[.!]?$|\bno more \w+|\b\w+, ever\b",
-    r"\bI'd rather\b|\bprefer \S+ (?:over|to)\b",
-    r"不要|别用|统一|必须|偏好|一律|总是|永远不要|务必|请用|请使用|习惯用|喜欢用|禁止",
-)
-_SCOPE = _rx(
-    r"\b(?:everywhere|from now on|going forward|by default|in this (?:codebase|project|repo)"
-    r"|across the (?:codebase|project|repo))\b",
-    r"以后都|今后|从现在开始|所有的?(?:代码|项目|文件)",
-)
-"""A user instruction meant to last: a preference unless it is a decision."""
-_CONVENTION = _rx(r"\b(?:our|the project'?s?|the) conventions? (?:is|are|:)|\bby convention\b")
-TODO_MARK = re.compile(r"\bTODO\b|\bFIXME\b|\bXXX\b")
-TODO = _rx(
-    r"\bstill (?:need|needs|have|has) to\b|\bstill (?:missing|pending|open|to do)\b",
-    r"\b(?:next steps?|remaining work|left to do|to do next|follow[- ]up)\b",
-    r"\b(?:need to|needs? \w+ing|should|will|'ll|must|have to)\b[^.]{0,80}\blater\b",
-    r"\blater\b[^.]{0,40}\b(?:we|i)(?:'ll| will| should| need)\b",
-    r"\bnot (?:yet )?(?:implemented|handled|supported|done|wired)(?: yet)?\b",
-    r"待办|还没|下次|以后再|以后要|还需要|还要|待处理|后续|回头再|稍后",
-)
-BUG_CAUSE = _rx(
-    r"\bthe (?:bug|issue|problem|error|crash|failure|regression) (?:was|is|came from|comes from)\b",
-    r"\b(?:was|were|is) caused by\b|\broot cause\b|\bthe culprit\b|\bturned out (?:to be|that)\b",
-    r"\bfailing because\b|\bfailed because\b|\bbroke because\b",
-    r"\b(?:that's|that is|this is|which is) why\b|\bwhich explains\b",
-    r"原因是|问题出在|根因|根本原因|是因为|导致",
-)
-BUG_FIX = _rx(
-    r"\bfix(?:ed)? (?:it |this |that |the \w+ )?by\b|\bthe fix (?:is|was)\b|\bfix:",
-    r"\b(?:resolved|solved) (?:it |this |the \w+ )?by\b|\bfixed (?:the|a|an|it|this|that)\b",
-    r"修复|修好|解决了|改好了",
-)
-BUG_FIX_EXPLAINED = _rx(
-    r"\b(?:fix(?:ed)?|resolved|solved) (?:it |this |that |the \w+ )?by\b|\bthe fix (?:is|was)\b",
-    r"\bfix:",
-    r"(?:修复|解决)[^，。]{0,6}[:：]|通过.{2,40}(?:修复|解决)",
-)
-"""A fix statement that stands on its own as a memory (it says how)."""
-_STRUCTURE = _rx(
-    r"\b(?:lives?|is|are|located|defined|implemented|stored|kept|configured|goes|go|sits?)"
-    r"\s+(?:in|under|at)\s+`?(?:[\w.-]+/)+[\w.-]*`?",
-    r"(?:在|位于)\s*`?(?:[\w.-]+/)+[\w.-]*`?",
-)
-_STACK_SAID = _rx(
-    r"\b(?:we|project|repo|app|service|it|this)\b[^.]{0,40}\b(?:uses?|using|built with"
-    r"|written in|based on|runs on)\b",
-    r"\b(?:our|the) (?:stack|backend|frontend|database|test runner|formatter|linter) (?:is|uses)\b",
-    r"用的是|使用|基于|我们用|项目用|技术栈",
-)
-
-IMPORTANCE = {
-    "decision": 0.75,
-    "preference": 0.8,
-    "bugfix": 0.7,
-    "todo": 0.6,
-    "fact": 0.55,
-    "summary": 0.5,
-    "excerpt": 0.3,
-}
-_STRONG = _rx(r"\b(?:always|never|must)\b", r"必须|一律|永远|务必|禁止")
-
-
-def classify(sentence: str, role: str) -> str | None:
-    """The memory kind a sentence states, or None when it states none clearly.
-
-    ``"fix"`` is a fix statement without a cause: the caller appends it to the cause stated
-    just before (one bugfix memory with cause and fix), or keeps it alone when it says how.
-    """
-    s = sentence
-    question = s.rstrip().endswith(("?", "？")) or bool(_QUESTION_START.match(s))
-    if question or _HEDGE.search(s):
-        return None
-    narration = role == "assistant" and bool(_NARRATION.match(s) or _ZH_NARRATION.match(s))
-    if BUG_CAUSE.search(s):
-        return "bugfix"
-    if BUG_FIX.search(s):
-        return "fix"
-    if TODO_MARK.search(s) or (TODO.search(s) and not narration):
-        return "todo"
-    if role == "user" and PREFERENCE.search(s):
-        return "preference"
-    if _CONVENTION.search(s):
-        return "preference"
-    if role == "user" and (DECISION.search(s) or _DECISION_USER_ONLY.search(s)):
-        return "decision"
-    if role == "user" and _SCOPE.search(s):
-        return "preference"
-    if role == "assistant" and not narration and _DECISION_EXPLICIT.search(s):
-        return "decision"
-    if not narration and _STRUCTURE.search(s):
-        return "fact"
-    return None
-
-
-_CLAUSE_SPLIT = re.compile(
-    r"\s*[，；;]\s*|,\s+(?:and|but)\s+(?=(?:don't|do not|never|always|please|avoid|use)\b)",
-    re.IGNORECASE,
-)
-
-
-_REFERS_BACK = re.compile(
-    r"^(?:that's|that is|this is|which is) why\b|^这(?:就)?是(?:为什么|因为)", re.I
-)
-
-
-def statements(sentence: str, role: str) -> list[tuple[str, str]]:
-    """(kind, text) for each fact a sentence states: one, or one per clause when several clauses
-    state different things ("组件统一用函数式写法，必须用 TypeScript，不要用 any")."""
-    kind = classify(sentence, role)
-    parts = [p for p in _CLAUSE_SPLIT.split(sentence) if p]
-    if len(parts) > 1:
-        typed = [(k, p) for p in parts if (k := classify(p, role)) == "preference"]
-        if len(typed) > 1 and all(len(p) >= 6 for _, p in typed):
-            return typed
-    return [(kind, sentence)] if kind else []
-
-
-_T = r"[\w.+#/-]+"
-_REPLACES = [
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        rf"switch(?:ed|ing)?\s+(?:(?P<what>[a-z][\w -]{{0,30}}?)\s+)?from\s+(?P<old>{_T})\s+to\s+{_T}",
-        rf"migrat\w*\s+(?:(?P<what>[a-z][\w -]{{0,30}}?)\s+)?from\s+(?P<old>{_T})\s+to\s+{_T}",
-        rf"replac\w*\s+(?P<old>{_T})\s+with\s+{_T}",
-        rf"\b{_T}\s+(?:instead of|rather than)\s+(?P<old>{_T})",
-        rf"(?:从|把)\s*(?P<old>{_T})\s*(?:改成|改为|换成|迁移到|切换到)",
-        rf"(?:改用|换成|用)\s*{_T}\s*(?:替代|替换|代替)\s*(?P<old>{_T})",
-    )
-]
-
-
-def supersedes_hint(sentence: str) -> str:
-    """For "switch formatting from ruff to black": "use ruff for formatting" (the old choice)."""
-    for rx in _REPLACES:
-        m = rx.search(sentence)
-        if m:
-            what = (m.groupdict().get("what") or "").strip()
-            old = m.group("old").rstrip(".,;:!?")
-            return f"use {old} for {what}" if what else f"use {old}"
-    return ""
-
-
-def importance_of(kind: str, sentence: str, role: str) -> float:
-    base = IMPORTANCE[kind]
-    if role == "user":
-        base += 0.05
-    if kind in ("preference", "decision") and _STRONG.search(sentence):
-        base += 0.1
-    return round(min(1.0, base), 2)
-
 
 # --- keywords and topic -------------------------------------------------------------------
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+#/-]{1,40}")
@@ -412,7 +162,7 @@ class Evidence:
                             uuids.append(turn.uuid)
 
     def see_statement(self, sentence: str, uuid: str) -> None:
-        if _STACK_SAID.search(sentence):
+        if STACK_SAID.search(sentence):
             for name in vocab.tech_in_text(sentence):
                 self.see_tech(name, uuid)
 
@@ -478,7 +228,7 @@ def extract_segment(segment: Segment, extra_patterns: tuple[str, ...] = ()) -> l
             evidence.see_statement(sentence, turn.uuid)
             context, previous = previous, sentence
             for kind, statement in statements(sentence, turn.role):
-                if kind == "bugfix" and context and _REFERS_BACK.match(statement):
+                if kind == "bugfix" and context and REFERS_BACK.match(statement):
                     statement = f"{context} {statement}"  # "That's why ..." needs its cause
                 if kind == "fix":
                     if cause is not None and len(cause.text) < SENTENCE_MAX:
