@@ -1,9 +1,10 @@
 """``memd ingest PATH...``: read transcripts now, as finished sessions.
 
 Files are read in *units*: a session file together with its ``<sid>/subagents/`` files, merged by
-timestamp, so a subagent's turns sit where they happened. Each unit commits in one transaction:
-its turns, the files' offsets, and the closing (reason ``ingest``) of every session it mentions.
-A crash loses at most the unit in flight, and uuid dedupe makes a second run add nothing.
+timestamp, so a subagent's turns sit where they happened. Each unit's turns, the files' offsets
+and the closing (reason ``ingest``) of every session it mentions are written together; units
+commit in batches (up to 32 units or 16 MB per transaction). A crash loses at most the batch in
+flight, and uuid dedupe makes a second run add nothing.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class BackfillReport:
 ProgressCallback = Callable[[BackfillReport], None]
 
 
+BATCH_UNITS = 32
+BATCH_BYTES = 16 << 20
 BACKFILL_DEPTH = 16
 """``memd ingest`` accepts any folder of transcripts, e.g. a repository's test data."""
 
@@ -130,17 +133,33 @@ def backfill(
     report.bytes_total = sum(sizes.values())
     started = time.monotonic()
     sessions: set[str] = set()
-    for unit in units:
-        _ingest_unit(unit, state, tracker, report, sessions)
-        report.files += len(unit)
-        report.bytes += sum(sizes[f] for f in unit)
-        report.sessions = len(sessions)
-        report.seconds = time.monotonic() - started
-        if progress_cb is not None:
-            progress_cb(report)
+    for batch in _batches(units, sizes):
+        # One transaction (one fsync) per batch; a crash loses at most the batch in flight.
+        with tracker.lock, state.transaction():
+            for unit in batch:
+                _ingest_unit(unit, state, tracker, report, sessions)
+                report.files += len(unit)
+                report.bytes += sum(sizes[f] for f in unit)
+                report.sessions = len(sessions)
+                report.seconds = time.monotonic() - started
+                if progress_cb is not None:
+                    progress_cb(report)
     report.segments = len(report.segment_keys)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _batches(units: list[list[str]], sizes: dict[str, int]) -> Iterator[list[list[str]]]:
+    batch: list[list[str]] = []
+    size = 0
+    for unit in units:
+        batch.append(unit)
+        size += sum(sizes[f] for f in unit)
+        if len(batch) >= BATCH_UNITS or size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def _ingest_unit(

@@ -92,7 +92,7 @@ class SessionTracker:
         result = FeedResult()
         with self.lock:
             try:
-                with self.state.transaction():
+                with self.state.transaction(savepoint=True):
                     self._trim_cache()
                     for item in items:
                         self._feed_one(item, result)
@@ -176,7 +176,7 @@ class SessionTracker:
         """Close the session's open segment; returns its key (now pending) or None."""
         with self.lock:
             try:
-                with self.state.transaction():
+                with self.state.transaction(savepoint=True):
                     self._trim_cache()
                     rec = self._session(session_id)
                     key = self._close(rec, reason)
@@ -193,7 +193,7 @@ class SessionTracker:
         closed: list[str] = []
         with self.lock:
             try:
-                with self.state.transaction():
+                with self.state.transaction(savepoint=True):
                     self._trim_cache()
                     for sid in self.state.open_sessions(idle_before=cutoff):
                         key = self._close(self._session(sid), "idle")
@@ -210,7 +210,7 @@ class SessionTracker:
         closed: list[str] = []
         with self.lock:
             try:
-                with self.state.transaction():
+                with self.state.transaction(savepoint=True):
                     self._trim_cache()
                     for sid in session_ids:
                         key = self._close(self._session(sid), reason)

@@ -128,13 +128,28 @@ class State:
     # --- transactions
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic, durable unit of work. Re-entrant: nested calls join the outer one."""
+    def transaction(self, savepoint: bool = False) -> Iterator[sqlite3.Connection]:
+        """One atomic, durable unit of work. Re-entrant: nested calls join the outer one.
+
+        With ``savepoint``, a nested call that fails undoes only its own writes (the outer
+        transaction may go on); otherwise a nested failure is the caller's to propagate.
+        """
         with self._lock:
             if self._depth:
+                name = f"memd_sp{self._depth}"
+                if savepoint:
+                    self._db.execute(f"SAVEPOINT {name}")
                 self._depth += 1
                 try:
                     yield self._db
+                except BaseException:
+                    if savepoint:
+                        self._db.execute(f"ROLLBACK TO {name}")
+                        self._db.execute(f"RELEASE {name}")
+                    raise
+                else:
+                    if savepoint:
+                        self._db.execute(f"RELEASE {name}")
                 finally:
                     self._depth -= 1
                 return

@@ -52,6 +52,8 @@ CHUNK_BYTES = 4 << 20
 MAX_DEPTH = 4
 """``<project>/<sid>/subagents/agent-*.jsonl`` is the deepest layout Claude Code writes."""
 INITIALIZED_KEY = "tailer.initialized"
+BATCH_FILES = 64
+"""Queued files read in one transaction (one fsync), e.g. after a restart or a burst."""
 IDLE_CHECK_SECONDS = 30.0
 """How often the tailer closes segments idle for ``session_idle_seconds``."""
 
@@ -109,7 +111,10 @@ def iter_transcripts(root: str | os.PathLike[str], max_depth: int = MAX_DEPTH) -
 
 
 class TranscriptReader:
-    """Reads new complete lines of transcript files into the tracker, one transaction per chunk."""
+    """Reads new complete lines of transcript files into the tracker.
+
+    Lock order, everywhere: this reader's lock, then ``tracker.lock``, then the state's lock.
+    """
 
     def __init__(self, state: State, tracker: SessionTracker) -> None:
         self.state = state
@@ -117,24 +122,36 @@ class TranscriptReader:
         self.stats = ParseStats()
         self._lock = threading.Lock()
 
-    def read(self, path: str, final: bool = False) -> int:
-        """Read ``path`` from its stored offset to EOF; returns turns added.
+    def read(self, path: str) -> int:
+        """Read ``path`` from its stored offset to EOF; returns turns added."""
+        return self.read_many([path])
 
-        ``final`` (backfill) takes an unterminated last line even if it is not complete JSON.
-        """
-        with self._lock:
-            try:
-                f = open(path, "rb")  # closed by the `with f` below
-            except FileNotFoundError:
-                self.state.forget_offset(path)
-                return 0
-            except OSError as exc:
-                log.warning("cannot read transcript %s: %s", path, exc)
-                return 0
-            with f:
-                return self._read_open(path, f, final)
+    def read_many(self, paths: list[str]) -> int:
+        """Read several files in one transaction (one fsync); a failing file is skipped alone."""
+        added = 0
+        with self._lock, self.tracker.lock, self.state.transaction():
+            for path in paths:
+                try:
+                    added += self._read_path(path)
+                except Exception:
+                    if len(paths) == 1:
+                        raise
+                    log.exception("reading transcript %s failed", path)
+        return added
 
-    def _read_open(self, path: str, f, final: bool) -> int:  # type: ignore[no-untyped-def]
+    def _read_path(self, path: str) -> int:
+        try:
+            f = open(path, "rb")  # closed by the `with f` below
+        except FileNotFoundError:
+            self.state.forget_offset(path)
+            return 0
+        except OSError as exc:
+            log.warning("cannot read transcript %s: %s", path, exc)
+            return 0
+        with f:
+            return self._read_open(path, f)
+
+    def _read_open(self, path: str, f) -> int:  # type: ignore[no-untyped-def]
         st = os.fstat(f.fileno())
         rec = self.state.get_offset(path)
         offset = 0
@@ -159,7 +176,7 @@ class TranscriptReader:
             end = offset + len(complete)
             added += self._feed(path, complete[:-1].split(b"\n"), hint, st.st_ino, end, st.st_size)
             offset = end
-        if carry.strip() and (final or _complete_json(carry)):
+        if carry.strip() and _complete_json(carry):
             end = offset + len(carry)
             added += self._feed(path, [carry], hint, st.st_ino, end, st.st_size)
         return added
@@ -343,13 +360,18 @@ class Tailer:
                     self._cond.wait(1.0)
                 if self.should_exit.is_set():
                     return
-                path = next(iter(self._pending))
-                del self._pending[path]
+                batch = []
+                for path in self._pending:
+                    batch.append(path)
+                    if len(batch) >= BATCH_FILES:
+                        break
+                for path in batch:
+                    del self._pending[path]
                 self._busy = True
             try:
-                self.reader.read(path)
+                self.reader.read_many(batch)
             except Exception:  # a bad file must not stop the tailer
-                log.exception("reading transcript %s failed", path)
+                log.exception("reading transcripts %s failed", batch[:3])
             finally:
                 with self._cond:
                     self._busy = False

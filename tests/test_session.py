@@ -340,13 +340,18 @@ def test_kill_9_during_ingestion_loses_and_doubles_nothing(tmp_path: Path) -> No
     src = tmp_path / "transcripts"
     many_sessions(HERE, src, copies=30)
     ref_home = tmp_path / "ref"
-    ref = subprocess.run(
+    ref = subprocess.Popen(
         [sys.executable, "-c", INGEST, str(ref_home), str(src), "4"],
-        capture_output=True,
+        stdout=subprocess.PIPE,
         text=True,
-        check=True,
     )
-    assert "done" in ref.stdout
+    assert ref.stdout is not None
+    assert ref.stdout.readline().strip() == "start"
+    t0 = time.monotonic()
+    assert ref.stdout.readline().strip() == "done"
+    work = time.monotonic() - t0  # how long the ingestion itself takes on this machine
+    ref.wait()
+    ref.stdout.close()
     expected = snapshot(State(ref_home / "state.db"))
     assert len(expected) > 100
 
@@ -362,7 +367,7 @@ def test_kill_9_during_ingestion_loses_and_doubles_nothing(tmp_path: Path) -> No
         )
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "start"
-        time.sleep(rng.uniform(0.0, 0.25))
+        time.sleep(rng.uniform(0.05, 0.9) * work)
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             kills += 1

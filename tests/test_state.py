@@ -200,3 +200,17 @@ def test_kill_9_never_tears_a_transaction(tmp_path: Path) -> None:
         assert rec.offset == n * 10  # offset and counter committed together
         assert state.seen(f"u{n}") and not state.seen(f"u{n + 1}")
         state.close()
+
+
+def test_a_failed_savepoint_undoes_only_its_own_writes(tmp_path: Path) -> None:
+    state = State(tmp_path / "state.db")
+    with state.transaction():
+        state.set("outer", 1)
+        with pytest.raises(ValueError), state.transaction(savepoint=True):
+            state.set("inner", 2)
+            state.set_offset("/f", 1, 5, 5)
+            raise ValueError("one file failed")
+        with state.transaction(savepoint=True):
+            state.set("next", 3)
+    assert (state.get("outer"), state.get("inner"), state.get("next")) == (1, None, 3)
+    assert state.get_offset("/f") is None
