@@ -372,6 +372,23 @@ class State:
             for k, sid, idx, project, reason in rows
         ]
 
+    def claim_segments(
+        self, limit: int = 10, lease_seconds: float = 900.0, now: float | None = None
+    ) -> list[Segment]:
+        """Like :meth:`pending_segments`, but leases them so no other worker gets them meanwhile.
+
+        The lease ends with :meth:`mark_extracted` or :meth:`mark_failed`; after a crash it
+        simply expires and the segments are due again.
+        """
+        now = time.time() if now is None else now
+        with self.transaction():
+            segments = self.pending_segments(limit, now)
+            self._db.executemany(
+                "UPDATE segments SET next_attempt_at = ? WHERE key = ?",
+                [(now + lease_seconds, s.key) for s in segments],
+            )
+        return segments
+
     def mark_extracted(self, key: str) -> None:
         """Call after the segment's memories are durably stored. Drops its turns."""
         with self.transaction() as db:

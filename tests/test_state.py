@@ -214,3 +214,17 @@ def test_a_failed_savepoint_undoes_only_its_own_writes(tmp_path: Path) -> None:
             state.set("next", 3)
     assert (state.get("outer"), state.get("inner"), state.get("next")) == (1, None, 3)
     assert state.get_offset("/f") is None
+
+
+def test_claimed_segments_go_to_one_worker(tmp_path: Path) -> None:
+    state = State(tmp_path / "state.db")
+    key = closed_segment(state)
+    other = State(tmp_path / "state.db")  # another connection, as another process would have
+    [seg] = state.claim_segments(limit=5, lease_seconds=60)
+    assert seg.key == key and len(seg.turns) == 2
+    assert other.claim_segments(limit=5) == []
+    assert state.pending_segments() == []  # leased, not due
+    assert state.counts()["pending"] == 1  # still pending until stored
+    assert [s.key for s in other.claim_segments(now=time.time() + 61)] == [key]  # lease expired
+    state.mark_extracted(key)
+    assert other.claim_segments(now=time.time() + 10**6) == []
