@@ -15,10 +15,12 @@ not injected again in that session. Superseded and archived memories are never i
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -191,12 +193,74 @@ class SessionMemory:
         return len(dirty)
 
 
+class QueryBatcher:
+    """Embeds queries that arrive together in one model call (one thread, a queue).
+
+    Alone, a query waits only for a thread hand-off; in a burst of hooks, up to ``max_batch``
+    queries share one call, which costs about a third of the time per query of single calls.
+    """
+
+    def __init__(self, embed: Callable[[list[str]], list[list[float]]], max_batch: int = 16):
+        self._embed = embed
+        self.max_batch = max_batch
+        self._queue: queue.SimpleQueue[tuple[str, Future[list[float]]] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self.batches = 0
+        self.queries = 0
+
+    def embed_one(self, text: str) -> list[float]:
+        future: Future[list[float]] = Future()
+        if self._thread is None:
+            with self._start_lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._run, name="memd-embed", daemon=True
+                    )
+                    self._thread.start()
+        self._queue.put((text, future))
+        return future.result()
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(5)
+            self._thread = None
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            while len(batch) < self.max_batch:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    self._queue.put(None)  # stop after this batch
+                    break
+                batch.append(item)
+            try:
+                vectors = self._embed([text for text, _ in batch])
+            except BaseException as exc:
+                for _, future in batch:
+                    future.set_exception(exc)
+                continue
+            self.batches += 1
+            self.queries += len(batch)
+            for (_, future), vector in zip(batch, vectors, strict=True):
+                future.set_result(vector)
+
+
 class Injector:
     """Builds the context for hooks. Thread-safe: the daemon calls it from its read threads."""
 
     def __init__(self, app: App, settings: Settings, state: Any = None) -> None:
         self.app = app
         self.settings = settings
+        self.queries = QueryBatcher(lambda texts: app.store.embedder.embed(texts))
         self.sessions = SessionMemory(state)
         self._touch: dict[str, None] = {}
         self._touch_lock = threading.Lock()
@@ -240,7 +304,7 @@ class Injector:
         if not query or store.table is None:
             return []
         where = retrieve.where_clause([project, USER_SCOPE], None, ("active",))
-        by_vec = store.vector_search(store.embedder.embed_one(query), where, SEARCH_DEPTH)
+        by_vec = store.vector_search(self.queries.embed_one(query), where, SEARCH_DEPTH)
         return retrieve.rank(by_vec, [], SEARCH_DEPTH)
 
     def relevant(self, results: list[dict[str, Any]]) -> list[Item]:

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from memd import __version__, protocol
 from memd.errors import MemdError, UserError
-from memd.inject import Injector
+from memd.inject import Injection, Injector
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ class Server:
         tailer: Any = None,
         tracker: Any = None,
         errors: deque[dict[str, Any]] | None = None,
-        read_threads: int = 4,
+        read_threads: int = 8,
     ) -> None:
         self.app = app
         self.settings = settings
@@ -184,7 +184,7 @@ class Server:
         self.extraction = ThreadPoolExecutor(1, thread_name_prefix="memd-extract")
         self.connections: dict[int, Connection] = {}
         self.started_at = time.time()
-        self.counters = {"requests": 0, "errors": 0, "refused": 0, "connections": 0}
+        self.counters = {"requests": 0, "errors": 0, "refused": 0, "connections": 0, "late": 0}
         self.should_exit: asyncio.Event | None = None
         self.extract_wakeup: asyncio.Event | None = None
         self.active_sessions: dict[str, float] = {}
@@ -200,7 +200,7 @@ class Server:
         sock = bind_socket(self.path)
         self._sock_ino = os.stat(self.path).st_ino
         self._server = await asyncio.start_unix_server(
-            self.serve_client, sock=sock, limit=protocol.MAX_LINE + 1
+            self.serve_client, sock=sock, limit=protocol.MAX_LINE + 1, backlog=1024
         )
         self._loops = [
             asyncio.create_task(self.flush_loop(), name="memd-flush"),
@@ -250,6 +250,7 @@ class Server:
             for thread in list(getattr(pool, "_threads", ())):
                 thread.join(max(0.0, deadline - time.monotonic()))
                 ok = ok and not thread.is_alive()
+        self.injector.queries.close()
         return ok
 
     def remove_socket(self) -> None:
@@ -480,18 +481,30 @@ class Server:
             self.active_sessions[session_id] = time.time()
             while len(self.active_sessions) > 1000:
                 self.active_sessions.pop(next(iter(self.active_sessions)))
-        if event == "user-prompt-submit":
-            result = await self.in_reader(self.injector.prompt_context, payload)
-            return {"context": result.text}
-        if event == "session-start":
-            result = await self.in_reader(self.injector.session_context, payload)
-            return {"context": result.text}
+        if event in ("user-prompt-submit", "session-start"):
+            build = (
+                self.injector.prompt_context
+                if event == "user-prompt-submit"
+                else self.injector.session_context
+            )
+            result = await self.in_reader(self.unless_late, build, payload, time.monotonic())
+            return {"context": result.text if result else ""}
         transcript = str(payload.get("transcript_path") or "")
         if event == "stop":
             self.poll_soon(transcript)
         if event == "session-end" and session_id:
             self.close_session_soon(session_id, transcript)
         return {"context": ""}
+
+    def unless_late(
+        self, build: Callable[[dict[str, Any]], Injection], payload: dict[str, Any], since: float
+    ) -> Injection | None:
+        """Build the context, unless the hook waited in the queue past its own timeout: then
+        nobody reads the answer, and computing it would only delay the hooks behind it."""
+        if time.monotonic() - since > self.settings.hook_timeout_seconds:
+            self.counters["late"] += 1
+            return None
+        return build(payload)
 
     def watched(self, transcript: str) -> bool:
         root = os.path.join(os.path.realpath(self.settings.transcripts_dir), "")
@@ -575,6 +588,8 @@ class Server:
                 "hooks_with_context": self.injector.injections,
                 "memories_injected": self.injector.memories_injected,
                 "queued_touches": len(self.injector._touch),
+                "embedding_batches": self.injector.queries.batches,
+                "embedded_queries": self.injector.queries.queries,
             },
             "last_errors": list(self.errors),
         }

@@ -1,0 +1,187 @@
+"""200 concurrent hook clients: all answered, none dropped, p99 reported.
+
+    .venv/bin/python bench/concurrency.py [--size 10000] [--clients 200] [--record]
+
+A real `memd serve` runs on a temporary home filled like bench/hook_latency.py. Two bursts:
+
+- processes: ``--clients`` `memd-hook user-prompt-submit` processes started at once, each with its
+  own session and a prompt that matches a stored memory, so every answered call prints context.
+  A call that prints nothing was dropped (timed out or refused). Latency is spawn to exit, so it
+  includes starting 200 interpreters on this machine's cores.
+- sockets: ``--clients`` threads that connect together (a barrier) and send the same hook request,
+  measuring the daemon alone.
+
+The daemon's own counters (requests, errors) are compared before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import append_section, markdown_table, percentile
+from hook_latency import MEMD_HOOK, PROJECTS, Daemon, bench_env, fill_store
+from ingest import synthetic_text
+
+
+def hook_payload(i: int) -> dict[str, Any]:
+    """A prompt equal to stored memory ``i``'s text: it always has something to inject."""
+    return {
+        "session_id": f"conc-{i}-{time.time_ns()}",
+        "transcript_path": f"/nonexistent/{i}.jsonl",
+        "cwd": f"/bench/project-{i % PROJECTS:02d}",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": synthetic_text(i, 24),
+    }
+
+
+def process_burst(env: dict[str, str], clients: int) -> dict[str, Any]:
+    results: list[tuple[float, int, bytes]] = []
+    lock = threading.Lock()
+
+    def one(i: int) -> None:
+        data = json.dumps(hook_payload(i * 37)).encode()
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            [MEMD_HOOK, "user-prompt-submit"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        out, _ = proc.communicate(data, timeout=60)
+        took = (time.perf_counter() - started) * 1000
+        with lock:
+            results.append((took, proc.returncode, out))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    wall = (time.perf_counter() - t0) * 1000
+    latencies = [r[0] for r in results]
+    return {
+        "latencies": latencies,
+        "answered": sum(1 for r in results if r[1] == 0 and r[2].startswith(b"<memd-context>")),
+        "exit_nonzero": sum(1 for r in results if r[1] != 0),
+        "wall_ms": wall,
+    }
+
+
+def socket_burst(socket_path: str, clients: int) -> dict[str, Any]:
+    from memd import protocol
+
+    barrier = threading.Barrier(clients)
+    latencies: list[float] = []
+    answered = 0
+    failures: list[str] = []
+    lock = threading.Lock()
+
+    def one(i: int) -> None:
+        nonlocal answered
+        request = {"cmd": "hook", "event": "user-prompt-submit", "payload": hook_payload(i * 41)}
+        barrier.wait(30)
+        started = time.perf_counter()
+        try:
+            reply = protocol.request(socket_path, request, timeout=30)
+        except (OSError, ValueError) as exc:
+            with lock:
+                failures.append(str(exc))
+            return
+        took = (time.perf_counter() - started) * 1000
+        with lock:
+            latencies.append(took)
+            answered += bool(reply.get("ok") and reply.get("context"))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return {"latencies": latencies, "answered": answered, "failures": failures}
+
+
+def main(argv: list[str] | None = None) -> str:
+    p = argparse.ArgumentParser(description="concurrent memd-hook clients")
+    p.add_argument("--size", type=int, default=10_000)
+    p.add_argument("--clients", type=int, default=200)
+    p.add_argument("--distinct", type=int, default=3000)
+    p.add_argument("--record", action="store_true", help="append to BENCHMARKS.md")
+    args = p.parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="memd-conc-", dir="/tmp"))
+    env = bench_env(workdir)
+    rows = []
+    try:
+        fill_store(env, 0, args.size, min(args.distinct, args.size))
+        daemon = Daemon(env, workdir / "daemon.log")
+        try:
+            for i in range(10):  # warm up
+                daemon.request(
+                    {"cmd": "hook", "event": "user-prompt-submit", "payload": hook_payload(i)}
+                )
+            before = daemon.request({"cmd": "status"})["requests"]
+            procs = process_burst(env, args.clients)
+            socks = socket_burst(env["MEMD_SOCKET"], args.clients)
+            after = daemon.request({"cmd": "status"})["requests"]
+        finally:
+            code = daemon.stop()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    for name, burst in (("memd-hook processes", procs), ("socket clients (threads)", socks)):
+        lat = burst["latencies"]
+        dropped = args.clients - burst["answered"]
+        rows.append(
+            [
+                name,
+                f"{args.size:,}",
+                args.clients,
+                burst["answered"],
+                dropped,
+                f"{percentile(lat, 50):.0f}",
+                f"{percentile(lat, 95):.0f}",
+                f"{percentile(lat, 99):.0f}",
+                f"{max(lat, default=0):.0f}",
+            ]
+        )
+    body = markdown_table(
+        [
+            "clients",
+            "memories",
+            "concurrent",
+            "answered with context",
+            "dropped",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "max ms",
+        ],
+        rows,
+    )
+    served = after["requests"] - before["requests"] - 1
+    errors = after["errors"] - before["errors"]
+    body += (
+        f"\n\nThe daemon counted {served} requests and {errors} errors during the bursts; "
+        f"the process burst took {procs['wall_ms']:.0f} ms wall; daemon exit code {code}; "
+        f"load average {os.getloadavg()[0]:.2f} at the end."
+    )
+    print(body)
+    if args.record:
+        append_section("Concurrent hook clients", body)
+    return body
+
+
+if __name__ == "__main__":
+    main()
