@@ -156,7 +156,7 @@ def main() -> None:
     if args.record:
         from common import append_section
 
-        append_section("Transcript parsing throughput (bench/parse.py)", body)
+        append_section("Transcript parsing throughput (bench/parse.py)", "\n" + body)
 
 
 if __name__ == "__main__":

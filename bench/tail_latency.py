@@ -160,7 +160,7 @@ def main() -> None:
     if args.record:
         from common import append_section
 
-        append_section("Live tailing latency and idle cost (bench/tail_latency.py)", body)
+        append_section("Live tailing latency and idle cost (bench/tail_latency.py)", "\n" + body)
 
 
 if __name__ == "__main__":
