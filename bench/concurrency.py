@@ -4,7 +4,8 @@
 
 A real `memd serve` runs on a temporary home filled like bench/hook_latency.py. Two bursts:
 
-- processes: ``--clients`` `memd-hook user-prompt-submit` processes started at once, each with its
+- processes: ``--clients`` `memd-hook user-prompt-submit` processes started at once (then the
+  same with the fast form ``python -I -S memd/hook.py``), each with its
   own session and a prompt that matches a stored memory, so every answered call prints context.
   A call that prints nothing was dropped (timed out or refused). Latency is spawn to exit, so it
   includes starting 200 interpreters on this machine's cores.
@@ -31,8 +32,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import append_section, markdown_table, percentile
-from hook_latency import MEMD_HOOK, PROJECTS, Daemon, bench_env, fill_store
+from hook_latency import HOOK_FILE, MEMD_HOOK, PROJECTS, Daemon, bench_env, fill_store
 from ingest import synthetic_text
+
+FAST_HOOK = [sys.executable, "-I", "-S", HOOK_FILE, "user-prompt-submit"]
 
 
 def hook_payload(i: int) -> dict[str, Any]:
@@ -46,7 +49,7 @@ def hook_payload(i: int) -> dict[str, Any]:
     }
 
 
-def process_burst(env: dict[str, str], clients: int) -> dict[str, Any]:
+def process_burst(env: dict[str, str], clients: int, cmd: list[str]) -> dict[str, Any]:
     results: list[tuple[float, int, bytes]] = []
     lock = threading.Lock()
 
@@ -54,7 +57,7 @@ def process_burst(env: dict[str, str], clients: int) -> dict[str, Any]:
         data = json.dumps(hook_payload(i * 37)).encode()
         started = time.perf_counter()
         proc = subprocess.Popen(
-            [MEMD_HOOK, "user-prompt-submit"],
+            cmd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -133,14 +136,22 @@ def main(argv: list[str] | None = None) -> str:
                     {"cmd": "hook", "event": "user-prompt-submit", "payload": hook_payload(i)}
                 )
             before = daemon.request({"cmd": "status"})["requests"]
-            procs = process_burst(env, args.clients)
+            procs = process_burst(env, args.clients, [MEMD_HOOK, "user-prompt-submit"])
+            time.sleep(3)
+            fast = process_burst(env, args.clients, FAST_HOOK)
+            time.sleep(3)
             socks = socket_burst(env["MEMD_SOCKET"], args.clients)
             after = daemon.request({"cmd": "status"})["requests"]
         finally:
             code = daemon.stop()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    for name, burst in (("memd-hook processes", procs), ("socket clients (threads)", socks)):
+    bursts = (
+        ("`memd-hook` processes (console script)", procs),
+        ("`python -I -S memd/hook.py` processes", fast),
+        ("socket clients (threads, barrier)", socks),
+    )
+    for name, burst in bursts:
         lat = burst["latencies"]
         dropped = args.clients - burst["answered"]
         rows.append(
@@ -170,11 +181,13 @@ def main(argv: list[str] | None = None) -> str:
         ],
         rows,
     )
-    served = after["requests"] - before["requests"] - 1
+    served = after["requests"] - before["requests"] - 1  # minus the status call itself
     errors = after["errors"] - before["errors"]
     body += (
         f"\n\nThe daemon counted {served} requests and {errors} errors during the bursts; "
-        f"the process burst took {procs['wall_ms']:.0f} ms wall; daemon exit code {code}; "
+        f"the process bursts took {procs['wall_ms']:.0f} and {fast['wall_ms']:.0f} ms wall; "
+        f"hooks the daemon skipped because they had waited past their 2 s timeout: "
+        f"{after['late'] - before['late']}; daemon exit code {code}; "
         f"load average {os.getloadavg()[0]:.2f} at the end."
     )
     print(body)
