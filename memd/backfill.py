@@ -20,7 +20,7 @@ from typing import Any
 from memd.session import SessionTracker
 from memd.settings import Settings
 from memd.state import State
-from memd.tailer import _complete_json, iter_transcripts, session_hint
+from memd.tailer import is_complete_json, iter_transcripts, session_hint
 from memd.transcript import ParsedLine, ParseStats, parse_line
 
 
@@ -219,7 +219,7 @@ def _read_file(path: str, stats: ParseStats) -> tuple[list[ParsedLine], int, int
             items.append(item)
     end = cut
     if tail.strip():
-        if _complete_json(tail):
+        if is_complete_json(tail):
             item = parse_line(tail, stats, hint)
             if item is not None:
                 items.append(item)

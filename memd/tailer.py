@@ -176,7 +176,7 @@ class TranscriptReader:
             end = offset + len(complete)
             added += self._feed(path, complete[:-1].split(b"\n"), hint, st.st_ino, end, st.st_size)
             offset = end
-        if carry.strip() and _complete_json(carry):
+        if carry.strip() and is_complete_json(carry):
             end = offset + len(carry)
             added += self._feed(path, [carry], hint, st.st_ino, end, st.st_size)
         return added
@@ -430,7 +430,7 @@ class _Events(FileSystemEventHandler):
             t.enqueue(src)
 
 
-def _complete_json(tail: bytes) -> bool:
+def is_complete_json(tail: bytes) -> bool:
     """Whether an unterminated last line is already a whole JSON object."""
     tail = tail.strip()
     if not (tail.startswith(b"{") and tail.endswith(b"}")):
