@@ -52,6 +52,9 @@ SEARCH_DEPTH = 16
 MAX_SESSIONS = 512
 MAX_IDS_PER_SESSION = 2000
 STATE_PREFIX = "injected:"
+FORGET_AFTER_DAYS = 30
+"""Sessions without an injection for this long are forgotten (their dedupe set is dropped)."""
+PRUNE_EVERY_SECONDS = 3600
 
 SECTIONS = (
     ("pinned", "Pinned"),
@@ -132,6 +135,7 @@ class SessionMemory:
         self._sessions: OrderedDict[str, dict[str, None]] = OrderedDict()
         self._dirty: set[str] = set()
         self._lock = threading.Lock()
+        self._pruned = 0.0
 
     def _ids(self, session_id: str) -> dict[str, None]:
         ids = self._sessions.get(session_id)
@@ -179,18 +183,34 @@ class SessionMemory:
             self._dirty.add(session_id)
 
     def persist(self) -> int:
-        """Write the changed sessions to state; returns how many were written."""
+        """Write the changed sessions to state, in one transaction; returns how many."""
         with self._lock:
             dirty = {s: list(self._sessions.get(s, {})) for s in self._dirty}
             self._dirty.clear()
         if self.state is None:
             return 0
-        for session_id, ids in dirty.items():
-            try:
-                self.state.set(STATE_PREFIX + session_id, {"ids": ids, "at": time.time()})
-            except Exception as exc:
-                log.warning("cannot save injected ids of session %s: %s", session_id, exc)
+        now = time.time()
+        try:
+            with self.state.transaction():
+                for session_id, ids in dirty.items():
+                    self.state.set(STATE_PREFIX + session_id, {"ids": ids, "at": now})
+                if now - self._pruned > PRUNE_EVERY_SECONDS:
+                    self._pruned = now
+                    self.prune(now - FORGET_AFTER_DAYS * 86400)
+        except Exception as exc:  # best effort: dedupe still works in memory
+            log.warning("cannot save the injected ids of %d session(s): %s", len(dirty), exc)
         return len(dirty)
+
+    def prune(self, before: float) -> int:
+        """Forget sessions whose last injection is older than ``before`` (a timestamp)."""
+        old = [
+            key
+            for key, value in self.state.items(STATE_PREFIX).items()
+            if not isinstance(value, dict) or float(value.get("at") or 0) < before
+        ]
+        for key in old:
+            self.state.delete(key)
+        return len(old)
 
 
 class QueryBatcher:

@@ -5,6 +5,7 @@ Real store, real embedding model, real state database, in-process.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,17 @@ from typing import Any
 import pytest
 
 from memd.app import App
-from memd.inject import CLOSE_TAG, HARD_CAP, HEADER, OPEN_TAG, Injector, Item, fit, render
+from memd.inject import (
+    CLOSE_TAG,
+    HARD_CAP,
+    HEADER,
+    OPEN_TAG,
+    Injector,
+    Item,
+    SessionMemory,
+    fit,
+    render,
+)
 from memd.models import USER_SCOPE, Memory
 from memd.settings import Settings
 from memd.state import State
@@ -267,3 +278,14 @@ def test_pinned_memories_survive_a_tiny_brief_budget(app: App, tmp_path: Path) -
     text = Injector(app, small).session_context({"cwd": p, "session_id": "t"}).text
     assert len(text) <= 400
     assert "read-only on Fridays" in text
+
+
+def test_old_sessions_are_forgotten(state: State) -> None:
+    sessions = SessionMemory(state)
+    assert sessions.claim("new", ["a", "b"]) == {"a", "b"}
+    assert sessions.claim("new", ["b", "c"]) == {"c"}
+    assert sessions.persist() == 1  # one transaction; prunes on its first run
+    state.set("injected:ancient", {"ids": ["x"], "at": time.time() - 90 * 86400})
+    assert sessions.prune(time.time() - 30 * 86400) == 1
+    assert state.get("injected:ancient") is None
+    assert state.get("injected:new")["ids"] == ["a", "b", "c"]
