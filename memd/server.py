@@ -290,6 +290,7 @@ class Server:
                 continue
             self.extraction_runs += 1
             if done:
+                self.injector.vectors.invalidate()
                 log.info("extracted %d segment(s)", done)
                 self.extract_wakeup.set()  # there may be more
 
@@ -419,7 +420,12 @@ class Server:
         except TypeError as exc:
             raise UserError(f"bad arguments for {name}: {exc}") from None
         call = functools.partial(method, **args)
-        return await (self.in_writer(call) if write else self.in_reader(call))
+        if not write:
+            return await self.in_reader(call)
+        try:
+            return await self.in_writer(call)
+        finally:
+            self.injector.vectors.invalidate()
 
     async def cmd_search(self, **args: Any) -> dict[str, Any]:
         return await self.call_app("search", args, write=False)
@@ -544,9 +550,12 @@ class Server:
             raise UserError("this daemon runs without extraction; cannot ingest")
         from memd.ingest import run_ingest
 
-        report = await self.in_extraction(
-            lambda: run_ingest(self.pipeline, paths, tracker=self.tracker)
-        )
+        try:
+            report = await self.in_extraction(
+                lambda: run_ingest(self.pipeline, paths, tracker=self.tracker)
+            )
+        finally:
+            self.injector.vectors.invalidate()
         return {"report": report, **report}
 
     async def cmd_jobs(self) -> dict[str, Any]:
@@ -555,7 +564,10 @@ class Server:
     async def cmd_jobs_run(self, name: str) -> dict[str, Any]:
         if self.scheduler is None:
             raise UserError("the scheduler is not running")
-        result = await self.in_writer(self.scheduler.run, name)
+        try:
+            result = await self.in_writer(self.scheduler.run, name)
+        finally:
+            self.injector.vectors.invalidate()
         return result if isinstance(result, dict) else {"name": name, "result": result}
 
     # ---- status
@@ -590,6 +602,7 @@ class Server:
                 "queued_touches": len(self.injector._touch),
                 "embedding_batches": self.injector.queries.batches,
                 "embedded_queries": self.injector.queries.queries,
+                "vector_cache_builds": self.injector.vectors.builds,
             },
             "last_errors": list(self.errors),
         }

@@ -22,6 +22,7 @@ from memd.inject import (
     Item,
     SessionMemory,
     fit,
+    query_text,
     render,
 )
 from memd.models import USER_SCOPE, Memory
@@ -288,4 +289,38 @@ def test_old_sessions_are_forgotten(state: State) -> None:
     state.set("injected:ancient", {"ids": ["x"], "at": time.time() - 90 * 86400})
     assert sessions.prune(time.time() - 30 * 86400) == 1
     assert state.get("injected:ancient") is None
-    assert state.get("injected:new")["ids"] == ["a", "b", "c"]
+    assert sorted(state.get("injected:new")["ids"]) == ["a", "b", "c"]
+
+
+def test_vector_cache_sees_writes_and_never_returns_stale_rows(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    inj = Injector(app, app.settings)
+    assert ask(inj, p, "Which queue broker do we run?", session="c1").text == ""
+    builds = inj.vectors.builds
+    first = add(app, p, "The job queue runs on RabbitMQ 3.13.", kind="decision")
+    assert "RabbitMQ" in ask(inj, p, "Which queue broker do we run?", session="c2").text
+    assert inj.vectors.builds > builds  # the store's write counter moved: rebuilt
+    app.store.delete([first])  # a delete does not move the counter...
+    assert ask(inj, p, "Which queue broker do we run?", session="c3").text == ""  # ...verified
+    add(app, p, "The job queue moved to Redis streams.", kind="decision")
+    inj.vectors.invalidate()
+    assert "Redis streams" in ask(inj, p, "Which queue broker do we run?", session="c4").text
+
+
+def test_projects_too_big_to_cache_use_the_table(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    add(app, p, "Images are resized by a libvips worker.", kind="fact")
+    inj = Injector(app, app.settings)
+    inj.vectors.max_rows = 0
+    assert inj.vectors.vectors(p) is None
+    assert "libvips" in ask(inj, p, "What resizes the images?").text
+
+
+def test_long_prompts_embed_their_head_and_tail(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    add(app, p, "Database migrations are written with Alembic.", kind="decision")
+    pasted = "\n".join(f"log line {n}: GET /static/app.js 200" for n in range(400))
+    prompt = f"{pasted}\nHow are database migrations written here?"
+    assert len(query_text(prompt)) < 700
+    assert query_text(prompt).endswith("How are database migrations written here?")
+    assert "Alembic" in ask(Injector(app, app.settings), p, prompt).text
