@@ -540,7 +540,11 @@ class Server:
                 log.error("closing session %s failed: %s", session_id, exc)
 
         future = asyncio.get_running_loop().run_in_executor(self.extraction, close)
-        future.add_done_callback(lambda _f: self.extract_wakeup and self.extract_wakeup.set())
+        future.add_done_callback(lambda _f: self.wake_extraction())
+
+    def wake_extraction(self) -> None:
+        if self.extract_wakeup is not None:
+            self.extract_wakeup.set()
 
     async def cmd_ingest(self, paths: list[str]) -> dict[str, Any]:
         """Read transcripts now, as finished sessions, and extract them (``memd ingest``)."""
