@@ -53,16 +53,9 @@ def settings_from(ctx: click.Context, **extra: Any) -> Any:
 
 
 def _register() -> None:
-    from memd.cli import memories
+    from memd.cli import daemon, ingest, jobs, memories, service
 
-    memories.register(main)
-    for name in ("daemon", "ingest", "jobs", "service"):
-        try:
-            module = __import__(f"memd.cli.{name}", fromlist=["register"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"memd.cli.{name}":
-                raise
-            continue
+    for module in (memories, ingest, daemon, jobs, service):
         module.register(main)
 
 

@@ -190,7 +190,7 @@ def memories_show(ctx: click.Context, id: str, as_json: bool) -> None:
 
 
 def _id_command(name: str, cmd: str, verb: str, **fixed: Any) -> click.Command:
-    @click.command(name=name)
+    @click.command(name=name, help=f"{verb.capitalize()} memory ID (a unique prefix will do).")
     @click.argument("id")
     @click.pass_context
     @handle_errors
@@ -202,7 +202,6 @@ def _id_command(name: str, cmd: str, verb: str, **fixed: Any) -> click.Command:
         }
         click.echo(f"{verb} {memory['id'][:10]}  {memory['text']}")
 
-    command.__doc__ = f"{verb.capitalize()} memory ID."
     command.callback.__name__ = f"memories_{name}"  # type: ignore[union-attr]
     return command
 
