@@ -189,8 +189,8 @@ def memories_show(ctx: click.Context, id: str, as_json: bool) -> None:
         click.echo(f"  history: {json.dumps(h, ensure_ascii=False)}")
 
 
-def _id_command(name: str, cmd: str, verb: str, **fixed: Any) -> click.Command:
-    @click.command(name=name, help=f"{verb.capitalize()} memory ID (a unique prefix will do).")
+def _id_command(name: str, cmd: str, verb: str, help: str, **fixed: Any) -> click.Command:
+    @click.command(name=name, help=f"{help} ID may be any unique prefix of 4+ characters.")
     @click.argument("id")
     @click.pass_context
     @handle_errors
@@ -206,10 +206,12 @@ def _id_command(name: str, cmd: str, verb: str, **fixed: Any) -> click.Command:
     return command
 
 
-memories_forget = _id_command("forget", "forget", "forgot")
-memories_pin = _id_command("pin", "pin", "pinned")
-memories_unpin = _id_command("unpin", "pin", "unpinned", pinned=False)
-memories_restore = _id_command("restore", "restore", "restored")
+memories_forget = _id_command("forget", "forget", "forgot", "Delete memory ID for good.")
+memories_pin = _id_command("pin", "pin", "pinned", "Pin memory ID: always in the session brief.")
+memories_unpin = _id_command("unpin", "pin", "unpinned", "Unpin memory ID.", pinned=False)
+memories_restore = _id_command(
+    "restore", "restore", "restored", "Bring an archived or superseded memory ID back."
+)
 
 
 @click.command(name="import")
