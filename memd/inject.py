@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from memd import retrieve
 from memd.models import USER_SCOPE, Memory
 from memd.project import resolve_project
-from memd.store import sql_in, sql_str
+from memd.store import READ_COLUMNS, from_row, sql_in, sql_str
 
 if TYPE_CHECKING:
     from memd.app import App
@@ -58,7 +58,7 @@ CACHE_MAX_ROWS = 20_000
 """A project with more active memories than this is searched in the table instead."""
 CACHE_TOTAL_ROWS = 100_000
 """Vectors kept in memory, all projects together (float16: 77 MB at 384 dimensions)."""
-CACHE_MAX_AGE = 30.0
+CACHE_MAX_AGE = 600.0
 FORGET_AFTER_DAYS = 30
 """Sessions without an injection for this long are forgotten (their dedupe set is dropped)."""
 PRUNE_EVERY_SECONDS = 3600
@@ -230,15 +230,17 @@ class SessionMemory:
 
 
 class VectorCache:
-    """Each recently used project's active memory vectors, in memory, for the hook path.
+    """Each recently used project's active memories (vectors and rows), in memory, for hooks.
 
     A hook then costs one matrix-vector product (~2 ms for 5,000 memories) instead of a LanceDB
-    vector search with a project prefilter (~80 ms at 100k rows here). Vectors are kept as
-    float16 to halve the memory; the product runs in float32 without BLAS threads (``einsum``),
-    whose spinning made a 0.3 ms product take 8 ms on a busy 2-core machine. The cache only proposes candidates: the
-    chosen ids are read back from the table with ``status = 'active'``, so a memory deleted,
-    superseded or archived since the cache was built is never injected. New memories appear
-    when the store's write counter moves, on :meth:`invalidate`, or after ``max_age`` seconds.
+    vector search with a project prefilter (~80 ms at 100k rows here) plus reading the rows.
+    Vectors are kept as float16 to halve the memory; the product runs in float32 without BLAS
+    threads (``einsum``), whose spinning made a 0.3 ms product take 8 ms on a busy 2-core machine.
+
+    Freshness: an entry is valid for one table version. Every write, delete, supersession or
+    archiving makes a new version, so a stale memory is never injected. The one exception is
+    the hit counters the injector itself writes (:meth:`touch`): they change no vector and no
+    status, so the entries carry over to the new version instead of being rebuilt.
     """
 
     def __init__(
@@ -254,7 +256,7 @@ class VectorCache:
         self.max_age = max_age
         self.generation = 0
         self.builds = 0
-        self._entries: OrderedDict[str, tuple[Any, list[str], Any, float]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[Any, Any, Any, float]] = OrderedDict()
         self._lock = threading.Lock()
 
     def invalidate(self) -> None:
@@ -263,10 +265,23 @@ class VectorCache:
             self._entries.clear()
 
     def signature(self) -> Any:
-        return (self.generation, id(self.store.table), self.store.writes_since_optimize)
+        table = self.store.table
+        return (self.generation, id(table), table.version if table is not None else None)
 
-    def vectors(self, project: str) -> tuple[list[str], Any] | None:
-        """(ids, matrix) of the project's active memories; None when too big to cache."""
+    def touch(self, touch: Callable[[list[str]], None], ids: list[str]) -> None:
+        """Run the hit-counter update ``touch(ids)``; entries stay valid across it."""
+        lock = getattr(self.store, "_write_lock", None) or threading.Lock()
+        with lock:  # no other write can slip in between the two signatures
+            before = self.signature()
+            touch(ids)
+            after = self.signature()
+        with self._lock:
+            for project, (sig, rows, matrix, built) in list(self._entries.items()):
+                if sig == before:
+                    self._entries[project] = (after, rows, matrix, built)
+
+    def rows(self, project: str) -> tuple[Any, Any] | None:
+        """(arrow rows, float16 matrix) of the project's active memories; None: too many."""
         import numpy as np
 
         with self._lock:
@@ -277,27 +292,28 @@ class VectorCache:
                 return hit[1], hit[2]
             table = self.store.table
             if table is None:
-                return [], np.zeros((0, 0), dtype=np.float32)
-            where = f"project = {sql_str(project)} AND status = 'active'"
-            rows = self.store.count(where)
-            if rows > self.max_rows:
                 return None
-            arrow = table.search().where(where).select(["id", "vector"]).limit(max(1, rows))
-            data = arrow.to_arrow()
-            ids = [str(i) for i in data.column("id").to_pylist()]
+            where = f"project = {sql_str(project)} AND status = 'active'"
+            count = self.store.count(where)
+            if count > self.max_rows:
+                return None
+            query = table.search().where(where).select([*READ_COLUMNS, "vector"])
+            data = query.limit(max(1, count)).to_arrow()
             column = data.column("vector").combine_chunks()
-            dim = column.type.list_size
             flat = column.flatten().to_numpy(zero_copy_only=False)
-            matrix = np.ascontiguousarray(flat, dtype=np.float16).reshape(len(ids), dim)
-            self._entries[project] = (sig, ids, matrix, time.monotonic())
+            matrix = np.ascontiguousarray(flat, dtype=np.float16).reshape(
+                data.num_rows, column.type.list_size
+            )
+            rows = data.drop_columns(["vector"]).combine_chunks()
+            self._entries[project] = (sig, rows, matrix, time.monotonic())
             self._entries.move_to_end(project)
             while len(self._entries) > 1 and self.cached_rows() > self.total_rows:
                 self._entries.popitem(last=False)
             self.builds += 1
-            return ids, matrix
+            return rows, matrix
 
     def cached_rows(self) -> int:
-        return sum(len(entry[1]) for entry in self._entries.values())
+        return sum(entry[1].num_rows for entry in self._entries.values())
 
     def search(
         self, vector: list[float], projects: list[str], limit: int
@@ -306,24 +322,25 @@ class VectorCache:
         import numpy as np
 
         query = np.asarray(vector, dtype=np.float32)
-        scored: list[tuple[float, str]] = []
+        scored: list[tuple[float, int, Any]] = []
         for project in dict.fromkeys(projects):
-            got = self.vectors(project)
+            got = self.rows(project)
             if got is None:
                 return None
-            ids, matrix = got
-            if not ids:
+            rows, matrix = got
+            if rows.num_rows == 0:
                 continue
             sims = np.einsum("ij,j->i", matrix.astype(np.float32), query)
-            top = np.argpartition(-sims, limit)[:limit] if len(ids) > limit else range(len(ids))
-            scored += [(float(sims[i]), ids[i]) for i in top]
-        scored.sort(reverse=True)
-        best = dict((mid, sim) for sim, mid in scored[:limit])
-        if not best:
-            return []
-        fresh = self.store.query(f"{sql_in('id', best)} AND status = 'active'", limit=len(best))
-        found = sorted(fresh, key=lambda m: -best[m.id])
-        return [(m, best[m.id]) for m in found]
+            n = rows.num_rows
+            top = np.argpartition(-sims, limit)[:limit] if n > limit else np.arange(n)
+            scored += [(float(sims[i]), int(i), rows) for i in top]
+        scored.sort(key=lambda t: -t[0])
+        out = []
+        for sim, index, rows in scored[:limit]:
+            memory = from_row(rows.slice(index, 1).to_pylist()[0])
+            if memory.status == "active":
+                out.append((memory, sim))
+        return out
 
 
 class QueryBatcher:
@@ -555,7 +572,7 @@ class Injector:
         ids = self.take_touches()
         if ids:
             try:
-                (touch or self.app.store.touch)(ids)
+                self.vectors.touch(touch or self.app.store.touch, ids)
             except Exception:
                 self.queue_touch(ids)  # keep them for the next flush
                 raise

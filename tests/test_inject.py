@@ -299,9 +299,9 @@ def test_vector_cache_sees_writes_and_never_returns_stale_rows(app: App, tmp_pat
     builds = inj.vectors.builds
     first = add(app, p, "The job queue runs on RabbitMQ 3.13.", kind="decision")
     assert "RabbitMQ" in ask(inj, p, "Which queue broker do we run?", session="c2").text
-    assert inj.vectors.builds > builds  # the store's write counter moved: rebuilt
-    app.store.delete([first])  # a delete does not move the counter...
-    assert ask(inj, p, "Which queue broker do we run?", session="c3").text == ""  # ...verified
+    assert inj.vectors.builds > builds  # a write made a new table version: rebuilt
+    app.store.delete([first])  # a new table version: the entry is rebuilt
+    assert ask(inj, p, "Which queue broker do we run?", session="c3").text == ""
     add(app, p, "The job queue moved to Redis streams.", kind="decision")
     inj.vectors.invalidate()
     assert "Redis streams" in ask(inj, p, "Which queue broker do we run?", session="c4").text
@@ -312,7 +312,7 @@ def test_projects_too_big_to_cache_use_the_table(app: App, tmp_path: Path) -> No
     add(app, p, "Images are resized by a libvips worker.", kind="fact")
     inj = Injector(app, app.settings)
     inj.vectors.max_rows = 0
-    assert inj.vectors.vectors(p) is None
+    assert inj.vectors.rows(p) is None
     assert "libvips" in ask(inj, p, "What resizes the images?").text
 
 
@@ -324,3 +324,18 @@ def test_long_prompts_embed_their_head_and_tail(app: App, tmp_path: Path) -> Non
     assert len(query_text(prompt)) < 700
     assert query_text(prompt).endswith("How are database migrations written here?")
     assert "Alembic" in ask(Injector(app, app.settings), p, prompt).text
+
+
+def test_hit_counters_do_not_invalidate_the_cache(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    mid = add(app, p, "Emails are sent through Postmark.", kind="fact")
+    inj = Injector(app, app.settings)
+    assert "Postmark" in ask(inj, p, "How are emails sent?", session="t1").text
+    builds = inj.vectors.builds
+    assert inj.flush() == 1  # writes hits: a new table version, but only counters changed
+    assert app.store.get(mid).hits == 1
+    assert "Postmark" in ask(inj, p, "How are emails sent?", session="t2").text
+    assert inj.vectors.builds == builds
+    app.store.update_fields({mid: {"status": "archived"}})  # a real change: rebuilt
+    assert ask(inj, p, "How are emails sent?", session="t3").text == ""
+    assert inj.vectors.builds > builds
