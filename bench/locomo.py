@@ -44,7 +44,9 @@ from common import (
 
 DATA = ROOT.parent / "shared" / "bench" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-KS = (1, 5, 10)
+KS = (1, 3, 5, 10)
+BUDGET_CHARS = 1000
+"""``r@1000c``: recall of the leading results that fit in this many characters (~250 tokens)."""
 NAMESPACE = uuid.UUID("6f1d2c1e-9a57-4c43-9d0b-2f4e8f1a0c11")
 TURN_SECONDS = 30
 """Per-turn offset added to the session time, so turns keep their order."""
@@ -280,6 +282,14 @@ def score(ranked: Sequence[Hit], gold: Iterable[str], ks: Sequence[int] = KS) ->
         out[f"all@{k}"] = float(covered == want)
         out[f"hit@{k}"] = float(bool(covered))
         out[f"ctx@{k}"] = float(sum(h.chars for h in top))
+    used = 0
+    fit: list[Hit] = []
+    for h in ranked:
+        used += h.chars
+        if used > BUDGET_CHARS:
+            break
+        fit.append(h)
+    out[f"r@{BUDGET_CHARS}c"] = len(set().union(*(h.dia_ids for h in fit)) & want) / len(want)
     out["rr"] = next((1.0 / i for i, h in enumerate(ranked, 1) if h.dia_ids & want), 0.0)
     for k in ks:  # strict: a memory citing more than MAX_SPAN turns (a summary) covers nothing
         top = [h for h in ranked[:k] if len(h.dia_ids) <= MAX_SPAN]
@@ -337,8 +347,9 @@ def select(rows: Sequence[dict[str, Any]], **where: Any) -> list[dict[str, Any]]
 def overview_table(
     rows: Sequence[dict[str, Any]], systems: Sequence[str], halves: Sequence[str]
 ) -> str:
-    headers = ["system", "half", "n", "R@1", "R@5", "R@10", "strict@5", "strict@10", "all@5",
-               "all@10", "hit@5", "hit@10", "MRR", "ctx@5", "ctx@10", "p50 ms", "p95 ms"]  # fmt: skip
+    headers = ["system", "half", "n", "R@1", "R@3", "R@5", "R@10", f"R@{BUDGET_CHARS}c", "strict@5",
+               "strict@10", "all@5", "all@10", "hit@5", "hit@10", "MRR", "ctx@5", "ctx@10",
+               "p50 ms", "p95 ms"]  # fmt: skip
     body = []
     for system in systems:
         for half in halves:
@@ -349,7 +360,8 @@ def overview_table(
                 continue
             a = aggregate(sub)
             body.append([
-                system, half, a["n"], a["r@1"], a["r@5"], a["r@10"], a["strict@5"],
+                system, half, a["n"], a["r@1"], a["r@3"], a["r@5"], a["r@10"],
+                a[f"r@{BUDGET_CHARS}c"], a["strict@5"],
                 a["strict@10"], a["all@5"], a["all@10"],
                 a["hit@5"], a["hit@10"], a["rr"], round(a["ctx@5"]), round(a["ctx@10"]),
                 f"{a['p50_ms']:.1f}" if "p50_ms" in a else "-",
@@ -542,6 +554,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--inproc", action="store_true", help="search in-process, not via the daemon")
     p.add_argument("--skip-memd", action="store_true", help="baselines and prototypes only")
     p.add_argument("--tune", action="store_true", help="weight sweep, picked per half")
+    p.add_argument("--latency", action="store_true", help="in-process latency per search step")
+    p.add_argument("--qnorm", action="store_true", help="with --tune: also drop question lead-ins")
     p.add_argument("--proto", action="append", default=[], help="prototype excerpts, e.g. w1+0d")
     p.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
     return p.parse_args(argv)
@@ -605,17 +619,37 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 daemon.stop()
         store = lm.open_store(home)
         info["store"] = lm.store_profile(store, projects)
+        if args.latency:
+            lat = lm.latency_breakdown(store, convs, projects)
+            info["latency"] = lat
+            steps = ("embed", "vector", "fts", "rank", "search", "threaded")
+            notes.append(
+                f"In-process latency of each search step over {lat['n']} questions "
+                f"(ms; threaded = full-text search started while the query embeds; "
+                f"result mismatches: {lat['mismatches']}):\n\n"
+                + markdown_table(
+                    ["", *steps],
+                    [[q, *(f"{lat[f'{s}_{q}']:.1f}" for s in steps)] for q in ("p50", "p95")],
+                )
+            )
         if args.tune:
-            qvecs = lm.query_vectors(cache, convs)
+            lists = lm.Candidates(store, convs, projects, cache)
             names = []
             for cfg, kw in lm.WEIGHT_GRID.items():
                 name = f"memd[{cfg}]"
-                rows += evaluate(
-                    name, convs, lm.sweep_searcher(store, projects, qvecs, Weights(**kw))
-                )
+                rows += evaluate(name, convs, lists.searcher(Weights(**kw)))
                 names.append(name)
             text, picks = held_out(rows, names)
             info["tuning"] = {"grid": lm.WEIGHT_GRID, "picks": picks}
+            if args.qnorm:
+                qlists = lm.Candidates(store, convs, projects, cache, lm.normalize_question)
+                qnames = []
+                for cfg, kw in lm.WEIGHT_GRID.items():
+                    name = f"memd+qnorm[{cfg}]"
+                    rows += evaluate(name, convs, qlists.searcher(Weights(**kw)))
+                    qnames.append(name)
+                qtext, _ = held_out(rows, qnames)
+                notes.append("Same sweep with question lead-ins dropped (`--qnorm`):\n\n" + qtext)
             notes.append(
                 "Weight sweep on memd's store (picked on one half, reported on the other):\n\n"
                 + text
@@ -626,7 +660,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         systems.append(f"raw-{method}")
     for spec in args.proto:
         store = lm.build_proto_store(convs, projects, workdir / f"proto-{spec}", cache, spec)
-        qvecs = lm.query_vectors(cache, convs)
         name = f"proto-{spec}"
         warm = lm.inproc_searcher(store, projects, leaks)
         warm(convs[0], "warm up")
@@ -634,9 +667,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         systems.append(name)
         if args.tune:
             names = []
+            lists = lm.Candidates(store, convs, projects, cache)
             for cfg, kw in lm.WEIGHT_GRID.items():
                 n = f"{name}[{cfg}]"
-                rows += evaluate(n, convs, lm.sweep_searcher(store, projects, qvecs, Weights(**kw)))
+                rows += evaluate(n, convs, lists.searcher(Weights(**kw)))
                 names.append(n)
             text, _ = held_out(rows, names)
             notes.append(f"Weight sweep on {name}:\n\n" + text)
@@ -667,7 +701,8 @@ def render(
         f"dropped for lack of resolvable evidence: {dropped}; unresolved evidence refs: {unresolved}. "
         "R@k = mean fraction of gold turns covered by the top k (LoCoMo's definition); "
         "strict@k = R@k ignoring results that cite more than 3 turns (summaries); "
-        "all@k = all gold covered; hit@k = any gold covered; ctx@k = mean characters of the top k.",
+        "all@k = all gold covered; hit@k = any gold covered; ctx@k = mean characters of the top k; "
+        f"R@{BUDGET_CHARS}c = R over the leading results whose texts fit in {BUDGET_CHARS} characters.",
         "",
         overview_table(rows, systems, halves),
         "",
@@ -694,7 +729,9 @@ def render(
     ingest = info.get("ingest")
     if ingest:
         parts.append(
-            f"Ingestion: {ingest.get('wall_seconds')} s wall for {len(convs)} conversations."
+            f"Ingestion (`memd ingest`, via {ingest.get('via', 'in-process')}): "
+            f"{ingest.get('turns')} new turns, {ingest.get('memories_added')} new memories, "
+            f"{ingest.get('wall_seconds')} s wall for {len(convs)} conversations."
         )
     for note in notes:
         parts += ["", note]

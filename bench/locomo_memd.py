@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -204,24 +205,28 @@ def store_profile(store: Any, projects: dict[str, str]) -> dict[str, dict[str, A
 # ---------------------------------------------------------------- prototypes
 
 
-def parse_proto(spec: str) -> tuple[int, int, bool]:
-    """``"w1+0d"`` → (turns before, turns after, dated). ``w0+0`` is one excerpt per turn."""
-    import re
+def parse_proto(spec: str) -> tuple[int, int, bool, bool]:
+    """``"w1+0dk"`` → (turns before, turns after, dated, key only).
 
-    m = re.fullmatch(r"w(\d+)\+(\d+)(d?)", spec)
+    ``w0+0`` is one excerpt per turn. ``d`` puts the session date first. ``k``: the window is
+    only the key (vector and full-text), the stored text and provenance stay the single turn.
+    """
+    m = re.fullmatch(r"w(\d+)\+(\d+)(d?)(k?)", spec)
     if not m:
-        raise ValueError(f"bad --proto spec {spec!r}; expected like w1+0 or w1+1d")
-    return int(m.group(1)), int(m.group(2)), bool(m.group(3))
+        raise ValueError(f"bad --proto spec {spec!r}; expected like w1+0, w1+1d or w1+1k")
+    return int(m.group(1)), int(m.group(2)), bool(m.group(3)), bool(m.group(4))
 
 
-def proto_memories(
-    conv: Conversation, project: str, before: int, after: int, dated: bool
-) -> list[Any]:
-    """One excerpt per turn whose text (and provenance) is the turn plus its neighbours."""
+def proto_memories(conv: Conversation, project: str, spec: str) -> list[tuple[Any, str]]:
+    """One excerpt per turn with its key text: (memory, text to embed), see :func:`parse_proto`.
+
+    Key-only windows put the neighbours in ``topic``, which memd's full-text index reads.
+    """
     from locomo import TURN_SECONDS, session_uuid, stamp, turn_text, turn_uuid
 
     from memd.models import Memory, Source
 
+    before, after, dated, key_only = parse_proto(spec)
     out = []
     for session in conv.sessions:
         sid = session_uuid(conv.sample_id, session.number)
@@ -229,27 +234,29 @@ def proto_memories(
         for i in range(len(session.turns)):
             lo, hi = max(0, i - before), min(len(session.turns), i + after + 1)
             window = range(lo, hi)
-            text = "\n".join(turn_text(session.turns[j]) for j in window)
+            key = "\n".join(turn_text(session.turns[j]) for j in window)
             if dated:
-                text = f"[{date}] {text}"
+                key = f"[{date}] {key}"
+            cited = [i] if key_only else list(window)
             sources = [
                 Source(
                     sid,
                     turn_uuid(conv.sample_id, session.turns[j]["dia_id"]),
                     stamp(session.start + _seconds(TURN_SECONDS * j)),
                 )
-                for j in window
+                for j in cited
             ]
-            out.append(
-                Memory(
-                    text=text,
-                    kind="excerpt",
-                    project=project,
-                    importance=0.3,
-                    sources=sources,
-                    created_at=sources[i - lo].timestamp,
-                )
+            own = turn_text(session.turns[i])
+            memory = Memory(
+                text=own if key_only else key,
+                kind="excerpt",
+                project=project,
+                topic=key if key_only else "",
+                importance=0.3,
+                sources=sources,
+                created_at=stamp(session.start + _seconds(TURN_SECONDS * i)),
             )
+            out.append((memory, key))
     return out
 
 
@@ -267,48 +274,145 @@ def build_proto_store(
     spec: str,
 ) -> Any:
     """A memd store holding only the prototype excerpts, written by memd's real store."""
-    before, after, dated = parse_proto(spec)
     store = open_store(home)
-    memories = [
-        m for c in convs for m in proto_memories(c, projects[c.sample_id], before, after, dated)
-    ]
-    vectors = cache.embed([m.text for m in memories])
+    pairs = [p for c in convs for p in proto_memories(c, projects[c.sample_id], spec)]
+    memories = [m for m, _ in pairs]
+    vectors = cache.embed([key for _, key in pairs])
     store.write(memories, {m.id: v.tolist() for m, v in zip(memories, vectors, strict=True)})
     store.optimize()
     return store
 
 
-def query_vectors(cache: Any, convs: Sequence[Conversation]) -> dict[str, list[float]]:
+def query_vectors(
+    cache: Any, convs: Sequence[Conversation], normalize: Any = None
+) -> dict[str, list[float]]:
     """Vectors of the normalised questions, as ``retrieve.search`` would embed them."""
     from memd.retrieve import normalize_query
 
-    texts = sorted({normalize_query(q.text) for c in convs for q in c.questions if q.gold})
+    norm = normalize or normalize_query
+    texts = sorted({norm(q.text) for c in convs for q in c.questions if q.gold})
     return {t: v.tolist() for t, v in zip(texts, cache.embed(texts), strict=True)}
 
 
-def sweep_searcher(
-    store: Any, projects: dict[str, str], qvecs: dict[str, list[float]], weights: Any
-) -> Searcher:
-    """In-process search with given weights and a precomputed query vector (tuning only)."""
-    from memd import retrieve
+class Candidates:
+    """Each question's vector and full-text candidates, fetched once, ranked per weight setting.
 
-    def search(conv: Conversation, query: str) -> tuple[list[Hit], float | None]:
-        vec = qvecs.get(retrieve.normalize_query(query))
-        results = retrieve.search(
-            store, query, [projects[conv.sample_id]], limit=max(KS), weights=weights, vector=vec
-        )
-        return memd_hits(conv, results), None
+    ``retrieve.search`` = normalise, embed, fetch both candidate lists, ``retrieve.rank``; only the
+    last step depends on the weights, so a sweep re-ranks cached lists (the same results).
+    """
 
-    return search
+    def __init__(
+        self,
+        store: Any,
+        convs: Sequence[Conversation],
+        projects: dict[str, str],
+        cache: Any,
+        normalize: Any = None,
+    ) -> None:
+        from memd import retrieve
+        from memd.models import USER_SCOPE
+
+        normalize = normalize or retrieve.normalize_query
+        self.lists: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {}
+        qvecs = query_vectors(cache, convs, normalize)
+        depth = max(max(KS) * 4, 40)
+        for conv in convs:
+            scope = [projects[conv.sample_id], USER_SCOPE]
+            where = retrieve.where_clause(scope, None, ("active",))
+            for q in conv.questions:
+                if not q.gold:
+                    continue
+                norm = normalize(q.text)
+                self.lists[(conv.sample_id, q.text)] = (
+                    store.vector_search(qvecs[norm], where, depth),
+                    store.text_search(norm, where, depth),
+                )
+
+    def searcher(self, weights: Any) -> Searcher:
+        from memd import retrieve
+
+        def search(conv: Conversation, query: str) -> tuple[list[Hit], float | None]:
+            by_vec, by_text = self.lists[(conv.sample_id, query)]
+            return memd_hits(conv, retrieve.rank(by_vec, by_text, max(KS), weights)), None
+
+        return search
 
 
 WEIGHT_GRID: dict[str, dict[str, float]] = {
-    "default": {},
-    "v1.5": {"vector": 1.5},
-    "v2": {"vector": 2.0},
-    "t1.5": {"text": 1.5},
-    "v1.5-noprior": {"vector": 1.5, "importance": 0.0, "recency": 0.0},
-    "noprior": {"importance": 0.0, "recency": 0.0},
-    "t1.5-noprior": {"text": 1.5, "importance": 0.0, "recency": 0.0},
+    f"v{v:g}-t{t:g}{'-np' if np_ else ''}": {
+        "vector": v,
+        "text": t,
+        **({"importance": 0.0, "recency": 0.0} if np_ else {}),
+    }
+    for v, t in ((1, 1), (1, 2), (1, 3), (1, 4), (1, 6), (1, 10), (0, 1))
+    for np_ in (False, True)
 }
-"""Fusion settings tried by ``--tune``; each is picked on one half and reported on the other."""
+"""Fusion settings tried by ``--tune`` (only the vector:text ratio matters; ``-np``: no
+importance/recency prior); each is picked on one half and reported on the other."""
+
+QUESTION_LEADIN = re.compile(
+    r"^(?:(?:what|when|where|who|whom|whose|which|why|how)(?:\s+(?:many|much|long|often|old|far))?"
+    r"(?:\s+(?:is|are|was|were|do|does|did|has|have|had|will|would|could|can|should|might))?"
+    r"|(?:is|are|was|were|do|does|did|has|have|had|will|would|could|can|should|might))\b\s*",
+    re.I,
+)
+
+
+def normalize_question(query: str) -> str:
+    """memd's normalisation, then the question lead-in ("When did", "Would") and "?" dropped."""
+    from memd.retrieve import normalize_query
+
+    q = normalize_query(query).rstrip(" ?")
+    return QUESTION_LEADIN.sub("", q).strip() or q
+
+
+def latency_breakdown(
+    store: Any, convs: Sequence[Conversation], projects: dict[str, str], n: int = 300
+) -> dict[str, float]:
+    """p50 ms of each step of ``retrieve.search`` in-process, and of a threaded variant.
+
+    The threaded variant starts the full-text search while the query is being embedded, then
+    runs the vector search: same results (checked), less wall time when a core is free.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from common import percentile
+
+    from memd import retrieve
+    from memd.models import USER_SCOPE
+
+    pool = ThreadPoolExecutor(2)
+    steps: dict[str, list[float]] = defaultdict(list)
+    mismatches = 0
+    asked = [(c, q.text) for c in convs for q in c.questions if q.gold][:n]
+    for conv, text in asked:
+        project = projects[conv.sample_id]
+        where = retrieve.where_clause([project, USER_SCOPE], None, ("active",))
+        t0 = time.perf_counter()
+        query = retrieve.normalize_query(text)
+        vec = store.embedder.embed_one(query)
+        t1 = time.perf_counter()
+        by_vec = store.vector_search(vec, where, 40)
+        t2 = time.perf_counter()
+        by_text = store.text_search(query, where, 40)
+        t3 = time.perf_counter()
+        ranked = retrieve.rank(by_vec, by_text, max(KS))
+        t4 = time.perf_counter()
+        full = retrieve.search(store, text, [project], limit=max(KS))
+        t5 = time.perf_counter()
+        fts = pool.submit(store.text_search, query, where, 40)
+        vec2 = store.embedder.embed_one(query)
+        by_vec2 = store.vector_search(vec2, where, 40)
+        threaded = retrieve.rank(by_vec2, fts.result(), max(KS))
+        t6 = time.perf_counter()
+        ids = [r["id"] for r in threaded]
+        mismatches += ids != [r["id"] for r in full] or ids != [r["id"] for r in ranked]
+        for name, dt in (("embed", t1 - t0), ("vector", t2 - t1), ("fts", t3 - t2),
+                         ("rank", t4 - t3), ("search", t5 - t4), ("threaded", t6 - t5)):  # fmt: skip
+            steps[name].append(dt * 1000)
+    pool.shutdown()
+    out = {f"{k}_p50": percentile(v, 50) for k, v in steps.items()}
+    out.update({f"{k}_p95": percentile(v, 95) for k, v in steps.items()})
+    out["mismatches"] = mismatches
+    out["n"] = len(asked)
+    return out

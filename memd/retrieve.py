@@ -22,8 +22,10 @@ RRF_K = 60
 class Weights:
     """How the signals combine. Relevance dominates; the rest only reorders near-ties."""
 
-    vector: float = 1.0
-    text: float = 1.0
+    vector: float = 0.5
+    text: float = 1.5
+    """Full-text ranks weigh 3x vector ranks in the fusion: on LoCoMo (bench/locomo.py --tune),
+    1:3 beat 1:1 by 2-5 points of recall@5 and @10 on each held-out half."""
     relevance: float = 0.80
     importance: float = 0.10
     recency: float = 0.05

@@ -162,22 +162,43 @@ def test_aggregate_and_held_out_pick() -> None:
     assert "| a | A | 0.900 | 0.900 | B | 0.100 |" in text
 
 
+def test_question_normalisation() -> None:
+    assert locomo_memd.normalize_question("When did Ada adopt a cat?") == "Ada adopt a cat"
+    assert locomo_memd.normalize_question("Would Bo enjoy a lake trip?") == "Bo enjoy a lake trip"
+    assert locomo_memd.normalize_question("How many cats does Ada have?") == "cats does Ada have"
+    assert locomo_memd.normalize_question("Pixel?") == "Pixel"
+
+
+def test_budget_recall() -> None:
+    ranked = [H("D1:1", chars=600), H("D1:2", chars=300), H("D2:1", chars=200)]
+    m = locomo.score(ranked, ["D1:1", "D1:2", "D2:1"])
+    assert m[f"r@{locomo.BUDGET_CHARS}c"] == pytest.approx(2 / 3)
+    assert m["r@3"] == 1
+
+
 def test_parse_range() -> None:
     assert locomo.parse_range("1-3,7") == [1, 2, 3, 7]
     assert locomo.parse_range("5") == [5]
 
 
 def test_proto_windows_keep_neighbours_as_sources(conv: locomo.Conversation) -> None:
-    mems = locomo_memd.proto_memories(conv, "/p", before=1, after=0, dated=True)
-    assert len(mems) == 5
-    second = mems[1]
-    assert second.text.startswith("[8 May 2023] Ada: I adopted")
+    pairs = locomo_memd.proto_memories(conv, "/p", "w1+0d")
+    assert len(pairs) == 5
+    second, key = pairs[1]
+    assert second.text.startswith("[8 May 2023] Ada: I adopted") and key == second.text
     assert [s.uuid for s in second.sources] == [
         locomo.turn_uuid("toy-1", "D1:1"),
         locomo.turn_uuid("toy-1", "D1:2"),
     ]
     assert second.created_at == "2023-05-08T13:56:30.000Z"
-    assert locomo_memd.parse_proto("w2+1") == (2, 1, False)
+    only, key = locomo_memd.proto_memories(conv, "/p", "w1+1k")[1]
+    assert (
+        only.text
+        == "Bo: Cute! I painted a lake yesterday. [shares a photo: a painting of a lake at dusk]"
+    )
+    assert [s.uuid for s in only.sources] == [locomo.turn_uuid("toy-1", "D1:2")]
+    assert key.count("\n") == 2 and only.topic == key
+    assert locomo_memd.parse_proto("w2+1") == (2, 1, False, False)
     with pytest.raises(ValueError):
         locomo_memd.parse_proto("window")
 
