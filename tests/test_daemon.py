@@ -38,9 +38,12 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
         seed(proc, root)
         yield proc
     finally:
-        code = proc.stop()
+        code = proc.stop()  # SIGTERM: a graceful stop
+        removed = not os.path.exists(sock)
         remove_socket_dir(sock)
         assert code == 0, proc.log()
+        assert removed, "the daemon left its socket behind"
+        assert "memd stopped" in proc.log()
 
 
 def project(root: Path, name: str) -> str:
