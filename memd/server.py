@@ -560,7 +560,7 @@ class Server:
             )
         finally:
             self.injector.vectors.invalidate()
-        return {"report": report, **report}
+        return dict(report)
 
     async def cmd_jobs(self) -> dict[str, Any]:
         return {"jobs": self.jobs_status()}

@@ -380,3 +380,21 @@ def test_socket_protocol_request_roundtrip(daemon: DaemonProcess) -> None:
     reply = protocol.request(daemon.socket, {"cmd": "jobs"}, timeout=10)
     assert reply["ok"]
     assert {j["name"] for j in reply["jobs"]} >= {"decay", "optimize"}
+
+
+def test_ingest_is_handed_to_the_daemon(
+    daemon: DaemonProcess, shared_dir: Path, tmp_path: Path
+) -> None:
+    """Last in this file: it adds memories from a real transcript to the shared daemon."""
+    name = "daaain-claude-code-log__03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"
+    copy = tmp_path / name
+    copy.write_bytes((shared_dir / "fixtures" / "transcripts" / name).read_bytes())
+    out = daemon.memd("ingest", str(copy), "--json")
+    assert out.returncode == 0, out.stderr
+    first = json.loads(out.stdout)
+    assert first["via"] == "daemon"
+    assert first["sessions"] >= 1 and first["turns"] >= 1
+    again = json.loads(daemon.memd("ingest", str(copy), "--json").stdout)
+    assert again["turns"] == 0 and again["memories_added"] == 0
+    status = daemon.request({"cmd": "status"})
+    assert status["sessions"]["extracted"] >= first["segments_extracted"] >= 1
