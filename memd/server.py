@@ -624,7 +624,8 @@ class Server:
         return counts
 
     def extractor_status(self) -> dict[str, Any]:
-        base: dict[str, Any] = {
+        """The extractor's own counters (``Extractor.stats()``) plus the pipeline's."""
+        out: dict[str, Any] = {
             "backend": self.settings.extractor,
             "calls": 0,
             "tokens": 0,
@@ -632,14 +633,26 @@ class Server:
             "fallbacks": 0,
             "budget_exhausted": False,
         }
-        status = getattr(self.pipeline, "status", None)
-        if callable(status):
-            try:
+        try:
+            stats = getattr(getattr(self.pipeline, "extractor", None), "stats", None)
+            if callable(stats):
+                got = dict(stats())
+                out.update(got)
+                out["tokens"] = int(got.get("tokens_in") or 0) + int(got.get("tokens_out") or 0)
+            pipeline = getattr(self.pipeline, "stats", None)
+            if isinstance(pipeline, dict):
+                out["segments"] = pipeline.get("segments", 0)
+                out["memories"] = pipeline.get("memories", 0)
+                out["failures"] = max(out["failures"], pipeline.get("failures", 0))
+                out["fallbacks"] = max(out["fallbacks"], pipeline.get("fallbacks", 0))
+                out["last_error"] = pipeline.get("last_error") or out.get("last_error", "")
+            status = getattr(self.pipeline, "status", None)
+            if callable(status):
                 extra = status()
-                base.update(extra.get("extractor", extra) if isinstance(extra, dict) else {})
-            except Exception as exc:
-                log.warning("extractor status failed: %s", exc)
-        return base
+                out.update(extra.get("extractor", extra) if isinstance(extra, dict) else {})
+        except Exception as exc:
+            log.warning("extractor status failed: %s", exc)
+        return out
 
     def ingest_status(self) -> dict[str, Any]:
         out: dict[str, Any] = {"watched_files": None, "bytes_ingested": None}

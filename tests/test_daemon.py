@@ -398,3 +398,6 @@ def test_ingest_is_handed_to_the_daemon(
     assert again["turns"] == 0 and again["memories_added"] == 0
     status = daemon.request({"cmd": "status"})
     assert status["sessions"]["extracted"] >= first["segments_extracted"] >= 1
+    assert status["extractor"]["backend"] == "heuristic"
+    assert status["extractor"]["calls"] >= first["segments_extracted"]
+    assert status["memories"]["total"] >= 8 + first["memories_added"]
