@@ -562,6 +562,10 @@ class Injector:
         with self._touch_lock:
             self._touch.update(dict.fromkeys(ids))
 
+    def pending_writes(self) -> bool:
+        """Whether :meth:`flush` has anything to write."""
+        return bool(self._touch) or bool(self.sessions._dirty)
+
     def take_touches(self) -> list[str]:
         with self._touch_lock:
             ids, self._touch = list(self._touch), {}

@@ -43,6 +43,8 @@ DRAIN_SECONDS = 5.0
 WRITE_TIMEOUT = 10.0
 """A client that does not read its reply within this time is dropped."""
 EXTRACT_BATCH = 2
+EXTRACT_POLL_SECONDS = 10.0
+"""Closed segments wake the extraction loop at once; this poll only catches retries."""
 """Segments per ``process_pending`` call: shutdown waits for at most one such batch."""
 
 
@@ -267,6 +269,8 @@ class Server:
         while not self.should_exit.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.should_exit.wait(), self.settings.flush_seconds)
+            if not self.injector.pending_writes():
+                continue  # idle: not even a thread hop
             try:
                 await self.in_writer(self.injector.flush)
             except Exception as exc:
@@ -278,7 +282,7 @@ class Server:
             return
         while not self.should_exit.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.extract_wakeup.wait(), self.settings.flush_seconds)
+                await asyncio.wait_for(self.extract_wakeup.wait(), EXTRACT_POLL_SECONDS)
             self.extract_wakeup.clear()
             if self.should_exit.is_set():
                 break
