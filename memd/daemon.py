@@ -64,6 +64,22 @@ def configure_logging(level: str, ring: deque[dict[str, Any]]) -> None:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
+def limit_malloc_arenas(arenas: int = 2) -> None:
+    """Cap glibc's malloc arenas (like MALLOC_ARENA_MAX=2, unless that is set).
+
+    glibc gives threads their own arenas, and memory freed in one is not reused by the others;
+    with the daemon's thread pools that kept ~50 MB more RSS at 100k memories.
+    """
+    if not sys.platform.startswith("linux") or "MALLOC_ARENA_MAX" in os.environ:
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(-8, arenas)  # -8 is M_ARENA_MAX
+    except (OSError, AttributeError):  # not glibc (musl): nothing to tune
+        pass
+
+
 class Daemon:
     def __init__(self, settings: Any) -> None:
         self.settings = settings
@@ -99,6 +115,7 @@ class Daemon:
         """Serve until a signal. Raises LockedError when another daemon holds MEMD_HOME."""
         from memd.app import App
 
+        limit_malloc_arenas()
         configure_logging(self.settings.log_level, self.errors)
         self.install_signals()
         socket_path = Path(self.settings.socket_path)

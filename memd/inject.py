@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from memd import retrieve
 from memd.models import USER_SCOPE, Memory
 from memd.project import resolve_project
-from memd.store import READ_COLUMNS, from_row, sql_in, sql_str
+from memd.store import from_row, sql_in, sql_str
 
 if TYPE_CHECKING:
     from memd.app import App
@@ -59,6 +59,9 @@ CACHE_MAX_ROWS = 20_000
 CACHE_TOTAL_ROWS = 100_000
 """Vectors kept in memory, all projects together (float16: 77 MB at 384 dimensions)."""
 CACHE_MAX_AGE = 600.0
+CACHE_COLUMNS = ["id", "text", "kind", "project", "importance", "pinned", "status"]
+CACHE_COLUMNS += ["created_at", "updated_at", "hits"]
+"""What injection reads of a memory (not its sources, history or keywords)."""
 FORGET_AFTER_DAYS = 30
 """Sessions without an injection for this long are forgotten (their dedupe set is dropped)."""
 PRUNE_EVERY_SECONDS = 3600
@@ -283,6 +286,7 @@ class VectorCache:
     def rows(self, project: str) -> tuple[Any, Any] | None:
         """(arrow rows, float16 matrix) of the project's active memories; None: too many."""
         import numpy as np
+        import pyarrow as pa
 
         with self._lock:
             sig = self.signature()
@@ -297,14 +301,20 @@ class VectorCache:
             count = self.store.count(where)
             if count > self.max_rows:
                 return None
-            query = table.search().where(where).select([*READ_COLUMNS, "vector"])
-            data = query.limit(max(1, count)).to_arrow()
-            column = data.column("vector").combine_chunks()
-            flat = column.flatten().to_numpy(zero_copy_only=False)
-            matrix = np.ascontiguousarray(flat, dtype=np.float16).reshape(
-                data.num_rows, column.type.list_size
-            )
-            rows = data.drop_columns(["vector"]).combine_chunks()
+            query = table.search().where(where).select([*CACHE_COLUMNS, "vector"])
+            # In batches: one float32 copy of a whole project at once stayed in RSS afterwards.
+            parts, batches = [], []
+            for batch in query.limit(max(1, count)).to_batches(1024):
+                column = batch.column("vector")
+                flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float16)
+                parts.append(flat.reshape(batch.num_rows, column.type.list_size))
+                batches.append(batch.drop_columns(["vector"]))
+            if not batches:
+                matrix = np.zeros((0, 1), dtype=np.float16)
+                rows = pa.table({c: [] for c in CACHE_COLUMNS})
+            else:
+                matrix = np.ascontiguousarray(np.concatenate(parts))
+                rows = pa.Table.from_batches(batches).combine_chunks()
             self._entries[project] = (sig, rows, matrix, time.monotonic())
             self._entries.move_to_end(project)
             while len(self._entries) > 1 and self.cached_rows() > self.total_rows:
