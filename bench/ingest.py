@@ -13,13 +13,16 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -99,63 +102,24 @@ def bench_extract(turns: list[Any], rounds: int = 5) -> dict[str, Any]:
     return {"turns": n, "seconds": seconds, "turns_per_s": n / seconds, "candidates": candidates}
 
 
-WORDS = [
-    "memory",
-    "daemon",
-    "session",
-    "transcript",
-    "project",
-    "search",
-    "vector",
-    "index",
-    "keyword",
-    "summary",
-    "decision",
-    "preference",
-    "config",
-    "build",
-    "test",
-    "deploy",
-    "cache",
-    "socket",
-    "hook",
-    "latency",
-    "budget",
-    "extract",
-    "store",
-    "table",
-    "journal",
-    "redact",
-    "secret",
-    "token",
-    "model",
-    "embed",
-    "query",
-    "rank",
-    "fusion",
-    "recency",
-    "importance",
-    "pinned",
-    "excerpt",
-    "segment",
-    "compaction",
-    "subagent",
-    "offset",
-    "inode",
-    "backfill",
-    "scheduler",
-    "optimize",
-    "archive",
-]
+@functools.lru_cache(maxsize=1)
+def vocabulary(limit: int = 4000) -> tuple[str, ...]:
+    """Words of the fixture transcripts' turns, most frequent first."""
+    counts: Counter[str] = Counter()
+    for turn in fixture_turns():
+        counts.update(re.findall(r"[a-z]{3,}", turn.text.lower()))
+    return tuple(w for w, _ in counts.most_common(limit))
 
 
 def synthetic_text(i: int, words: int) -> str:
-    """Deterministic, distinct English-ish text of about ``words`` words."""
+    """Deterministic, distinct text of ``words`` words drawn Zipf-like from the fixtures' words."""
+    vocab = vocabulary()
     out = [f"note{i}"]
     x = i * 2654435761 % 4294967296
     for _ in range(words - 1):
         x = (x * 1103515245 + 12345) % 2147483648
-        out.append(WORDS[x % len(WORDS)])
+        u = x / 2147483648
+        out.append(vocab[int(len(vocab) * u**3)])
     return " ".join(out) + "."
 
 
@@ -249,7 +213,7 @@ def main(argv: list[str] | None = None) -> str:
         body += "\n\n" + note
     print(body)
     if not args.no_record:
-        append_section("Ingestion throughput", body)
+        append_section("Ingestion throughput (bench/ingest.py)", body)
     return body
 
 

@@ -681,7 +681,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"info": info, "rows": rows}, default=str))
     if not args.no_record:
-        append_section("LoCoMo retrieval (categories 1-4)", report)
+        append_section("LoCoMo retrieval, categories 1-4 (bench/locomo.py)", report)
     return {"rows": rows, "info": info}
 
 

@@ -28,7 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, append_section, markdown_table, percentile
-from ingest import synthetic_text
+from ingest import synthetic_text, vocabulary
 
 MEMD = ROOT / ".venv" / "bin" / "memd"
 PROJECTS = 20
@@ -183,12 +183,14 @@ def main(argv: list[str] | None = None) -> str:
         rows,
     )  # fmt: skip
     body += (
-        f"\n\nVectors: {args.distinct} distinct embedded texts, the rest reuse them with N(0, 0.01) "
-        f"noise; {PROJECTS} projects; load average {os.getloadavg()[0]:.2f} at the end."
+        f"\n\nTexts: 24 words each, drawn Zipf-like from the fixture transcripts' vocabulary "
+        f"({len(vocabulary())} words). Vectors: {args.distinct} distinct embedded texts, the rest "
+        f"reuse them with N(0, 0.01) noise; {PROJECTS} projects; queries: 8 words; "
+        f"load average {os.getloadavg()[0]:.2f} at the end."
     )
     print(body)
     if not args.no_record:
-        append_section("Daemon memory and idle CPU", body)
+        append_section("Daemon memory and idle CPU (bench/memory.py)", body)
     return body
 
 
