@@ -130,7 +130,7 @@ def section(title: str, body: str, command: str | None = None) -> str:
         f"- command: `{command or command_line()}`",
         "",
     ]
-    return "\n".join(head) + body.rstrip() + "\n"
+    return "\n".join(head) + "\n" + body.strip("\n") + "\n"
 
 
 def append_section(

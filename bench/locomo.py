@@ -556,6 +556,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--tune", action="store_true", help="weight sweep, picked per half")
     p.add_argument("--latency", action="store_true", help="in-process latency per search step")
     p.add_argument("--qnorm", action="store_true", help="with --tune: also drop question lead-ins")
+    p.add_argument(
+        "--collapse",
+        action="store_true",
+        help="with --tune: prototypes minus fully covered results",
+    )
     p.add_argument("--proto", action="append", default=[], help="prototype excerpts, e.g. w1+0d")
     p.add_argument("--no-record", action="store_true", help="do not append to BENCHMARKS.md")
     return p.parse_args(argv)
@@ -674,6 +679,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 names.append(n)
             text, _ = held_out(rows, names)
             notes.append(f"Weight sweep on {name}:\n\n" + text)
+            if args.collapse:
+                n = f"{name}+collapse"
+                rows += evaluate(n, convs, lists.searcher(Weights(), collapse=True))
+                systems.append(n)
     cache.save()
     report = render(rows, systems, convs, notes, info)
     print(report)

@@ -328,12 +328,24 @@ class Candidates:
                     store.text_search(norm, where, depth),
                 )
 
-    def searcher(self, weights: Any) -> Searcher:
+    def searcher(self, weights: Any, collapse: bool = False) -> Searcher:
+        """``collapse``: skip a result whose turns are all covered by better results already."""
         from memd import retrieve
 
         def search(conv: Conversation, query: str) -> tuple[list[Hit], float | None]:
             by_vec, by_text = self.lists[(conv.sample_id, query)]
-            return memd_hits(conv, retrieve.rank(by_vec, by_text, max(KS), weights)), None
+            depth = 40 if collapse else max(KS)
+            hits = memd_hits(conv, retrieve.rank(by_vec, by_text, depth, weights))
+            if collapse:
+                covered: set[str] = set()
+                kept = []
+                for h in hits:
+                    if h.dia_ids and h.dia_ids <= covered:
+                        continue
+                    covered |= h.dia_ids
+                    kept.append(h)
+                hits = kept
+            return hits[: max(KS)], None
 
         return search
 
