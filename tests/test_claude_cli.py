@@ -239,7 +239,8 @@ def test_extracts_through_a_guarded_child(fake: Any, tmp_path: Path) -> None:
     assert typed[0].source_uuids == [seg.turns[0].uuid] and typed[0].importance == 0.8
     assert typed[1].source_uuids == [seg.turns[1].uuid]
     excerpts = [c for c in cands if c.kind == "excerpt"]
-    assert [c.source_uuids for c in excerpts] == [[t.uuid] for t in seg.turns]
+    # the two turns form one excerpt window citing both
+    assert [c.source_uuids for c in excerpts] == [[t.uuid for t in seg.turns]]
     assert all(SECRET not in c.text for c in cands)
     stats = ext.stats()
     assert (stats["calls"], stats["tokens_in"], stats["tokens_out"]) == (1, 340, 60)

@@ -145,11 +145,36 @@ def test_excerpts_one_per_substantive_turn() -> None:
     )
     excerpts = by_kind(HeuristicExtractor().extract(segment), "excerpt")
     got = [e.source_uuids for e in excerpts]
-    assert got == [[segment.turns[i].uuid] for i in (0, 1, 2, 3, 4, 6, 11)]
-    assert len(excerpts[5].text) == EXCERPT_CHARS and excerpts[5].text.endswith("…")
-    assert excerpts[-1].text == "Please rename the module to shop.api"
+    # One window per substantive turn (0-4, 6, 11): the turn with its neighbours among the turns
+    # that said something (the tool-only turn 7, the compaction summary and Warmup never count).
+    windows = [[0, 1], [0, 1, 2], [1, 2, 3], [2, 3, 4], [3, 4, 5], [5, 6, 8], [8, 11]]
+    assert got == [[segment.turns[i].uuid for i in w] for w in windows]
+    long_line = next(line for line in excerpts[5].text.splitlines() if "store layout" in line)
+    assert len(long_line) == len("assistant: ") + EXCERPT_CHARS and long_line.endswith("…")
+    assert excerpts[-1].text.endswith("user: 继续\nuser: Please rename the module to shop.api")
+    assert excerpts[-1].text.startswith("user: ")  # no timestamp, no date
     # turns that gave a typed memory rank above plain ones
     assert excerpts[0].importance > excerpts[1].importance
+
+
+def test_excerpt_windows_carry_the_turn_date() -> None:
+    from dataclasses import replace
+
+    first = replace(
+        turn(1, "user", "Where did Caroline move last spring?"), timestamp="2023-05-08T13:56:00Z"
+    )
+    second = replace(
+        turn(2, "assistant", "She moved to Sweden with her family."),
+        timestamp="2023-05-08T13:57:00Z",
+    )
+    excerpts = by_kind(HeuristicExtractor().extract(seg(first, second)), "excerpt")
+    window = (
+        "[2023-05-08] user: Where did Caroline move last spring?\n"
+        "assistant: She moved to Sweden with her family."
+    )
+    # A two-turn segment: both turns' windows would be the same, so there is one.
+    assert [e.text for e in excerpts] == [window]
+    assert [e.source_uuids for e in excerpts] == [[first.uuid, second.uuid]]
 
 
 def test_secrets_never_reach_candidates() -> None:

@@ -42,6 +42,10 @@ from memd.models import Candidate, Segment, Turn
 from memd.redact import redact
 
 EXCERPT_CHARS = 1000
+NEIGHBOUR_CHARS = 400
+"""A neighbouring turn in an excerpt window is clipped to this many characters."""
+WINDOW_BEFORE = 1
+WINDOW_AFTER = 1
 MAX_PER_KIND = 12
 
 # --- keywords and topic -------------------------------------------------------------------
@@ -388,6 +392,11 @@ def summary_candidate(
     )
 
 
+def clip(text: str, limit: int) -> str:
+    body = " ".join(text.split()) if len(text) > limit else text
+    return body if len(body) <= limit else body[: limit - 1].rstrip() + "…"
+
+
 def excerpt_candidates(
     segment: Segment,
     topic: str = "",
@@ -395,30 +404,43 @@ def excerpt_candidates(
     typed_turns: set[str] | None = None,
     turns: list[tuple[Turn, str]] | None = None,
 ) -> list[Candidate]:
-    """One redacted ``excerpt`` per substantive user or assistant turn, with its own uuid.
+    """One redacted ``excerpt`` per substantive user or assistant turn: a window of that turn
+    with the turn before and the turn after (clipped), dated, citing all three.
 
-    The LLM backends add these too, so nothing said is unreachable whatever the backend.
+    The neighbour often holds the question or the answer: on LoCoMo these windows lifted
+    evidence recall@5 from 0.49 to 0.70 (bench/locomo.py). The LLM backends add these too,
+    so nothing said is unreachable whatever the backend.
     """
     typed_turns = typed_turns or set()
+    said = [(t, x) for t, x in (turns if turns is not None else usable_turns(segment)) if x.strip()]
     out = []
-    for turn, text in turns if turns is not None else usable_turns(segment):
+    for i, (turn, text) in enumerate(said):
         if not is_substantive(text):
             continue
-        body = " ".join(text.split()) if len(text) > EXCERPT_CHARS else text
-        if len(body) > EXCERPT_CHARS:
-            body = body[: EXCERPT_CHARS - 1].rstrip() + "…"
-        body = redact(body, extra_patterns)
+        window = [
+            *said[max(0, i - WINDOW_BEFORE) : i],
+            (turn, text),
+            *said[i + 1 : i + 1 + WINDOW_AFTER],
+        ]
+        if out and out[-1].source_uuids == [t.uuid for t, _ in window]:
+            continue  # the same window as the previous turn's (a two-turn stretch)
+        lines = [
+            f"{t.role}: {clip(x, EXCERPT_CHARS if t is turn else NEIGHBOUR_CHARS)}"
+            for t, x in window
+        ]
+        day = turn.timestamp[:10]
+        body = (f"[{day}] " if day else "") + "\n".join(lines)
         importance = 0.35 if turn.role == "user" else 0.3
         if turn.uuid in typed_turns:
             importance += 0.1
         out.append(
             Candidate(
                 kind="excerpt",
-                text=body,
+                text=redact(body, extra_patterns),
                 topic=topic,
                 keywords=top_keywords([text], 5),
                 importance=round(importance, 2),
-                source_uuids=[turn.uuid],
+                source_uuids=[t.uuid for t, _ in window],
             )
         )
     return out
