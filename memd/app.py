@@ -6,6 +6,7 @@ works in-process and over the socket (``{"cmd": "search", ...}`` runs ``App.sear
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import logging
@@ -135,7 +136,7 @@ class App:
         kind: str = "fact",
         pin: bool = False,
         topic: str = "",
-        keywords: list[str] | None = None,
+        keywords: builtins.list[str] | None = None,
         importance: float = 0.7,
     ) -> dict[str, Any]:
         from memd.redact import redact

@@ -141,7 +141,14 @@ def import_dir(app: App, source: Path) -> dict[str, Any]:
     except ValueError as exc:
         raise UserError(f"{index_path}: not valid JSON: {exc}") from exc
     store = app.store
-    report = {"updated": 0, "added": 0, "unchanged": 0, "restored_from_index": 0, "errors": []}
+    errors: list[str] = []
+    report: dict[str, Any] = {
+        "updated": 0,
+        "added": 0,
+        "unchanged": 0,
+        "restored_from_index": 0,
+        "errors": errors,
+    }
     # Memories in the index but missing from the store (an import into a fresh home).
     known = {m.id for m in store.query(None)}
     missing = [
@@ -155,7 +162,7 @@ def import_dir(app: App, source: Path) -> dict[str, Any]:
     for project, meta in index.get("projects", {}).items():
         path = source / meta["file"]
         if not path.is_file():
-            report["errors"].append(f"{path}: missing; skipped")
+            errors.append(f"{path}: missing; skipped")
             continue
         changed: list[Memory] = []
         new: list[Memory] = []
@@ -207,8 +214,8 @@ def import_jsonl(app: App, path: Path, default_project: str) -> dict[str, Any]:
     from memd.redact import redact
 
     try:
-        with open(path, "rb") as fh:
-            lines_total = sum(1 for _ in fh)
+        with open(path, "rb") as raw:
+            lines_total = sum(1 for _ in raw)
         fh = open(path, encoding="utf-8", errors="replace")
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror}") from exc

@@ -138,14 +138,14 @@ class Settings(BaseSettings):
     )
     half_life_days: dict[str, float] = Field(
         default_factory=lambda: {
-            "todo": 7,
-            "progress": 7,
-            "excerpt": 30,
-            "summary": 60,
-            "fact": 120,
-            "bugfix": 120,
-            "decision": 365,
-            "preference": 365,
+            "todo": 7.0,
+            "progress": 7.0,
+            "excerpt": 30.0,
+            "summary": 60.0,
+            "fact": 120.0,
+            "bugfix": 120.0,
+            "decision": 365.0,
+            "preference": 365.0,
         },
         description="Decay half-life per kind, in days.",
     )

@@ -413,7 +413,7 @@ def excerpt_candidates(
     """
     typed_turns = typed_turns or set()
     said = [(t, x) for t, x in (turns if turns is not None else usable_turns(segment)) if x.strip()]
-    out = []
+    out: list[Candidate] = []
     for i, (turn, text) in enumerate(said):
         if not is_substantive(text):
             continue
