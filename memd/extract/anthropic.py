@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import anthropic
 
-from memd.errors import BudgetExceeded, ExtractionError
+from memd.errors import ExtractionError
 from memd.extract.base import BackendStats, KeyValueState, TokenLedger, usage_tokens
-from memd.extract.heuristic import excerpt_candidates
-from memd.extract.prompt import CANDIDATE_SCHEMA, TOOL_NAME, build_prompt, parse_candidates
+from memd.extract.prompt import CANDIDATE_SCHEMA, TOOL_NAME, extract_with_llm
 from memd.models import Candidate, Segment
 
 if TYPE_CHECKING:
@@ -70,20 +69,13 @@ class AnthropicExtractor:
             return self._client
 
     def extract(self, segment: Segment) -> list[Candidate]:
-        prompt, ids = build_prompt(segment, self.extra_patterns)
-        try:
-            self.ledger.check(estimate=len(prompt) // 4)
-        except BudgetExceeded:
-            self.counters.record_budget_fallback()
-            raise
-        try:
-            message = self.create(prompt)
-            candidates = parse_candidates(self.reply_payload(message), ids, self.extra_patterns)
-        except ExtractionError as exc:
-            self.counters.record_failure(exc)
-            raise
-        topic = next((c.topic for c in candidates if c.kind == "summary" and c.topic), "")
-        return candidates + excerpt_candidates(segment, topic, self.extra_patterns)
+        return extract_with_llm(
+            segment,
+            lambda prompt: self.reply_payload(self.create(prompt)),
+            self.ledger,
+            self.counters,
+            self.extra_patterns,
+        )
 
     def create(self, prompt: str) -> Any:
         """One Messages API call, retried on 429, 5xx, timeouts and connection errors."""

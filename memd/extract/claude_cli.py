@@ -17,10 +17,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memd.errors import BudgetExceeded, ExtractionError
+from memd.errors import ExtractionError
 from memd.extract.base import BackendStats, KeyValueState, TokenLedger, usage_tokens
-from memd.extract.heuristic import excerpt_candidates
-from memd.extract.prompt import CANDIDATE_SCHEMA, build_prompt, load_lenient, parse_candidates
+from memd.extract.prompt import CANDIDATE_SCHEMA, extract_with_llm, load_lenient
 from memd.models import Candidate, Segment
 from memd.redact import redact
 
@@ -93,21 +92,12 @@ class ClaudeCliExtractor:
         return claude_command(self.executable, self.model)
 
     def extract(self, segment: Segment) -> list[Candidate]:
-        prompt, ids = build_prompt(segment, self.extra_patterns)
-        try:
-            self.ledger.check(estimate=len(prompt) // 4)
-        except BudgetExceeded:
-            self.counters.record_budget_fallback()
-            raise
-        try:
+        def ask(prompt: str) -> Any:
             with self.slots:
                 reply = self.run(prompt)
-            candidates = parse_candidates(self.payload(reply), ids, self.extra_patterns)
-        except ExtractionError as exc:
-            self.counters.record_failure(exc)
-            raise
-        topic = next((c.topic for c in candidates if c.kind == "summary" and c.topic), "")
-        return candidates + excerpt_candidates(segment, topic, self.extra_patterns)
+            return self.payload(reply)
+
+        return extract_with_llm(segment, ask, self.ledger, self.counters, self.extra_patterns)
 
     def run(self, prompt: str) -> dict[str, Any]:
         """Run one guarded child; its parsed JSON reply. Nothing it started outlives it."""

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
-from memd.errors import ExtractionError
+from memd.errors import BudgetExceeded, ExtractionError
+from memd.extract.base import BackendStats, TokenLedger
 from memd.models import Candidate, Segment, Turn
 from memd.redact import redact
 
@@ -304,3 +306,29 @@ def parse_candidates(
             )
         )
     return out
+
+
+def extract_with_llm(
+    segment: Segment,
+    ask: Callable[[str], Any],
+    ledger: TokenLedger,
+    counters: BackendStats,
+    extra_patterns: tuple[str, ...] = (),
+) -> list[Candidate]:
+    """The LLM backends' shared flow: budget check, one call (``ask``), lenient parsing, then
+    the heuristic's excerpt windows, so raw turns are stored whichever backend runs."""
+    from memd.extract.heuristic import excerpt_candidates
+
+    prompt, ids = build_prompt(segment, extra_patterns)
+    try:
+        ledger.check(estimate=len(prompt) // 4)
+    except BudgetExceeded:
+        counters.record_budget_fallback()
+        raise
+    try:
+        candidates = parse_candidates(ask(prompt), ids, extra_patterns)
+    except ExtractionError as exc:
+        counters.record_failure(exc)
+        raise
+    topic = next((c.topic for c in candidates if c.kind == "summary" and c.topic), "")
+    return candidates + excerpt_candidates(segment, topic, extra_patterns)
