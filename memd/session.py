@@ -190,20 +190,8 @@ class SessionTracker:
         """Close segments with no new lines for ``settings.session_idle_seconds``."""
         now = self.clock() if now is None else now
         cutoff = now - self.settings.session_idle_seconds
-        closed: list[str] = []
         with self.lock:
-            try:
-                with self.state.transaction(savepoint=True):
-                    self._trim_cache()
-                    for sid in self.state.open_sessions(idle_before=cutoff):
-                        key = self._close(self._session(sid), "idle")
-                        if key:
-                            closed.append(key)
-            except BaseException:
-                self._forget_cache()
-                raise
-        self._notify(closed)
-        return closed
+            return self.close_sessions(self.state.open_sessions(idle_before=cutoff), "idle")
 
     def close_sessions(self, session_ids: Iterable[str], reason: str) -> list[str]:
         """Close several sessions' open segments in one transaction."""
