@@ -273,8 +273,7 @@ class VectorCache:
 
     def touch(self, touch: Callable[[list[str]], None], ids: list[str]) -> None:
         """Run the hit-counter update ``touch(ids)``; entries stay valid across it."""
-        lock = getattr(self.store, "_write_lock", None) or threading.Lock()
-        with lock:  # no other write can slip in between the two signatures
+        with self.store.write_lock:  # no other write can slip in between the two signatures
             before = self.signature()
             touch(ids)
             after = self.signature()

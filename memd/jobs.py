@@ -65,11 +65,7 @@ WRITES_CHECK_SECONDS = 30.0
 @contextmanager
 def exclusive(store: MemoryStore) -> Iterator[None]:
     """Hold the store's (re-entrant) write lock for a whole read-modify-write."""
-    lock = getattr(store, "_write_lock", None)
-    if lock is None:
-        yield
-        return
-    with lock:
+    with store.write_lock:
         yield
 
 

@@ -674,12 +674,7 @@ class Server:
 
     def extraction_lag(self) -> float | None:
         """Seconds since the oldest pending segment closed (None when nothing waits)."""
-        query = getattr(self.state, "_query", None)
-        if query is None:
+        if self.state is None:
             return None
-        try:
-            rows = query("SELECT min(closed_at) FROM segments WHERE status = 'pending'")
-        except Exception:
-            return None
-        oldest = rows[0][0] if rows else None
-        return round(time.time() - float(oldest), 1) if oldest else None
+        oldest = self.state.oldest_pending_closed_at()
+        return round(time.time() - oldest, 1) if oldest else None

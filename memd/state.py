@@ -423,6 +423,11 @@ class State:
             )
             return cur.rowcount
 
+    def oldest_pending_closed_at(self) -> float | None:
+        """When the oldest segment still waiting for extraction closed (None: nothing waits)."""
+        rows = self._query("SELECT min(closed_at) FROM segments WHERE status = 'pending'")
+        return float(rows[0][0]) if rows and rows[0][0] else None
+
     def counts(self) -> dict[str, int]:
         """Segments by status: ``open``, ``pending``, ``extracted``, ``failed``."""
         out = dict.fromkeys(SEGMENT_STATUSES, 0)

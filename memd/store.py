@@ -179,6 +179,11 @@ class MemoryStore:
         self._db = None
 
     @property
+    def write_lock(self) -> threading.RLock:
+        """Held by every write; hold it across a read-modify-write so no other write slips in."""
+        return self._write_lock
+
+    @property
     def table(self) -> Any:
         if self._db is None:
             raise StoreError("the store is not open")
