@@ -10,12 +10,15 @@ from memd.settings import Settings
 
 
 def daemon_request(
-    settings: Settings, cmd: str, timeout: float = 600.0, **args: Any
+    settings: Settings, cmd: str, timeout: float | None = 600.0, **args: Any
 ) -> dict[str, Any]:
     """One request to the running daemon. Raises DaemonUnavailable when nobody answers."""
     path = str(settings.socket_path)
     try:
         reply = protocol.request(path, {"cmd": cmd, **args}, timeout=timeout)
+    except protocol.NoReply as exc:
+        # It has the request and may still be working on it: never redo it locally.
+        raise MemdError(f"{exc} (see `memd status`)") from exc
     except (OSError, ValueError) as exc:
         raise DaemonUnavailable(f"the daemon at {path} is not reachable: {exc}") from exc
     if not reply.get("ok"):

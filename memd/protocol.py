@@ -46,23 +46,39 @@ def error(message: str) -> dict[str, Any]:
     return {"ok": False, "error": message}
 
 
-def request(path: str, payload: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
-    """Send one request and wait for its reply. Raises OSError or ValueError on failure."""
+class NoReply(OSError):
+    """Connected to the daemon, but its reply did not come (timeout or a dropped connection)."""
+
+
+def request(path: str, payload: dict[str, Any], timeout: float | None = 30.0) -> dict[str, Any]:
+    """Send one request and wait for its reply (``timeout=None``: as long as it takes).
+
+    Raises OSError when nobody listens, ``NoReply`` when the daemon took the request but did
+    not answer, and ValueError when the reply is not a JSON object.
+    """
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
+    sock.settimeout(5.0 if timeout is None else timeout)
     try:
         sock.connect(path)
-        sock.sendall(encode(payload))
-        buf = bytearray()
-        while not buf.endswith(b"\n"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-            if len(buf) > 64 * MAX_LINE:
-                raise ValueError("reply too large")
-        if not buf:
-            raise ConnectionError("daemon closed the connection without a reply")
-        return decode(bytes(buf))
+        sock.settimeout(timeout)
+        try:
+            return _exchange(sock, payload)
+        except OSError as exc:
+            raise NoReply(f"the daemon took the request but did not answer: {exc}") from exc
     finally:
         sock.close()
+
+
+def _exchange(sock: socket.socket, payload: dict[str, Any]) -> dict[str, Any]:
+    sock.sendall(encode(payload))
+    buf = bytearray()
+    while not buf.endswith(b"\n"):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+        if len(buf) > 64 * MAX_LINE:
+            raise ValueError("reply too large")
+    if not buf:
+        raise ConnectionError("daemon closed the connection without a reply")
+    return decode(bytes(buf))

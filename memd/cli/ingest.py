@@ -60,7 +60,8 @@ def ingest_run(ctx: click.Context, paths: tuple[str, ...], as_json: bool) -> Non
     try:
         if bar.enabled:
             sys.stderr.write("handing the work over to the running daemon...\n")
-        reply = client.daemon_request(settings, "ingest", paths=abs_paths)
+        # A backfill can take long: wait for the daemon as long as it works.
+        reply = client.daemon_request(settings, "ingest", timeout=None, paths=abs_paths)
         reply.pop("ok", None)
         reply["via"] = "daemon"
     except client.DaemonUnavailable:
