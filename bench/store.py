@@ -142,7 +142,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--reuse", type=Path, help="Skip the import: search this MEMD_HOME.")
     args = parser.parse_args()
+    if args.reuse:
+        rng = random.Random(11)
+        queries = [
+            f"what does {rng.choice(SUBJECTS)} use for {rng.choice(OBJECTS)}"
+            for _ in range(args.queries)
+        ]
+        p50, p95 = search_latency(args.reuse, queries, flat=False)
+        print(
+            f"| hybrid search p50 / p95 at {args.reuse}, query embedding excluded | {p50:.1f} / {p95:.1f} ms |"
+        )
+        return
 
     tmp = Path(tempfile.mkdtemp(prefix="memd-bench-store-"))
     home = tmp / "home"

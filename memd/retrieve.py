@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +17,7 @@ from memd.models import USER_SCOPE, Memory, check_kind
 from memd.store import MemoryStore, sql_in
 
 RRF_K = 60
+TEXT_SEARCH = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memd-fts")
 
 
 @dataclass(frozen=True)
@@ -80,10 +82,12 @@ def search(
     scope = list(dict.fromkeys([*projects, USER_SCOPE]))
     where = where_clause(scope, kinds, statuses)
     depth = max(limit * 4, 40)
+    # The full-text half runs in another thread while this one embeds and searches vectors
+    # (LanceDB releases the GIL): 20 -> 16 ms p50 at 100k memories (bench/store.py).
+    by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
     qvec = vector if vector is not None else store.embedder.embed_one(query)
     by_vec = store.vector_search(qvec, where, depth)
-    by_text = store.text_search(query, where, depth)
-    return rank(by_vec, by_text, limit, weights)
+    return rank(by_vec, by_text_future.result(), limit, weights)
 
 
 def rank(

@@ -159,8 +159,10 @@ class MemoryStore:
         self.settings.home.mkdir(parents=True, exist_ok=True)
         self.settings.home.chmod(0o700)
         try:
+            # The index cache must hold the ANN index: at 100k rows IVF_HNSW_SQ needs ~60 MB,
+            # and a 32 MB cache reloaded it on every query (98 ms instead of 6 ms).
             session = lancedb.Session(
-                index_cache_size_bytes=32 << 20, metadata_cache_size_bytes=32 << 20
+                index_cache_size_bytes=128 << 20, metadata_cache_size_bytes=32 << 20
             )
             self._db = lancedb.connect(self.root, session=session)
             if TABLE in self._db.list_tables().tables:
