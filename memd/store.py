@@ -323,12 +323,17 @@ class MemoryStore:
             try:
                 tbl = self._ensure_table(len(rows[0]["vector"]))
                 data = pa.Table.from_pylist(rows, schema=tbl.schema)
-                (
-                    tbl.merge_insert("id")
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
-                    .execute(data)
-                )
+                if tbl.count_rows(sql_in("id", [m.id for m in memories])) == 0:
+                    # All new (the usual case for ingest and imports): a plain append, which
+                    # needs far less memory than merge_insert's join against the whole table.
+                    tbl.add(data)
+                else:
+                    (
+                        tbl.merge_insert("id")
+                        .when_matched_update_all()
+                        .when_not_matched_insert_all()
+                        .execute(data)
+                    )
             except Exception as exc:
                 self.journal.truncate(mark)
                 raise StoreError(f"write failed, nothing was stored: {exc}") from exc
