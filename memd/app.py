@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -23,21 +22,6 @@ from memd.settings import Settings
 from memd.store import MemoryStore, sql_in, sql_str
 
 log = logging.getLogger(__name__)
-
-LOCAL_COMMANDS = (
-    "search",
-    "add",
-    "list",
-    "show",
-    "forget",
-    "pin",
-    "restore",
-    "import_memories",
-    "export",
-    "reindex",
-    "stats",
-)
-"""Commands the CLI may run in-process when no daemon is running."""
 
 
 def project_of(cwd: str | None = None, project: str | None = None) -> str:
@@ -194,7 +178,3 @@ class App:
         self._need_writer()
         count = self.store.reindex()
         return {"reindexed": count, "model": self.store.embedder.model_id}
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, indent=2)

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -161,13 +161,3 @@ class Embedder:
 
     def embed_one(self, text: str) -> list[float]:
         return self.embed([text])[0]
-
-    def embed_iter(self, texts: Iterable[str]) -> Iterable[list[float]]:
-        batch: list[str] = []
-        for text in texts:
-            batch.append(text)
-            if len(batch) == self.batch_size:
-                yield from self.embed(batch)
-                batch = []
-        if batch:
-            yield from self.embed(batch)

@@ -31,7 +31,7 @@ import numpy as np
 from memd import archive
 from memd.errors import UserError
 from memd.merge import jaccard, merge_into
-from memd.models import Memory, now_iso
+from memd.models import JOB_NAMES, Memory, now_iso
 from memd.store import MemoryStore, sql_str
 from memd.todos import done_todos
 
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 JobFunction = Callable[[MemoryStore, "Settings"], dict[str, Any]]
-JOB_NAMES = ("decay", "dedupe", "cleanup", "optimize")
 
 DEFAULT_HALF_LIFE_DAYS = 90.0
 """Half-life of a kind missing from ``settings.half_life_days``."""

@@ -29,11 +29,3 @@ def resolve_project(cwd: str | os.PathLike[str] | None) -> str:
         if parent == probe:
             return path
         probe = parent
-
-
-def project_label(project: str) -> str:
-    """A short, human name for display (the basename plus its parent)."""
-    if project.startswith("user:"):
-        return "user-wide"
-    parts = project.rstrip("/").split("/")
-    return "/".join(parts[-2:]) if len(parts) > 2 else project

@@ -7,28 +7,11 @@ A request is ``{"cmd": NAME, ...args}``. A reply is ``{"ok": true, ...}`` or
 from __future__ import annotations
 
 import json
-import os
 import socket
 from typing import Any
 
 MAX_LINE = 1 << 20
 """Requests over 1 MiB are refused."""
-
-
-def default_home() -> str:
-    home = os.environ.get("MEMD_HOME")
-    if home:
-        return os.path.expanduser(home)
-    if os.uname().sysname == "Darwin":
-        return os.path.expanduser("~/Library/Application Support/memd")
-    base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-    return os.path.join(base, "memd")
-
-
-def socket_path_from_env() -> str:
-    """MEMD_SOCKET, else $MEMD_HOME/memd.sock: the same rule Settings uses."""
-    path = os.environ.get("MEMD_SOCKET")
-    return os.path.expanduser(path) if path else os.path.join(default_home(), "memd.sock")
 
 
 def encode(obj: dict[str, Any]) -> bytes:
