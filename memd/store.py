@@ -151,6 +151,9 @@ class MemoryStore:
         self._table: Any = None
         self._write_lock = threading.RLock()
         self.writes_since_optimize = 0
+        self.mutations = 0
+        """Bumped by every change this process makes to the table (LanceDB's own ``version``
+        costs a round trip through its event loop, ~0.4 ms, on every read of it)."""
 
     # ---- lifecycle
     def open(self, *, check_model: bool = True) -> MemoryStore:
@@ -167,6 +170,7 @@ class MemoryStore:
             self._db = lancedb.connect(self.root, session=session)
             if TABLE in self._db.list_tables().tables:
                 self._table = self._db.open_table(TABLE)
+            self.mutations += 1
         except Exception as exc:
             raise StoreError(
                 f"cannot open the memory table in {self.root}: {exc}; "
@@ -179,6 +183,7 @@ class MemoryStore:
     def close(self) -> None:
         self._table = None
         self._db = None
+        self.mutations += 1
 
     @property
     def write_lock(self) -> threading.RLock:
@@ -337,6 +342,8 @@ class MemoryStore:
             except Exception as exc:
                 self.journal.truncate(mark)
                 raise StoreError(f"write failed, nothing was stored: {exc}") from exc
+            finally:
+                self.mutations += 1
             self.writes_since_optimize += len(rows)
             self.ensure_indexes()
 
@@ -351,6 +358,8 @@ class MemoryStore:
             except Exception as exc:
                 self.journal.truncate(mark)
                 raise StoreError(f"delete failed: {exc}") from exc
+            finally:
+                self.mutations += 1
 
     def touch(self, ids: Sequence[str]) -> None:
         """hits += 1 and last_used_at = now for many ids, in one update."""
@@ -360,10 +369,13 @@ class MemoryStore:
         at = now_iso()
         with self._write_lock:
             self.journal.append([{"op": "touch", "ids": ids, "at": at}])
-            self._table.update(
-                where=sql_in("id", ids),
-                values_sql={"hits": "hits + 1", "last_used_at": sql_str(at)},
-            )
+            try:
+                self._table.update(
+                    where=sql_in("id", ids),
+                    values_sql={"hits": "hits + 1", "last_used_at": sql_str(at)},
+                )
+            finally:
+                self.mutations += 1
 
     def update_fields(self, updates: dict[str, dict[str, Any]]) -> None:
         """Set plain fields (score, status, ...) on many memories, as one rewrite."""
@@ -388,6 +400,7 @@ class MemoryStore:
         if self._table is None:
             return {"skipped": "empty"}
         with self._write_lock:
+            self.mutations += 1
             before = self.table_stats()
             for attempt in range(retries):
                 try:
@@ -405,6 +418,7 @@ class MemoryStore:
             self.maybe_build_ann()
             self.compact_journal()
             self.writes_since_optimize = 0
+            self.mutations += 1
             return {"before": before, "after": self.table_stats()}
 
     def compact_journal(self, slack: int = 3) -> bool:
@@ -458,6 +472,7 @@ class MemoryStore:
     def reindex(self) -> int:
         """Re-embed every memory with the configured model (after a model change)."""
         memories = self.query(None)
+        self.mutations += 1
         if self._table is not None:
             self._db.drop_table(TABLE)
             self._table = None
@@ -465,6 +480,7 @@ class MemoryStore:
         return len(memories)
 
     def _bulk_load(self, memories: list[Memory], journal: bool = False) -> None:
+        self.mutations += 1
         self.embedder.load()
         batch = 512
         for start in range(0, len(memories), batch):

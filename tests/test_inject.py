@@ -22,6 +22,7 @@ from memd.inject import (
     Item,
     SessionMemory,
     fit,
+    quantize,
     query_text,
     render,
 )
@@ -339,3 +340,38 @@ def test_hit_counters_do_not_invalidate_the_cache(app: App, tmp_path: Path) -> N
     app.store.update_fields({mid: {"status": "archived"}})  # a real change: rebuilt
     assert ask(inj, p, "How are emails sent?", session="t3").text == ""
     assert inj.vectors.builds > builds
+
+
+def test_int8_vectors_rank_like_the_exact_cosine() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((3000, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    codes, scales = quantize(vectors)
+    assert codes.dtype == np.int8 and codes.nbytes == vectors.nbytes // 4
+    for q in range(20):
+        query = vectors[q] + 0.5 * rng.standard_normal(384).astype(np.float32) / np.sqrt(384)
+        query /= np.linalg.norm(query)
+        exact = vectors @ query
+        approx = np.einsum("ij,j->i", codes, query) * scales
+        assert np.abs(exact - approx).max() < 0.005
+        assert np.argmax(approx) == np.argmax(exact) == q
+        # Any other top-5 pick is within the error of the exact 5th best (a near tie).
+        fifth = np.sort(exact)[-5]
+        assert all(exact[i] > fifth - 0.01 for i in np.argsort(-approx)[:5])
+    zero_codes, zero_scales = quantize(np.zeros((2, 384), dtype=np.float32))
+    assert not zero_codes.any() and np.isfinite(zero_scales).all()
+
+
+def test_cached_scores_are_the_cosine_of_the_stored_vectors(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    texts = ["Logs are shipped with Vector to Loki.", "The CDN is Fastly.", "We deploy on Fridays."]
+    add_many(app, p, texts, kind="fact")
+    inj = Injector(app, app.settings)
+    vector = app.store.embedder.embed_one("Where do the logs go?")
+    cached = inj.vectors.search(vector, [p], 3)
+    table = app.store.vector_search(vector, f"project = '{p}'", 3)
+    assert cached is not None and [m.text for m, _ in cached] == [m.text for m, _ in table]
+    for (_, fast), (_, exact) in zip(cached, table, strict=True):
+        assert abs(fast - exact) < 0.005
