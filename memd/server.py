@@ -43,15 +43,37 @@ DRAIN_SECONDS = 5.0
 WRITE_TIMEOUT = 10.0
 """A client that does not read its reply within this time is dropped."""
 EXTRACT_BATCH = 2
+"""Segments per ``process_pending`` call: shutdown waits for at most one such batch."""
 EXTRACT_POLL_SECONDS = 10.0
 """Closed segments wake the extraction loop at once; this poll only catches retries."""
-"""Segments per ``process_pending`` call: shutdown waits for at most one such batch."""
+TRIM_EVERY_SECONDS = 30.0
+"""After activity, freed heap goes back to the OS at most this often (see :func:`trim_heap`)."""
+TRIM_IDLE_SECONDS = 1.0
+"""... and only once no request has arrived for this long, so no hook waits for it."""
 
 
 class ServerError(MemdError):
     """The socket cannot be set up (another daemon listens there, or the path is unusable)."""
 
     exit_code = 3
+
+
+def trim_heap() -> bool:
+    """Hand freed heap back to the OS (glibc's ``malloc_trim``); False where there is none.
+
+    Building a project's vector cache and answering searches free far more than they keep, and
+    glibc holds on to it: at 100k memories the daemon's RSS went from 513 to 425 MB after one
+    trim (8 ms). Not glibc (macOS, musl): nothing to do.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        return False
+    return True
 
 
 # ---- the socket file and its directory
@@ -187,6 +209,8 @@ class Server:
         self.connections: dict[int, Connection] = {}
         self.started_at = time.time()
         self.counters = {"requests": 0, "errors": 0, "refused": 0, "connections": 0, "late": 0}
+        self.last_request_at = 0.0
+        self._trimmed: tuple[float, int] = (0.0, 0)
         self.should_exit: asyncio.Event | None = None
         self.extract_wakeup: asyncio.Event | None = None
         self.active_sessions: dict[str, float] = {}
@@ -269,12 +293,27 @@ class Server:
         while not self.should_exit.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.should_exit.wait(), self.settings.flush_seconds)
+            await self.maybe_trim()
             if not self.injector.pending_writes():
                 continue  # idle: not even a thread hop
             try:
                 await self.in_writer(self.injector.flush)
             except Exception as exc:
                 log.error("flushing hit counters failed: %s", exc)
+
+    async def maybe_trim(self) -> None:
+        """Trim the heap after activity, at most every ``TRIM_EVERY_SECONDS``, when idle."""
+        now = time.monotonic()
+        activity = self.counters["requests"] + self.extraction_runs
+        last_at, last_activity = self._trimmed
+        if (
+            activity == last_activity
+            or now - last_at < TRIM_EVERY_SECONDS
+            or now - self.last_request_at < TRIM_IDLE_SECONDS
+        ):
+            return
+        self._trimmed = (now, activity)
+        await asyncio.to_thread(trim_heap)
 
     async def extraction_loop(self) -> None:
         assert self.should_exit is not None and self.extract_wakeup is not None
@@ -383,6 +422,7 @@ class Server:
     async def handle_line(self, line: bytes) -> tuple[dict[str, Any], bool]:
         """One request line to one reply. Never raises."""
         self.counters["requests"] += 1
+        self.last_request_at = time.monotonic()
         try:
             request = protocol.decode(line)
         except (ValueError, UnicodeDecodeError):

@@ -16,7 +16,9 @@ import pytest
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
 from memd import hook, protocol
+from memd import server as server_module
 from memd.server import (
+    Server,
     ServerError,
     clear_stale_socket,
     encode_reply,
@@ -290,3 +292,38 @@ def test_concurrent_bad_and_good_clients(daemon: DaemonProcess) -> None:
         t.join(30)
     assert not errors
     assert daemon.request({"cmd": "ping"})["ok"]
+
+
+def test_heap_is_trimmed_after_activity_once_idle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import sys
+    import types
+
+    from memd.settings import Settings
+
+    if sys.platform.startswith("linux"):
+        assert server_module.trim_heap() is True  # glibc's malloc_trim is there and runs
+    calls: list[float] = []
+    monkeypatch.setattr(server_module, "trim_heap", lambda: calls.append(time.monotonic()))
+    settings = Settings(home=tmp_path / "home", config=tmp_path / "none.toml")
+    srv = Server(types.SimpleNamespace(store=None), settings)
+    try:
+        asyncio.run(srv.maybe_trim())
+        assert calls == []  # nothing happened yet: nothing to give back
+        srv.counters["requests"] += 1
+        srv.last_request_at = time.monotonic()
+        asyncio.run(srv.maybe_trim())
+        assert calls == []  # a request just arrived: a hook may be right behind it
+        srv.last_request_at -= server_module.TRIM_IDLE_SECONDS + 1
+        asyncio.run(srv.maybe_trim())
+        assert len(calls) == 1
+        srv.counters["requests"] += 1
+        asyncio.run(srv.maybe_trim())
+        assert len(calls) == 1  # at most every TRIM_EVERY_SECONDS
+        srv._trimmed = (srv._trimmed[0] - server_module.TRIM_EVERY_SECONDS, srv._trimmed[1])
+        asyncio.run(srv.maybe_trim())
+        assert len(calls) == 2
+    finally:
+        srv.close_pools(1)
