@@ -129,6 +129,16 @@ def measure(home: Path, idle_seconds: float, workdir: Path) -> dict[str, Any]:
                 timeout=30,
             )  # fmt: skip
             latencies.append((time.perf_counter() - t0) * 1000)
+        for i in range(3 * PROJECTS):  # hooks too: each project's vector cache gets built
+            payload = {
+                "session_id": f"mem-bench-{i}",
+                "cwd": f"/bench/project-{i % PROJECTS:02d}",
+                "prompt": synthetic_text(950_000 + i, 12),
+            }
+            protocol.request(
+                sock, {"cmd": "hook", "event": "user-prompt-submit", "payload": payload}, 30
+            )
+        busy_rss = proc_status(proc.pid)
         status = protocol.request(sock, {"cmd": "status"}, timeout=30)
         time.sleep(2)
         before = cpu_seconds(proc.pid)
@@ -139,6 +149,7 @@ def measure(home: Path, idle_seconds: float, workdir: Path) -> dict[str, Any]:
         return {
             "memories": (status.get("memories") or {}).get("total"),
             "rss_start_mib": started_rss["VmRSS"] / 1024,
+            "rss_busy_mib": busy_rss["VmRSS"] / 1024,
             "rss_mib": rss["VmRSS"] / 1024,
             "peak_rss_mib": rss["VmHWM"] / 1024,
             "idle_cpu_pct": idle_cpu * 100,
@@ -172,12 +183,14 @@ def main(argv: list[str] | None = None) -> str:
         seconds = fill(home, have, size, min(args.distinct, size), cache)
         have = size
         m = measure(home, args.idle_seconds, workdir)
-        rows.append([f"{size:,}", m["memories"], f"{m['rss_start_mib']:.0f}", f"{m['rss_mib']:.0f}",
+        rows.append([f"{size:,}", m["memories"], f"{m['rss_start_mib']:.0f}",
+                     f"{m['rss_busy_mib']:.0f}", f"{m['rss_mib']:.0f}",
                      f"{m['peak_rss_mib']:.0f}", f"{m['idle_cpu_pct']:.2f}",
                      f"{m['search_p50_ms']:.1f} / {m['search_p95_ms']:.1f}", f"{seconds:.0f}"])  # fmt: skip
         print(rows[-1], flush=True)
     body = markdown_table(
-        ["memories", "daemon reports", "RSS at start (MiB)", "RSS after searches (MiB)",
+        ["memories", "daemon reports", "RSS at start (MiB)", "RSS after searches and hooks",
+         f"RSS after {args.idle_seconds:.0f} s idle (MiB)",
          "peak RSS (MiB)", f"idle CPU % over {args.idle_seconds:.0f} s",
          "search p50 / p95 ms (50 warm)", "fill s"],
         rows,
@@ -185,7 +198,8 @@ def main(argv: list[str] | None = None) -> str:
     body += (
         f"\n\nTexts: 24 words each, drawn Zipf-like from the fixture transcripts' vocabulary "
         f"({len(vocabulary())} words). Vectors: {args.distinct} distinct embedded texts, the rest "
-        f"reuse them with N(0, 0.01) noise; {PROJECTS} projects; queries: 8 words; "
+        f"reuse them with N(0, 0.01) noise; {PROJECTS} projects; 50 searches of 8 words, then "
+        f"{3 * PROJECTS} prompt hooks of 12 words; "
         f"load average {os.getloadavg()[0]:.2f} at the end."
     )
     print(body)
