@@ -35,6 +35,9 @@ class App:
         self.store = store or MemoryStore(settings)
         self.lock = WriterLock(settings.home)
         self.writer = False
+        self.vector_cache: retrieve.VectorIndex | None = None
+        """The daemon's in-memory vectors (``memd.inject.VectorCache``) for searches; a
+        one-shot CLI leaves it None, as building it would cost more than one query."""
 
     def open(self, *, writer: bool, owner: str = "cli", check_model: bool = True) -> App:
         if writer:
@@ -75,6 +78,7 @@ class App:
             limit=limit or self.settings.search_limit,
             kinds=kinds,
             statuses=statuses,
+            cache=self.vector_cache,
         )
         return {"results": results}
 

@@ -44,12 +44,16 @@ WRITE_TIMEOUT = 10.0
 """A client that does not read its reply within this time is dropped."""
 EXTRACT_BATCH = 2
 """Segments per ``process_pending`` call: shutdown waits for at most one such batch."""
-EXTRACT_POLL_SECONDS = 10.0
+EXTRACT_POLL_SECONDS = 30.0
 """Closed segments wake the extraction loop at once; this poll only catches retries."""
 TRIM_EVERY_SECONDS = 30.0
 """After activity, freed heap goes back to the OS at most this often (see :func:`trim_heap`)."""
 TRIM_IDLE_SECONDS = 1.0
 """... and only once no request has arrived for this long, so no hook waits for it."""
+QUIET_AFTER_SECONDS = 30.0
+IDLE_FLUSH_SECONDS = 60.0
+"""With nothing queued and no request for ``QUIET_AFTER_SECONDS``, the flush loop sleeps this
+long instead of ``flush_seconds`` (the next request wakes it): an idle daemon stays asleep."""
 
 
 class ServerError(MemdError):
@@ -201,6 +205,7 @@ class Server:
         self.tracker = tracker
         self.errors: deque[dict[str, Any]] = errors if errors is not None else deque(maxlen=10)
         self.injector = Injector(app, settings, state)
+        app.vector_cache = self.injector.vectors  # searches share the hooks' vectors
         self.path = Path(settings.socket_path)
         self.idle_timeout = float(getattr(settings, "client_idle_seconds", 10.0))
         self.reads = ThreadPoolExecutor(read_threads, thread_name_prefix="memd-read")
@@ -213,6 +218,8 @@ class Server:
         self._trimmed: tuple[float, int] = (0.0, 0)
         self.should_exit: asyncio.Event | None = None
         self.extract_wakeup: asyncio.Event | None = None
+        self.flush_wakeup: asyncio.Event | None = None
+        self.flush_sleeping = False
         self.active_sessions: dict[str, float] = {}
         self.extraction_runs = 0
         self._server: asyncio.AbstractServer | None = None
@@ -223,6 +230,7 @@ class Server:
     async def start(self) -> None:
         self.should_exit = asyncio.Event()
         self.extract_wakeup = asyncio.Event()
+        self.flush_wakeup = asyncio.Event()
         sock = bind_socket(self.path)
         self._sock_ino = os.stat(self.path).st_ino
         self._server = await asyncio.start_unix_server(
@@ -240,6 +248,8 @@ class Server:
             self.should_exit.set()
         if self.extract_wakeup is not None:
             self.extract_wakeup.set()
+        if self.flush_wakeup is not None:
+            self.flush_wakeup.set()
 
     async def serve_until_stopped(self) -> None:
         assert self.should_exit is not None
@@ -289,10 +299,20 @@ class Server:
 
     # ---- background loops
     async def flush_loop(self) -> None:
-        assert self.should_exit is not None
+        assert self.should_exit is not None and self.flush_wakeup is not None
         while not self.should_exit.is_set():
+            busy = (
+                self.injector.pending_writes()
+                or time.monotonic() - self.last_request_at < QUIET_AFTER_SECONDS
+            )
+            self.flush_wakeup.clear()
+            self.flush_sleeping = not busy
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.should_exit.wait(), self.settings.flush_seconds)
+                await asyncio.wait_for(
+                    self.flush_wakeup.wait(),
+                    self.settings.flush_seconds if busy else IDLE_FLUSH_SECONDS,
+                )
+            self.flush_sleeping = False
             await self.maybe_trim()
             if not self.injector.pending_writes():
                 continue  # idle: not even a thread hop
@@ -423,6 +443,8 @@ class Server:
         """One request line to one reply. Never raises."""
         self.counters["requests"] += 1
         self.last_request_at = time.monotonic()
+        if self.flush_sleeping and self.flush_wakeup is not None:
+            self.flush_wakeup.set()  # back to flushing every flush_seconds
         try:
             request = protocol.decode(line)
         except (ValueError, UnicodeDecodeError):
@@ -589,6 +611,8 @@ class Server:
     def wake_extraction(self) -> None:
         if self.extract_wakeup is not None:
             self.extract_wakeup.set()
+        if self.flush_wakeup is not None:
+            self.flush_wakeup.set()
 
     async def cmd_ingest(self, paths: list[str]) -> dict[str, Any]:
         """Read transcripts now, as finished sessions, and extract them (``memd ingest``)."""

@@ -375,3 +375,40 @@ def test_cached_scores_are_the_cosine_of_the_stored_vectors(app: App, tmp_path: 
     assert cached is not None and [m.text for m, _ in cached] == [m.text for m, _ in table]
     for (_, fast), (_, exact) in zip(cached, table, strict=True):
         assert abs(fast - exact) < 0.005
+
+
+def test_search_through_the_cache_matches_the_table_and_keeps_sources(
+    app: App, tmp_path: Path
+) -> None:
+    from memd import retrieve
+    from memd.models import Source
+
+    p = make_project(tmp_path, "p")
+    texts = [
+        "The billing service retries webhooks three times with backoff.",
+        "Invoices are rendered to PDF with WeasyPrint.",
+        "Stripe is the payment provider; PayPal was dropped in March.",
+        "The staging database is refreshed from production every Sunday.",
+        "Feature flags live in LaunchDarkly.",
+    ]
+    app.store.write(
+        [
+            Memory(text=t, project=p, kind="fact", sources=[Source(f"s{i}", f"u{i}", "")])
+            for i, t in enumerate(texts)
+        ],
+        {},
+    )
+    inj = Injector(app, app.settings)
+    for query in ("payment provider", "how are invoices made", "webhook retries", "zebra"):
+        plain = retrieve.search(app.store, query, [p], limit=3)
+        cached = retrieve.search(app.store, query, [p], limit=3, cache=inj.vectors)
+        assert [r["id"] for r in cached] == [r["id"] for r in plain]
+        for a, b in zip(cached, plain, strict=True):
+            assert a["sources"] == b["sources"]  # read back by id when only the cache had it
+            assert a["sources"] or a["project"] != p
+            assert abs(a["score"] - b["score"]) < 0.01
+    assert inj.vectors.builds >= 1
+    # Filters the cache cannot answer (kinds, other statuses) still go to the table.
+    builds = inj.vectors.builds
+    only = retrieve.search(app.store, "payment", [p], kinds=["decision"], cache=inj.vectors)
+    assert only == [] and inj.vectors.builds == builds
