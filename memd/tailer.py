@@ -357,7 +357,7 @@ class Tailer:
         while not self.should_exit.is_set():
             with self._cond:
                 while not self._pending and not self.should_exit.is_set():
-                    self._cond.wait(1.0)
+                    self._cond.wait(IDLE_CHECK_SECONDS)  # enqueue() and stop() notify
                 if self.should_exit.is_set():
                     return
                 batch = []
