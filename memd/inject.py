@@ -477,6 +477,16 @@ class Injector:
             items, payload, self.settings.session_start_budget_chars, "brief", dedupe, touch
         )
 
+    def warm(self, projects: Iterable[str]) -> int:
+        """Build the vector cache of ``projects`` and the user-wide scope ahead of their first
+        hook (at 5,000 memories a build takes ~40 ms). Returns the rows cached."""
+        for project in dict.fromkeys([*projects, USER_SCOPE]):
+            try:
+                self.vectors.rows(project)
+            except Exception as exc:  # best effort: the first hook builds it instead
+                log.warning("cannot warm the vector cache of %s: %s", project, exc)
+        return self.vectors.cached_rows()
+
     # ---- choosing
     def search(self, prompt: str, project: str) -> list[dict[str, Any]]:
         """The vector half of the hybrid search, ranked and explained like ``retrieve.search``.

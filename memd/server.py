@@ -50,6 +50,8 @@ TRIM_EVERY_SECONDS = 30.0
 """After activity, freed heap goes back to the OS at most this often (see :func:`trim_heap`)."""
 TRIM_IDLE_SECONDS = 1.0
 """... and only once no request has arrived for this long, so no hook waits for it."""
+WARM_PROJECTS = 5
+"""At start, the vector cache of this many recently active projects is built in the background."""
 QUIET_AFTER_SECONDS = 30.0
 IDLE_FLUSH_SECONDS = 60.0
 """With nothing queued and no request for ``QUIET_AFTER_SECONDS``, the flush loop sleeps this
@@ -241,6 +243,18 @@ class Server:
             asyncio.create_task(self.extraction_loop(), name="memd-extraction"),
         ]
         log.info("memd %s listening on %s (pid %d)", __version__, self.path, os.getpid())
+        if self.state is not None:
+            asyncio.get_running_loop().run_in_executor(self.reads, self.warm_caches)
+
+    def warm_caches(self) -> None:
+        """Vectors of the most recently active projects, in memory before their first hook."""
+        try:
+            projects = self.state.recent_projects(WARM_PROJECTS)
+            rows = self.injector.warm(projects)
+            trim_heap()
+            log.info("vector cache warmed: %d project(s), %d memories", len(projects), rows)
+        except Exception as exc:  # best effort
+            log.warning("warming the vector cache failed: %s", exc)
 
     def stop(self) -> None:
         """Ask the server to shut down (safe from a signal handler via call_soon_threadsafe)."""

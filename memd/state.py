@@ -428,6 +428,15 @@ class State:
         rows = self._query("SELECT min(closed_at) FROM segments WHERE status = 'pending'")
         return float(rows[0][0]) if rows and rows[0][0] else None
 
+    def recent_projects(self, limit: int = 5) -> list[str]:
+        """The projects of the most recently active sessions, newest first."""
+        rows = self._query(
+            "SELECT project FROM sessions WHERE project != '' GROUP BY project "
+            "ORDER BY max(last_activity) DESC LIMIT ?",
+            (limit,),
+        )
+        return [str(r[0]) for r in rows]
+
     def counts(self) -> dict[str, int]:
         """Segments by status: ``open``, ``pending``, ``extracted``, ``failed``."""
         out = dict.fromkeys(SEGMENT_STATUSES, 0)

@@ -412,3 +412,14 @@ def test_search_through_the_cache_matches_the_table_and_keeps_sources(
     builds = inj.vectors.builds
     only = retrieve.search(app.store, "payment", [p], kinds=["decision"], cache=inj.vectors)
     assert only == [] and inj.vectors.builds == builds
+
+
+def test_warming_builds_the_caches_before_the_first_hook(app: App, tmp_path: Path) -> None:
+    p = make_project(tmp_path, "p")
+    add(app, p, "Background jobs run on Celery with a Redis broker.", kind="fact")
+    inj = Injector(app, app.settings)
+    assert inj.warm([p, make_project(tmp_path, "empty")]) >= 1
+    builds = inj.vectors.builds
+    assert builds == 3  # both projects and the user-wide scope
+    assert "Celery" in ask(inj, p, "What runs the background jobs?").text
+    assert inj.vectors.builds == builds  # the hook found its project warm

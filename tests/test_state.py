@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memd.models import ToolCall, Turn
-from memd.state import MAX_ATTEMPTS, State
+from memd.state import MAX_ATTEMPTS, SessionRecord, State
 
 
 def turn(uuid: str, text: str = "hello", session: str = "s1") -> Turn:
@@ -228,3 +228,20 @@ def test_claimed_segments_go_to_one_worker(tmp_path: Path) -> None:
     assert [s.key for s in other.claim_segments(now=time.time() + 61)] == [key]  # lease expired
     state.mark_extracted(key)
     assert other.claim_segments(now=time.time() + 10**6) == []
+
+
+def test_recent_projects_newest_first(tmp_path: Path) -> None:
+    st = State(tmp_path / "state.db")
+    try:
+        for sid, project, at in (
+            ("a", "/p/old", 100.0),
+            ("b", "/p/new", 300.0),
+            ("c", "/p/mid", 200.0),
+            ("d", "/p/old", 150.0),
+            ("e", "", 999.0),  # no project yet: not a candidate
+        ):
+            st.save_session(SessionRecord(sid, project=project, last_activity=at))
+        assert st.recent_projects(5) == ["/p/new", "/p/mid", "/p/old"]
+        assert st.recent_projects(1) == ["/p/new"]
+    finally:
+        st.close()
