@@ -36,10 +36,13 @@ from hook_latency import HOOK_FILE, MEMD_HOOK, PROJECTS, Daemon, bench_env, fill
 from ingest import synthetic_text
 
 FAST_HOOK = [sys.executable, "-I", "-S", HOOK_FILE, "user-prompt-submit"]
+FLOOR = [sys.executable, "-I", "-S", "-c", "import _socket"]
+"""The bare interpreter, started the same way: what the machine alone needs for the burst."""
 
 
 def hook_payload(i: int) -> dict[str, Any]:
-    """A prompt equal to stored memory ``i``'s text: it always has something to inject."""
+    """A prompt equal to the text whose embedding stored memory ``i`` holds (true for
+    ``i < --distinct``, see ``bench/memory.py``'s fill): it always has something to inject."""
     return {
         "session_id": f"conc-{i}-{time.time_ns()}",
         "transcript_path": f"/nonexistent/{i}.jsonl",
@@ -49,12 +52,14 @@ def hook_payload(i: int) -> dict[str, Any]:
     }
 
 
-def process_burst(env: dict[str, str], clients: int, cmd: list[str]) -> dict[str, Any]:
+def process_burst(
+    env: dict[str, str], clients: int, cmd: list[str], distinct: int
+) -> dict[str, Any]:
     results: list[tuple[float, int, bytes]] = []
     lock = threading.Lock()
 
     def one(i: int) -> None:
-        data = json.dumps(hook_payload(i * 37)).encode()
+        data = json.dumps(hook_payload(i * 37 % distinct)).encode()
         started = time.perf_counter()
         proc = subprocess.Popen(
             cmd,
@@ -84,7 +89,7 @@ def process_burst(env: dict[str, str], clients: int, cmd: list[str]) -> dict[str
     }
 
 
-def socket_burst(socket_path: str, clients: int) -> dict[str, Any]:
+def socket_burst(socket_path: str, clients: int, distinct: int) -> dict[str, Any]:
     from memd import protocol
 
     barrier = threading.Barrier(clients)
@@ -95,7 +100,8 @@ def socket_burst(socket_path: str, clients: int) -> dict[str, Any]:
 
     def one(i: int) -> None:
         nonlocal answered
-        request = {"cmd": "hook", "event": "user-prompt-submit", "payload": hook_payload(i * 41)}
+        payload = hook_payload(i * 41 % distinct)
+        request = {"cmd": "hook", "event": "user-prompt-submit", "payload": payload}
         barrier.wait(30)
         started = time.perf_counter()
         try:
@@ -136,24 +142,31 @@ def main(argv: list[str] | None = None) -> str:
                     {"cmd": "hook", "event": "user-prompt-submit", "payload": hook_payload(i)}
                 )
             before = daemon.request({"cmd": "status"})["requests"]
-            procs = process_burst(env, args.clients, [MEMD_HOOK, "user-prompt-submit"])
+            distinct = min(args.distinct, args.size)
+            floor = process_burst(env, args.clients, FLOOR, distinct)
             time.sleep(3)
-            fast = process_burst(env, args.clients, FAST_HOOK)
+            procs = process_burst(env, args.clients, [MEMD_HOOK, "user-prompt-submit"], distinct)
             time.sleep(3)
-            socks = socket_burst(env["MEMD_SOCKET"], args.clients)
+            fast = process_burst(env, args.clients, FAST_HOOK, distinct)
+            time.sleep(3)
+            socks = socket_burst(env["MEMD_SOCKET"], args.clients, distinct)
             after = daemon.request({"cmd": "status"})["requests"]
         finally:
             code = daemon.stop()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     bursts = (
+        ("floor: `python -I -S -c 'import _socket'` processes (no daemon involved)", floor),
         ("`memd-hook` processes (console script)", procs),
         ("`python -I -S memd/hook.py` processes", fast),
         ("socket clients (threads, barrier)", socks),
     )
     for name, burst in bursts:
         lat = burst["latencies"]
-        dropped = args.clients - burst["answered"]
+        dropped: int | str = args.clients - burst["answered"]
+        if burst is floor:
+            burst = {**burst, "answered": "-"}
+            dropped = "-"
         rows.append(
             [
                 name,
@@ -185,7 +198,8 @@ def main(argv: list[str] | None = None) -> str:
     errors = after["errors"] - before["errors"]
     body += (
         f"\n\nThe daemon counted {served} requests and {errors} errors during the bursts; "
-        f"the process bursts took {procs['wall_ms']:.0f} and {fast['wall_ms']:.0f} ms wall; "
+        f"the process bursts took {floor['wall_ms']:.0f} (floor), {procs['wall_ms']:.0f} and "
+        f"{fast['wall_ms']:.0f} ms wall; "
         f"hooks the daemon skipped because they had waited past their 2 s timeout: "
         f"{after['late'] - before['late']}; daemon exit code {code}; "
         f"load average {os.getloadavg()[0]:.2f} at the end."
