@@ -192,6 +192,7 @@ def idle_cpu_pct(daemon: Daemon, seconds: float, window: float = 5.0) -> tuple[f
         before, t0 = daemon.cpu_seconds(), time.monotonic()
         time.sleep(window)
         samples.append((daemon.cpu_seconds() - before) / (time.monotonic() - t0) * 100)
+    print("idle CPU % per window:", " ".join(f"{x:.2f}" for x in samples), flush=True)
     return percentile(samples, 50), max(samples)
 
 
