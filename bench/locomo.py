@@ -382,6 +382,27 @@ def category_table(rows: Sequence[dict[str, Any]], systems: Sequence[str]) -> st
     return markdown_table(headers, body)
 
 
+def category_detail_table(rows: Sequence[dict[str, Any]], systems: Sequence[str]) -> str:
+    """Every measure of the overview, per category (both halves together)."""
+    headers = ["system", "category", "n", "R@1", "R@5", "R@10", "hit@1", "hit@5", "hit@10",
+               "MRR", "ctx@1", "ctx@5", "ctx@10", "p50 ms", "p95 ms"]  # fmt: skip
+    body = []
+    for system in systems:
+        for cat, label in CATEGORIES.items():
+            sub = select(rows, system=system, category=cat)
+            if not sub:
+                continue
+            a = aggregate(sub)
+            body.append([
+                system, f"{label} [c{cat}]", a["n"], a["r@1"], a["r@5"], a["r@10"],
+                a["hit@1"], a["hit@5"], a["hit@10"], a["rr"],
+                round(a["ctx@1"]), round(a["ctx@5"]), round(a["ctx@10"]),
+                f"{a['p50_ms']:.1f}" if "p50_ms" in a else "-",
+                f"{a['p95_ms']:.1f}" if "p95_ms" in a else "-",
+            ])  # fmt: skip
+    return markdown_table(headers, body)
+
+
 def ci_lines(rows: Sequence[dict[str, Any]], systems: Sequence[str]) -> list[str]:
     out = []
     for system in systems:
@@ -718,6 +739,10 @@ def render(
         "Per category (all halves):",
         "",
         category_table(rows, systems),
+        "",
+        "Every measure per category (all halves):",
+        "",
+        category_detail_table(rows, systems),
         "",
         *ci_lines(rows, systems),
     ]
