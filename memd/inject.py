@@ -249,15 +249,16 @@ class VectorCache:
     A hook then costs one matrix-vector product (~0.4 ms for 5,000 memories) instead of a
     LanceDB vector search with a project prefilter (~80 ms at 100k rows here) plus reading the
     rows. Vectors are kept as int8 codes with one float32 scale per row: a quarter of float32's
-    memory, and a cosine within 0.002 of the exact one (the top 16 came out the same in tests).
-    (float16 took half the memory but 2.2 ms per product: numpy converts it slowly.) The product
-    runs without BLAS threads (``einsum``), whose spinning made a 0.3 ms product take 8 ms on a
-    busy 2-core machine.
+    memory, and a cosine within 0.002 of the exact one, so rankings differ only between near
+    ties. (float16 took half the memory but 2.2 ms per product: numpy converts it slowly.) The
+    product runs without BLAS threads (``einsum``), whose spinning made a 0.3 ms product take
+    8 ms on a busy 2-core machine.
 
     Freshness: an entry is valid for one state of the table (``MemoryStore.mutations``). Every
-    write, delete, supersession or archiving changes it, so a stale memory is never injected. The one exception is
-    the hit counters the injector itself writes (:meth:`touch`): they change no vector and no
-    status, so the entries carry over to the new version instead of being rebuilt.
+    write, delete, supersession or archiving changes it, so a stale memory is never injected.
+    The one exception is the hit counters the injector itself writes (:meth:`touch`): they
+    change no vector and no status, so the entries carry over to the new state instead of
+    being rebuilt.
     """
 
     def __init__(
@@ -348,7 +349,7 @@ class VectorCache:
 
         query = np.asarray(vector, dtype=np.float32)
         scored: list[tuple[float, int, int]] = []
-        tables = []
+        tables: list[Any] = []
         for project in dict.fromkeys(projects):
             got = self.rows(project)
             if got is None:

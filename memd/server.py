@@ -625,8 +625,6 @@ class Server:
     def wake_extraction(self) -> None:
         if self.extract_wakeup is not None:
             self.extract_wakeup.set()
-        if self.flush_wakeup is not None:
-            self.flush_wakeup.set()
 
     async def cmd_ingest(self, paths: list[str]) -> dict[str, Any]:
         """Read transcripts now, as finished sessions, and extract them (``memd ingest``)."""
