@@ -35,6 +35,9 @@ class App:
         self.store = store or MemoryStore(settings)
         self.lock = WriterLock(settings.home)
         self.writer = False
+        self.resident = False
+        """True in the daemon. A one-shot command may drop the embedding model once it has no
+        more texts to embed (a bulk import before its final optimize: ~160 MB less peak)."""
         self.vector_cache: retrieve.VectorIndex | None = None
         """The daemon's in-memory vectors (``memd.inject.VectorCache``) for searches; a
         one-shot CLI leaves it None, as building it would cost more than one query."""

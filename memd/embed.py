@@ -149,6 +149,15 @@ class Embedder:
             cfg.write_text(json.dumps(config))
         return target
 
+    def unload(self) -> None:
+        """Drop the model (onnxruntime holds ~160 MB of float32 weights); the next embed loads
+        it again."""
+        with self._lock:
+            self._model = None
+        import gc
+
+        gc.collect()
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Unit vectors, batched by at most 16 texts, each cut to 256 tokens."""
         self.load()

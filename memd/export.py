@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memd.errors import UserError
+from memd.heap import trim_heap
 from memd.merge import upsert
 from memd.models import KINDS, USER_SCOPE, Memory, now_iso
 from memd.store import MemoryStore
@@ -203,6 +204,8 @@ def import_dir(app: App, source: Path) -> dict[str, Any]:
 BULK_LINES = 1000
 """Files with more lines than this are imported in bulk: near-duplicates wait for the dedupe job."""
 BATCH = 512
+TRIM_EVERY_BATCHES = 20
+"""A bulk import hands freed heap back to the OS every this many batches."""
 
 
 def import_jsonl(app: App, path: Path, default_project: str) -> dict[str, Any]:
@@ -225,10 +228,16 @@ def import_jsonl(app: App, path: Path, default_project: str) -> dict[str, Any]:
     batch: list[Memory] = []
     read = 0
 
+    flushes = 0
+
     def flush() -> None:
+        nonlocal flushes
         for result in upsert(app.store, batch, near_dups=not bulk):
             actions[result.action] += 1
         batch.clear()
+        flushes += 1
+        if bulk and flushes % TRIM_EVERY_BATCHES == 0:
+            trim_heap()
 
     with fh:
         for lineno, line in enumerate(fh, 1):
@@ -252,5 +261,8 @@ def import_jsonl(app: App, path: Path, default_project: str) -> dict[str, Any]:
     if batch:
         flush()
     if bulk:
+        if not app.resident:  # nothing left to embed: the index build gets the model's memory
+            app.store.embedder.unload()
+            trim_heap()
         app.store.optimize()
     return {"read": read, **actions, "bulk": bulk, "errors": errors}

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from memd import __version__, protocol
 from memd.errors import MemdError, UserError
+from memd.heap import trim_heap
 from memd.inject import Injection, Injector
 
 log = logging.getLogger(__name__)
@@ -62,24 +63,6 @@ class ServerError(MemdError):
     """The socket cannot be set up (another daemon listens there, or the path is unusable)."""
 
     exit_code = 3
-
-
-def trim_heap() -> bool:
-    """Hand freed heap back to the OS (glibc's ``malloc_trim``); False where there is none.
-
-    Building a project's vector cache and answering searches free far more than they keep, and
-    glibc holds on to it: at 100k memories the daemon's RSS went from 513 to 425 MB after one
-    trim (8 ms). Not glibc (macOS, musl): nothing to do.
-    """
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        return False
-    return True
 
 
 # ---- the socket file and its directory
@@ -208,6 +191,7 @@ class Server:
         self.errors: deque[dict[str, Any]] = errors if errors is not None else deque(maxlen=10)
         self.injector = Injector(app, settings, state)
         app.vector_cache = self.injector.vectors  # searches share the hooks' vectors
+        app.resident = True  # the model stays loaded: hooks need it
         self.path = Path(settings.socket_path)
         self.idle_timeout = float(getattr(settings, "client_idle_seconds", 10.0))
         self.reads = ThreadPoolExecutor(read_threads, thread_name_prefix="memd-read")

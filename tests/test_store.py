@@ -268,3 +268,20 @@ def test_optimize_compacts_the_journal(app: App) -> None:
     assert journal.lines() == 1
     replayed = journal.replay()[added["id"]]
     assert replayed.hits == app.store.get(added["id"]).hits
+
+
+def test_bulk_import_drops_the_model_only_outside_the_daemon(app: App, tmp_path: Path) -> None:
+    from memd import export
+
+    data = tmp_path / "many.jsonl"
+    lines = [{"text": f"Service {i} listens on port {8000 + i}."} for i in range(1001)]
+    data.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    app.store.embedder.load()
+    report = export.import_jsonl(app, data, default_project="/p/bulk")
+    assert report["bulk"] is True and report["read"] == 1001 and not report["errors"]
+    assert not app.store.embedder.loaded  # a one-shot import gave the model back before optimize
+    hits = app.search("which port does service 42 listen on", project="/p/bulk")["results"]
+    assert hits and "Service 42 " in hits[0]["text"]  # the next search loads it again
+    app.resident = True  # the daemon keeps its model
+    report = export.import_jsonl(app, data, default_project="/p/bulk2")
+    assert report["read"] == 1001 and app.store.embedder.loaded
