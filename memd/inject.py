@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memd import retrieve
+from memd.heap import trim_heap
 from memd.models import USER_SCOPE, Memory
 from memd.project import resolve_project
 from memd.store import from_row, sql_in, sql_str
@@ -59,6 +60,8 @@ CACHE_MAX_ROWS = 20_000
 CACHE_TOTAL_ROWS = 100_000
 """Vectors kept in memory, all projects together (int8: 38 MB at 384 dimensions)."""
 CACHE_MAX_AGE = 600.0
+TRIM_AFTER_BUILD_ROWS = 1000
+"""Building an entry this big frees enough to hand back to the OS at once."""
 CACHE_COLUMNS = ["id", "text", "kind", "project", "importance", "pinned", "status"]
 CACHE_COLUMNS += ["created_at", "updated_at", "hits"]
 """What injection reads of a memory (not its sources, history or keywords)."""
@@ -336,6 +339,9 @@ class VectorCache:
             while len(self._entries) > 1 and self.cached_rows() > self.total_rows:
                 self._entries.popitem(last=False)
             self.builds += 1
+            if count >= TRIM_AFTER_BUILD_ROWS:
+                del parts, scales, batches, query
+                trim_heap()  # the read left ~4x the entry's size behind (a few ms)
             return rows, matrix
 
     def cached_rows(self) -> int:

@@ -312,10 +312,14 @@ def test_heap_is_trimmed_after_activity_once_idle(
     try:
         asyncio.run(srv.maybe_trim())
         assert calls == []  # nothing happened yet: nothing to give back
+        srv._trimmed = (time.monotonic(), 0)  # as if it had just trimmed
         srv.counters["requests"] += 1
         srv.last_request_at = time.monotonic()
         asyncio.run(srv.maybe_trim())
         assert calls == []  # a request just arrived: a hook may be right behind it
+        srv._trimmed = (time.monotonic() - server_module.TRIM_EVERY_SECONDS - 1, 0)
+        asyncio.run(srv.maybe_trim())
+        assert calls == []  # busy, but not for TRIM_BUSY_SECONDS yet
         srv.last_request_at -= server_module.TRIM_IDLE_SECONDS + 1
         asyncio.run(srv.maybe_trim())
         assert len(calls) == 1
@@ -325,5 +329,10 @@ def test_heap_is_trimmed_after_activity_once_idle(
         srv._trimmed = (srv._trimmed[0] - server_module.TRIM_EVERY_SECONDS, srv._trimmed[1])
         asyncio.run(srv.maybe_trim())
         assert len(calls) == 2
+        srv.counters["requests"] += 1
+        srv.last_request_at = time.monotonic()  # steady load ...
+        srv._trimmed = (time.monotonic() - server_module.TRIM_BUSY_SECONDS - 1, 0)
+        asyncio.run(srv.maybe_trim())
+        assert len(calls) == 3  # ... still trims every TRIM_BUSY_SECONDS
     finally:
         srv.close_pools(1)
