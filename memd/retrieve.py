@@ -123,10 +123,11 @@ def complete(
     rows = {m.id: m for m in store.query(sql_in("id", partial), limit=len(partial))}
     out = []
     for r in results:
-        memory = rows.get(r["id"])
         if r["id"] in full:
             out.append(r)
-        elif memory is not None and memory.status == "active":  # else it went meanwhile
+            continue
+        memory = rows.get(r["id"])
+        if memory is not None and memory.status == "active":  # else it went meanwhile
             out.append(result_dict(memory, r["score"], r["score_breakdown"]))
     return out
 
