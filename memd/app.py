@@ -20,6 +20,7 @@ from memd.models import USER_SCOPE, Memory, check_kind, now_iso
 from memd.project import resolve_project
 from memd.settings import Settings
 from memd.store import MemoryStore, sql_in, sql_str
+from memd.vectors import QueryBatcher, VectorCache
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +39,17 @@ class App:
         self.resident = False
         """True in the daemon. A one-shot command may drop the embedding model once it has no
         more texts to embed (a bulk import before its final optimize: ~160 MB less peak)."""
-        self.vector_cache: retrieve.VectorIndex | None = None
-        """The daemon's in-memory vectors (``memd.inject.VectorCache``) for searches; a
-        one-shot CLI leaves it None, as building it would cost more than one query."""
+        self._recall: tuple[VectorCache, QueryBatcher] | None = None
+        """The in-memory vectors and the query embedder every recall shares (the daemon's;
+        a one-shot CLI never builds them, as building costs more than one query)."""
+
+    def recall_cache(self) -> tuple[VectorCache, QueryBatcher]:
+        """The vector cache and the query batcher, made on first use."""
+        if self._recall is None:
+            embedder = self.store.embedder
+            embed_queries = getattr(embedder, "embed_queries", None) or embedder.embed
+            self._recall = (VectorCache(self.store), QueryBatcher(embed_queries))
+        return self._recall
 
     def open(self, *, writer: bool, owner: str = "cli", check_model: bool = True) -> App:
         if writer:
@@ -54,6 +63,8 @@ class App:
         return self
 
     def close(self) -> None:
+        if self._recall is not None:
+            self._recall[1].close()
         self.store.close()
         self.lock.release()
 
@@ -74,6 +85,7 @@ class App:
         if not query or not query.strip():
             raise UserError("the search query is empty")
         statuses = ("active", "superseded", "archived") if include_all else ("active",)
+        vectors, queries = self._recall or (None, None)
         results = retrieve.search(
             self.store,
             query,
@@ -81,7 +93,9 @@ class App:
             limit=limit or self.settings.search_limit,
             kinds=kinds,
             statuses=statuses,
-            cache=self.vector_cache,
+            weights=retrieve.weights_from(self.settings),
+            cache=vectors,
+            embed_query=queries.embed_one if queries is not None else None,
         )
         return {"results": results}
 

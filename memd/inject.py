@@ -1,11 +1,15 @@
-"""What a hook injects: a small, budgeted block of memories that helps instead of bloating.
+"""What a hook injects: a small, budgeted block of distinct, relevant memories.
 
-- ``user-prompt-submit``: memories relevant to the prompt, in the session's project plus the
-  user-wide scope. Relevance is the semantic cosine between the prompt and the memory; under
-  ``settings.relevance_threshold`` nothing qualifies, so an unrelated prompt injects nothing.
-  Excerpts (raw turns) qualify only when they are very relevant: typed memories come first.
-- ``session-start``: a project brief: pinned memories (always), open TODOs, recent decisions,
-  preferences, and the last session's summary.
+- ``user-prompt-submit``: the memories that :func:`memd.retrieve.recall` finds relevant to the
+  prompt (the same recall as ``memd search``), in the session's project plus the user-wide
+  scope. An unrelated prompt injects nothing.
+- ``session-start``: a project brief: every pinned memory (or as many as fit, and how many
+  more there are), open TODOs, recent decisions, preferences and the last session's summary.
+
+Within a block, no two items cover the same transcript turns, and an excerpt (raw turns) is cut
+down to the turns and sentences that carry the prompt's terms, citing only the turns it still
+shows. When two memories disagree (same subject, different value) the newer comes first and
+both are marked.
 
 Every block sits between ``<memd-context>`` and ``</memd-context>``, so the transcript parser
 drops it and memd never re-learns its own injection. A memory injected earlier in a session is
@@ -15,20 +19,18 @@ not injected again in that session. Superseded and archived memories are never i
 from __future__ import annotations
 
 import logging
-import queue
+import re
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memd import retrieve
-from memd.heap import trim_heap
+from memd import lexical, retrieve
 from memd.models import USER_SCOPE, Memory
 from memd.project import resolve_project
-from memd.store import from_row, sql_in, sql_str
+from memd.store import sql_in
 
 if TYPE_CHECKING:
     from memd.app import App
@@ -39,35 +41,28 @@ log = logging.getLogger(__name__)
 OPEN_TAG = "<memd-context>"
 CLOSE_TAG = "</memd-context>"
 HEADER = (
-    "# memd: memories from earlier sessions. They may be outdated; "
-    "the current conversation wins on any conflict."
+    "# memd: memories from earlier sessions. They may be outdated: the current conversation "
+    "wins on any conflict, and where memories disagree, ask the user."
 )
 """Starts with ``memd.transcript.MEMD_CONTEXT_HEADER``, which the parser also recognizes."""
 
 HARD_CAP = 10_000
 """Claude Code's cap on hook output, in characters."""
 MAX_ITEM_CHARS = 400
-EXCERPT_MARGIN = 0.15
-"""Excerpts need this much more than the threshold: injection prefers typed memories."""
-SEARCH_DEPTH = 16
-QUERY_HEAD = 400
-QUERY_TAIL = 200
+"""A typed memory is clipped to this many characters."""
+MAX_EXCERPT_CHARS = 600
+"""An excerpt shows at most this much, after it is cut to what matches the prompt."""
+WHOLE_TURN_CHARS = 280
+"""A matching turn this short is shown whole; a longer one is cut to its matching sentences."""
+SEARCH_DEPTH = 24
 MAX_SESSIONS = 512
 MAX_IDS_PER_SESSION = 2000
 STATE_PREFIX = "injected:"
-CACHE_MAX_ROWS = 20_000
-"""A project with more active memories than this is searched in the table instead."""
-CACHE_TOTAL_ROWS = 100_000
-"""Vectors kept in memory, all projects together (int8: 38 MB at 384 dimensions)."""
-CACHE_MAX_AGE = 600.0
-TRIM_AFTER_BUILD_ROWS = 1000
-"""Building an entry this big frees enough to hand back to the OS at once."""
-CACHE_COLUMNS = ["id", "text", "kind", "project", "importance", "pinned", "status"]
-CACHE_COLUMNS += ["created_at", "updated_at", "hits"]
-"""What injection reads of a memory (not its sources, history or keywords)."""
 FORGET_AFTER_DAYS = 30
 """Sessions without an injection for this long are forgotten (their dedupe set is dropped)."""
 PRUNE_EVERY_SECONDS = 3600
+LEFT_OUT_SHOWN = 12
+"""How many left-out candidates a preview explains."""
 
 SECTIONS = (
     ("pinned", "Pinned"),
@@ -83,31 +78,43 @@ SECTIONS = (
 
 BRIEF_LIMITS = {"todo": 8, "decision": 8, "preference": 6, "summary": 1}
 """How many of each kind a session-start brief considers before the budget trims it."""
+BRIEF_BASE = {"pinned": 4.0, "summary": 3.0, "todo": 2.5, "decision": 2.0, "preference": 1.5}
+DATE_PREFIX = re.compile(r"^\[(\d{4}-\d{2}-\d{2})\]\s*")
+SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 
 
 @dataclass
 class Item:
-    """One memory offered for injection, with why and how much it matters."""
+    """One memory offered for injection: what it shows, why, and which turns it covers."""
 
     memory: dict[str, Any]
     section: str
     priority: float
     why: str
+    display: str = ""
+    turns: frozenset[str] = frozenset()
+    """The transcript turns (source uuids) whose text this item shows."""
+    note: str = ""
+    """A mark such as "newer" or "older: may be outdated"."""
+
+    def __post_init__(self) -> None:
+        if not self.display:
+            self.display = clip(self.memory["text"])
+        if not self.turns:
+            self.turns = frozenset(source_uuids(self.memory))
 
 
 @dataclass
 class Injection:
     text: str = ""
     chosen: list[dict[str, Any]] = field(default_factory=list)
+    left_out: list[dict[str, Any]] = field(default_factory=list)
+    reason: str = ""
+    """Why nothing was injected (empty when something was)."""
 
 
-def query_text(prompt: str) -> str:
-    """What of a prompt is embedded: its head and tail. Embedding cost grows with tokens (a
-    200-word prompt took 98 ms here, 12 words 15 ms), and long prompts are mostly pasted
-    material between the request at the start and the question at the end."""
-    if len(prompt) <= QUERY_HEAD + QUERY_TAIL:
-        return prompt
-    return prompt[:QUERY_HEAD] + " … " + prompt[-QUERY_TAIL:]
+def source_uuids(memory: dict[str, Any]) -> list[str]:
+    return [str(s.get("uuid") or "") for s in memory.get("sources") or [] if s.get("uuid")]
 
 
 def clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
@@ -115,14 +122,21 @@ def clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def line_for(memory: dict[str, Any]) -> str:
-    day = (memory.get("updated_at") or memory.get("created_at") or "")[:10]
+def day_of(memory: dict[str, Any]) -> str:
+    return (memory.get("updated_at") or memory.get("created_at") or "")[:10]
+
+
+def line_for(item: Item) -> str:
+    memory = item.memory
     scope = " [user-wide]" if memory.get("project") == USER_SCOPE else ""
-    return f"- {clip(memory['text'])}{scope}" + (f" ({day})" if day else "")
+    day = "" if DATE_PREFIX.match(item.display) else day_of(memory)
+    note = f" [{item.note}]" if item.note else ""
+    return f"- {item.display}{scope}" + (f" ({day})" if day else "") + note
 
 
-def render(items: list[Item]) -> str:
-    """The block for ``items``, grouped by section in a fixed order."""
+def render(items: list[Item], footer: str = "") -> str:
+    """The block for ``items``, grouped by section in a fixed order (within a section, in the
+    order given)."""
     if not items:
         return ""
     lines = [OPEN_TAG, HEADER]
@@ -130,23 +144,78 @@ def render(items: list[Item]) -> str:
         group = [i for i in items if i.section == key]
         if group:
             lines.append(f"{title}:")
-            lines.extend(line_for(i.memory) for i in group)
+            lines.extend(line_for(i) for i in group)
+    if footer:
+        lines.append(footer)
     lines.append(CLOSE_TAG)
     return "\n".join(lines)
 
 
-def fit(items: list[Item], budget: int) -> list[Item]:
-    """Keep the most important items whose rendered block stays within ``budget`` characters.
+def rendered_size(items: list[Item], footer: str = "") -> int:
+    return len(render(items, footer))
 
-    Items are tried from the highest priority down; one that does not fit is dropped, so the
-    least relevant and least important go first.
+
+def sentences(text: str) -> list[str]:
+    return [s for s in SENTENCE_END.split(text) if s.strip()]
+
+
+def cut_excerpt(
+    memory: dict[str, Any], query_terms: tuple[str, ...], covered: set[str]
+) -> tuple[str, frozenset[str]]:
+    """The part of an excerpt worth showing for a prompt, and the turns that part carries.
+
+    An excerpt's text has one line per turn, in the order of its sources (the first line may
+    start with a ``[YYYY-MM-DD]`` date). Turns already shown by another item are dropped; of
+    the rest, the turns that carry the prompt's terms are kept (a short one whole, a long one
+    cut to its matching sentences). When no turn matches a term (a semantic match), the middle
+    turn is kept. Returns ("", empty) when nothing new is left.
     """
-    budget = min(budget, HARD_CAP)
-    kept: list[Item] = []
-    for item in sorted(items, key=lambda i: -i.priority):
-        if len(render([*kept, item])) <= budget:
-            kept.append(item)
-    return kept
+    text = memory["text"]
+    sources = source_uuids(memory)
+    day = ""
+    m = DATE_PREFIX.match(text)
+    if m:
+        day, text = m.group(1), text[m.end() :]
+    lines = [line for line in text.split("\n") if line.strip()]
+    if len(lines) != len(sources) or not lines:
+        # Not one line per turn (an older excerpt): show it whole, citing every source.
+        if covered.intersection(sources):
+            return "", frozenset()
+        body = clip(" ".join(lines), MAX_EXCERPT_CHARS)
+        return (f"[{day}] " if day else "") + body, frozenset(sources)
+    fresh = [(u, line) for u, line in zip(sources, lines, strict=True) if u not in covered]
+    if not fresh:
+        return "", frozenset()
+    scored = [(lexical.matched(query_terms, line), u, line) for u, line in fresh]
+    keep = [(u, line) for hits, u, line in scored if hits > 0]
+    if not keep:
+        middle = scored[len(scored) // 2] if len(fresh) == len(lines) else scored[0]
+        keep = [(middle[1], middle[2])]
+    parts = []
+    for _, line in keep:
+        if len(line) > WHOLE_TURN_CHARS:
+            line = cut_turn(line, query_terms)
+        parts.append(line)
+    body = " / ".join(parts)
+    body = clip(body, MAX_EXCERPT_CHARS)
+    return (f"[{day}] " if day else "") + body, frozenset(u for u, _ in keep)
+
+
+def cut_turn(line: str, query_terms: tuple[str, ...]) -> str:
+    """A long turn cut to its matching sentences (keeping its "speaker:" prefix)."""
+    speaker, sep, rest = line.partition(": ")
+    if not sep or len(speaker) > 40:
+        speaker, rest = "", line
+    said = sentences(rest)
+    hits = [i for i, s in enumerate(said) if lexical.matched(query_terms, s) > 0]
+    if not hits:
+        return clip(line, WHOLE_TURN_CHARS)
+    chosen = " … ".join(said[i].strip() for i in hits)
+    if hits[0] > 0:
+        chosen = "… " + chosen
+    if hits[-1] < len(said) - 1:
+        chosen += " …"
+    return (f"{speaker}: " if speaker else "") + chosen
 
 
 class SessionMemory:
@@ -235,224 +304,13 @@ class SessionMemory:
         return len(old)
 
 
-def quantize(vectors: Any) -> tuple[Any, Any]:
-    """int8 codes and a float32 scale per row, so that ``codes[i] * scales[i] ≈ vectors[i]``."""
-    import numpy as np
-
-    vectors = np.asarray(vectors, dtype=np.float32)
-    peak = np.abs(vectors).max(axis=1) if len(vectors) else np.zeros(0, dtype=np.float32)
-    scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
-    codes = np.rint(vectors / scales[:, None]).astype(np.int8)
-    return np.ascontiguousarray(codes), scales
-
-
-class VectorCache:
-    """Each recently used project's active memories (vectors and rows), in memory, for hooks.
-
-    A hook then costs one matrix-vector product (~0.4 ms for 5,000 memories) instead of a
-    LanceDB vector search with a project prefilter (~80 ms at 100k rows here) plus reading the
-    rows. Vectors are kept as int8 codes with one float32 scale per row: a quarter of float32's
-    memory, and a cosine within 0.002 of the exact one, so rankings differ only between near
-    ties. (float16 took half the memory but 2.2 ms per product: numpy converts it slowly.) The
-    product runs without BLAS threads (``einsum``), whose spinning made a 0.3 ms product take
-    8 ms on a busy 2-core machine.
-
-    Freshness: an entry is valid for one state of the table (``MemoryStore.mutations``). Every
-    write, delete, supersession or archiving changes it, so a stale memory is never injected.
-    The one exception is the hit counters the injector itself writes (:meth:`touch`): they
-    change no vector and no status, so the entries carry over to the new state instead of
-    being rebuilt.
-    """
-
-    def __init__(
-        self,
-        store: Any,
-        max_rows: int = CACHE_MAX_ROWS,
-        total_rows: int = CACHE_TOTAL_ROWS,
-        max_age: float = CACHE_MAX_AGE,
-    ) -> None:
-        self.store = store
-        self.max_rows = max_rows
-        self.total_rows = total_rows
-        self.max_age = max_age
-        self.generation = 0
-        self.builds = 0
-        self._entries: OrderedDict[str, tuple[Any, Any, Any, float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def invalidate(self) -> None:
-        with self._lock:
-            self.generation += 1
-            self._entries.clear()
-
-    def signature(self) -> Any:
-        return (self.generation, id(self.store.table), self.store.mutations)
-
-    def touch(self, touch: Callable[[list[str]], None], ids: list[str]) -> None:
-        """Run the hit-counter update ``touch(ids)``; entries stay valid across it."""
-        with self.store.write_lock:  # no other write can slip in between the two signatures
-            before = self.signature()
-            touch(ids)
-            after = self.signature()
-        with self._lock:
-            for project, (sig, rows, matrix, built) in list(self._entries.items()):
-                if sig == before:
-                    self._entries[project] = (after, rows, matrix, built)
-
-    def rows(self, project: str) -> tuple[Any, Any] | None:
-        """(arrow rows, (int8 codes, row scales)) of the project's active memories; None: too
-        many."""
-        import numpy as np
-        import pyarrow as pa
-
-        with self._lock:
-            sig = self.signature()
-            hit = self._entries.get(project)
-            if hit is not None and hit[0] == sig and time.monotonic() - hit[3] < self.max_age:
-                self._entries.move_to_end(project)
-                return hit[1], hit[2]
-            table = self.store.table
-            if table is None:
-                return None
-            where = f"project = {sql_str(project)} AND status = 'active'"
-            count = self.store.count(where)
-            if count > self.max_rows:
-                return None
-            query = table.search().where(where).select([*CACHE_COLUMNS, "vector"])
-            # In batches: one float32 copy of a whole project at once stayed in RSS afterwards.
-            parts, scales, batches = [], [], []
-            for batch in query.limit(max(1, count)).to_batches(1024):
-                column = batch.column("vector")
-                flat = column.flatten().to_numpy(zero_copy_only=False)
-                codes, scale = quantize(flat.reshape(batch.num_rows, column.type.list_size))
-                parts.append(codes)
-                scales.append(scale)
-                batches.append(batch.drop_columns(["vector"]))
-            if not batches:
-                matrix = (np.zeros((0, 1), dtype=np.int8), np.zeros(0, dtype=np.float32))
-                rows = pa.table({c: [] for c in CACHE_COLUMNS})
-            else:
-                matrix = (np.concatenate(parts), np.concatenate(scales))
-                rows = pa.Table.from_batches(batches).combine_chunks()
-            self._entries[project] = (sig, rows, matrix, time.monotonic())
-            self._entries.move_to_end(project)
-            while len(self._entries) > 1 and self.cached_rows() > self.total_rows:
-                self._entries.popitem(last=False)
-            self.builds += 1
-            if count >= TRIM_AFTER_BUILD_ROWS:
-                del parts, scales, batches, query
-                trim_heap()  # the read left ~4x the entry's size behind (a few ms)
-            return rows, matrix
-
-    def cached_rows(self) -> int:
-        return sum(entry[1].num_rows for entry in self._entries.values())
-
-    def search(
-        self, vector: list[float], projects: list[str], limit: int
-    ) -> list[tuple[Memory, float]] | None:
-        """The nearest active memories in ``projects`` with their cosine; None: not cacheable."""
-        import numpy as np
-
-        query = np.asarray(vector, dtype=np.float32)
-        scored: list[tuple[float, int, int]] = []
-        tables: list[Any] = []
-        for project in dict.fromkeys(projects):
-            got = self.rows(project)
-            if got is None:
-                return None
-            rows, (codes, scales) = got
-            if rows.num_rows == 0:
-                continue
-            sims = np.einsum("ij,j->i", codes, query) * scales
-            n = rows.num_rows
-            top = np.argpartition(-sims, limit)[:limit] if n > limit else np.arange(n)
-            scored += [(float(sims[i]), len(tables), int(i)) for i in top]
-            tables.append(rows)
-        scored.sort(key=lambda t: -t[0])
-        scored = scored[:limit]
-        picked: dict[tuple[int, int], dict[str, Any]] = {}
-        for t, rows in enumerate(tables):
-            indices = [i for _, which, i in scored if which == t]
-            if indices:
-                for i, row in zip(indices, rows.take(indices).to_pylist(), strict=True):
-                    picked[(t, i)] = row
-        out = []
-        for sim, t, i in scored:
-            memory = from_row(picked[(t, i)])
-            if memory.status == "active":
-                out.append((memory, sim))
-        return out
-
-
-class QueryBatcher:
-    """Embeds queries that arrive together in one model call (one thread, a queue).
-
-    Alone, a query waits only for a thread hand-off; in a burst of hooks, up to ``max_batch``
-    queries share one call, which costs about a third of the time per query of single calls.
-    """
-
-    def __init__(self, embed: Callable[[list[str]], list[list[float]]], max_batch: int = 16):
-        self._embed = embed
-        self.max_batch = max_batch
-        self._queue: queue.SimpleQueue[tuple[str, Future[list[float]]] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._start_lock = threading.Lock()
-        self.batches = 0
-        self.queries = 0
-
-    def embed_one(self, text: str) -> list[float]:
-        future: Future[list[float]] = Future()
-        if self._thread is None:
-            with self._start_lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(
-                        target=self._run, name="memd-embed", daemon=True
-                    )
-                    self._thread.start()
-        self._queue.put((text, future))
-        return future.result()
-
-    def close(self) -> None:
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join(5)
-            self._thread = None
-
-    def _run(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None:
-                return
-            batch = [first]
-            while len(batch) < self.max_batch:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    self._queue.put(None)  # stop after this batch
-                    break
-                batch.append(item)
-            try:
-                vectors = self._embed([text for text, _ in batch])
-            except BaseException as exc:
-                for _, future in batch:
-                    future.set_exception(exc)
-                continue
-            self.batches += 1
-            self.queries += len(batch)
-            for (_, future), vector in zip(batch, vectors, strict=True):
-                future.set_result(vector)
-
-
 class Injector:
     """Builds the context for hooks. Thread-safe: the daemon calls it from its read threads."""
 
     def __init__(self, app: App, settings: Settings, state: Any = None) -> None:
         self.app = app
         self.settings = settings
-        self.queries = QueryBatcher(lambda texts: app.store.embedder.embed(texts))
-        self.vectors = VectorCache(app.store)
+        self.vectors, self.queries = app.recall_cache()
         self.sessions = SessionMemory(state)
         self._touch: dict[str, None] = {}
         self._touch_lock = threading.Lock()
@@ -465,11 +323,18 @@ class Injector:
     ) -> Injection:
         prompt = str(payload.get("prompt") or "").strip()
         if len(prompt) < 3 or prompt.startswith("/"):
-            return Injection()
+            return Injection(reason="no prompt to search for (empty, too short or a command)")
         project = resolve_project(payload.get("cwd") or None)
-        items = self.relevant(self.search(prompt, project))
+        results = self.recall(prompt, project)
+        query_terms = lexical.terms(retrieve.normalize_query(prompt))
         return self.finish(
-            items, payload, self.settings.prompt_budget_chars, "prompt", dedupe, touch
+            results,
+            payload,
+            self.settings.prompt_budget_chars,
+            "prompt",
+            dedupe,
+            touch,
+            query_terms=query_terms,
         )
 
     def session_context(
@@ -479,9 +344,13 @@ class Injector:
         if dedupe and session_id and payload.get("source") in ("clear", "compact"):
             self.sessions.reset(session_id)
         project = resolve_project(payload.get("cwd") or None)
-        items = self.brief(project, session_id)
         return self.finish(
-            items, payload, self.settings.session_start_budget_chars, "brief", dedupe, touch
+            self.brief(project, session_id),
+            payload,
+            self.settings.session_start_budget_chars,
+            "brief",
+            dedupe,
+            touch,
         )
 
     def warm(self, projects: Iterable[str]) -> int:
@@ -495,43 +364,22 @@ class Injector:
         return self.vectors.cached_rows()
 
     # ---- choosing
-    def search(self, prompt: str, project: str) -> list[dict[str, Any]]:
-        """The vector half of the hybrid search, ranked and explained like ``retrieve.search``.
+    def recall(self, prompt: str, project: str) -> list[dict[str, Any]]:
+        """Every candidate for the prompt, scored and decided by :func:`retrieve.recall`."""
+        return retrieve.recall(
+            self.app.store,
+            prompt,
+            [project],
+            depth=SEARCH_DEPTH,
+            weights=retrieve.weights_from(self.settings),
+            vectors=self.vectors,
+            embed_query=self.queries.embed_one,
+        )
 
-        Injection qualifies a memory by its semantic similarity alone, and a memory found only
-        by the full-text index has none, so the full-text half would cost time for nothing.
-        """
-        store = self.app.store
-        query = retrieve.normalize_query(query_text(prompt))
-        if not query or store.table is None:
-            return []
-        vector = self.queries.embed_one(query)
-        by_vec = self.vectors.search(vector, [project, USER_SCOPE], SEARCH_DEPTH)
-        if by_vec is None:  # a project too big to cache: ask the table
-            where = retrieve.where_clause([project, USER_SCOPE], None, ("active",))
-            by_vec = store.vector_search(vector, where, SEARCH_DEPTH)
-        return retrieve.rank(by_vec, [], SEARCH_DEPTH)
-
-    def relevant(self, results: list[dict[str, Any]]) -> list[Item]:
-        """Results above the relevance threshold, as items ranked by relevance and importance."""
-        threshold = self.settings.relevance_threshold
-        items = []
-        for r in results:
-            if r.get("status", "active") != "active":
-                continue
-            semantic = float(r["score_breakdown"]["semantic"])
-            need = threshold + (EXCERPT_MARGIN if r["kind"] == "excerpt" else 0.0)
-            if semantic < need:
-                continue
-            priority = 0.8 * semantic + 0.2 * float(r["importance"])
-            if r["kind"] == "excerpt":
-                priority -= 0.5
-            section = "pinned" if r.get("pinned") else r["kind"]
-            items.append(Item(r, section, priority, retrieve.explain(r)))
-        return items
-
-    def brief(self, project: str, session_id: str = "") -> list[Item]:
-        """Pinned memories, open TODOs, recent decisions, preferences, the last summary."""
+    def brief(self, project: str, session_id: str = "") -> list[dict[str, Any]]:
+        """Pinned memories, open TODOs, recent decisions, preferences, the last summary: as
+        results in the recall shape, ranked by the recall's own weights (no query, so no
+        relevance: importance, recency and pinning)."""
         kinds = sorted(BRIEF_LIMITS)
         where = (
             f"{sql_in('project', [project, USER_SCOPE])} AND status = 'active' AND "
@@ -539,56 +387,46 @@ class Injector:
         )
         memories = self.app.store.query(where)
         memories.sort(key=lambda m: m.updated_at or m.created_at, reverse=True)
-        items: list[Item] = []
+        weights = retrieve.weights_from(self.settings)
+        out: list[dict[str, Any]] = []
         taken: dict[str, int] = {}
         for m in memories:
             if m.status != "active":
                 continue
-            if m.pinned:
-                items.append(self.brief_item(m, "pinned", 4.0 + m.importance, "pinned"))
-                continue
-            if m.project == USER_SCOPE and m.kind != "preference":
-                continue
-            if (
-                m.kind == "summary"
-                and session_id
-                and all(s.session_id == session_id for s in m.sources if s.session_id)
-                and m.sources
-            ):
-                continue  # this session's own summary is not "the last session"
-            if taken.get(m.kind, 0) >= BRIEF_LIMITS[m.kind]:
-                continue
-            rank = taken.get(m.kind, 0)
-            taken[m.kind] = rank + 1
-            base = {"summary": 3.0, "todo": 2.5, "decision": 2.0, "preference": 1.5}[m.kind]
-            priority = base + m.importance - 0.05 * rank
-            why = f"{m.kind}, newest #{rank + 1}, importance {m.importance:.2f}"
-            items.append(self.brief_item(m, m.kind, priority, why))
-        return items
-
-    @staticmethod
-    def brief_item(memory: Memory, section: str, priority: float, why: str) -> Item:
-        return Item(memory.to_dict(), section, priority, why)
+            section = "pinned" if m.pinned else m.kind
+            if not m.pinned:
+                if m.project == USER_SCOPE and m.kind != "preference":
+                    continue
+                if m.kind == "summary" and session_id and own_summary(m, session_id):
+                    continue  # this session's own summary is not "the last session"
+                if taken.get(m.kind, 0) >= BRIEF_LIMITS[m.kind]:
+                    continue
+                taken[m.kind] = taken.get(m.kind, 0) + 1
+            out.append(retrieve.brief_result(m, weights, BRIEF_BASE[section]))
+        return out
 
     def finish(
         self,
-        items: list[Item],
+        results: list[dict[str, Any]],
         payload: dict[str, Any],
         budget: int,
         label: str,
         dedupe: bool,
         touch: bool,
+        query_terms: tuple[str, ...] = (),
     ) -> Injection:
         session_id = str(payload.get("session_id") or "")
-        if dedupe and session_id:
-            given = self.sessions.given(session_id)
-            items = [i for i in items if i.memory["id"] not in given]
-        kept = fit(items, budget)
-        if dedupe and session_id:
+        given = self.sessions.given(session_id) if dedupe and session_id else set()
+        plan = choose(results, given, min(budget, HARD_CAP), query_terms, label == "brief")
+        kept = plan.items
+        if dedupe and session_id and kept:
             fresh = self.sessions.claim(session_id, [i.memory["id"] for i in kept])
             kept = [i for i in kept if i.memory["id"] in fresh]
         if not kept:
-            return Injection()
+            log.debug(
+                "inject %s session=%s: nothing (%s)", label, session_id or "-", plan.reason
+            )
+            return Injection(left_out=plan.left_out, reason=plan.reason)
         if touch:
             self.queue_touch(i.memory["id"] for i in kept)
             self.injections += 1
@@ -603,10 +441,19 @@ class Injector:
                 i.why,
             )
         chosen = [
-            {"id": i.memory["id"], "kind": i.memory["kind"], "text": i.memory["text"], "why": i.why}
+            {
+                "id": i.memory["id"],
+                "kind": i.memory["kind"],
+                "text": i.memory["text"],
+                "shown": i.display,
+                "turns": sorted(i.turns),
+                "why": i.why,
+                "note": i.note,
+                "score_breakdown": i.memory.get("score_breakdown", {}),
+            }
             for i in kept
         ]
-        return Injection(render(kept), chosen)
+        return Injection(render(kept, plan.footer), chosen, plan.left_out)
 
     # ---- usage counters, written in batch by the daemon's writer
     def queue_touch(self, ids: Iterable[str]) -> None:
@@ -633,3 +480,146 @@ class Injector:
                 raise
         self.sessions.persist()
         return len(ids)
+
+
+def own_summary(memory: Memory, session_id: str) -> bool:
+    ids = [s.session_id for s in memory.sources if s.session_id]
+    return bool(ids) and all(i == session_id for i in ids)
+
+
+@dataclass
+class Plan:
+    items: list[Item] = field(default_factory=list)
+    left_out: list[dict[str, Any]] = field(default_factory=list)
+    footer: str = ""
+    reason: str = ""
+
+
+def left(result: dict[str, Any], reason: str) -> dict[str, Any]:
+    return {
+        "id": result["id"],
+        "kind": result["kind"],
+        "text": result["text"],
+        "reason": reason,
+        "score_breakdown": result.get("score_breakdown", {}),
+    }
+
+
+def choose(
+    results: list[dict[str, Any]],
+    given: set[str],
+    budget: int,
+    query_terms: tuple[str, ...],
+    brief: bool,
+) -> Plan:
+    """The items to inject, best first, within ``budget`` characters, and why others were not.
+
+    One greedy pass in priority order: an item is cut to what it adds (excerpts lose the turns
+    already shown), skipped when it adds nothing, and kept when the block still fits.
+    """
+    plan = Plan()
+    if not results:
+        plan.reason = "no candidates in this project"
+        return plan
+    relevant = []
+    for r in results:
+        if r.get("status", "active") != "active":
+            continue
+        if not r.get("relevant", True):
+            if len(plan.left_out) < LEFT_OUT_SHOWN:
+                plan.left_out.append(left(r, "below the relevance threshold"))
+            continue
+        if r["id"] in given:
+            plan.left_out.append(left(r, "already injected in this session"))
+            continue
+        relevant.append(r)
+    if not relevant:
+        if given and any(r["id"] in given for r in results):
+            plan.reason = "every relevant memory was already injected in this session"
+        else:
+            best = max(
+                (r["score_breakdown"].get("relevance", 0.0) for r in results), default=0.0
+            )
+            need = min(
+                (r["score_breakdown"].get("threshold", 1.0) for r in results), default=1.0
+            )
+            plan.reason = f"none relevant (best relevance {best:.2f} < {need:.2f})"
+        return plan
+    notes = conflict_notes(relevant)
+    order = sorted(relevant, key=lambda r: -priority(r))
+    pinned_total = sum(1 for r in order if r.get("pinned")) if brief else 0
+    covered: set[str] = set()
+    kept: list[Item] = []
+    pinned_shown = 0
+    for r in order:
+        section = "pinned" if r.get("pinned") and brief else r["kind"]
+        if r["kind"] == "excerpt":
+            display, turns = cut_excerpt(r, query_terms, covered)
+            if not display:
+                plan.left_out.append(left(r, "its turns are already shown"))
+                continue
+        else:
+            turns = frozenset(source_uuids(r))
+            if r["kind"] != "summary" and turns and turns <= covered:
+                plan.left_out.append(left(r, "its turns are already shown"))
+                continue
+            display = clip(r["text"])
+            if r["kind"] == "summary" and repeats(display, kept):
+                plan.left_out.append(left(r, "repeats what the items below say"))
+                continue
+        item = Item(r, section, priority(r), retrieve.explain(r), display, turns)
+        item.note = notes.get(r["id"], "")
+        footer = overflow(pinned_total - pinned_shown - (1 if section == "pinned" else 0))
+        if rendered_size(ordered([*kept, item]), footer) > budget:
+            plan.left_out.append(left(r, "over the budget"))
+            continue
+        kept.append(item)
+        if section == "pinned":
+            pinned_shown += 1
+        if r["kind"] != "summary":
+            covered |= turns
+    plan.items = ordered(kept)
+    plan.footer = overflow(pinned_total - pinned_shown)
+    if plan.footer and rendered_size(plan.items, plan.footer) > budget:
+        plan.footer = ""  # cannot happen unless even the footer alone is over the budget
+    if not plan.items:
+        plan.reason = "nothing fits in the budget"
+    return plan
+
+
+def overflow(more: int) -> str:
+    if more <= 0:
+        return ""
+    noun = "memory" if more == 1 else "memories"
+    return f"(+{more} more pinned {noun} not shown here: `memd list` shows them all)"
+
+
+def priority(result: dict[str, Any]) -> float:
+    """Fusion score, with typed memories ahead of excerpts of the same relevance."""
+    base = float(result.get("score", 0.0))
+    return base - (0.05 if result["kind"] == "excerpt" else 0.0)
+
+
+SECTION_ORDER = {key: n for n, (key, _) in enumerate(SECTIONS)}
+
+
+def ordered(items: list[Item]) -> list[Item]:
+    """In the order the block shows them: by section, then best first."""
+    return sorted(items, key=lambda i: (SECTION_ORDER[i.section], -i.priority, i.memory["id"]))
+
+
+def repeats(summary: str, kept: list[Item]) -> bool:
+    """Whether most of a summary's terms are already in the items kept."""
+    mine = lexical.term_set(summary)
+    if not mine:
+        return True
+    shown: set[str] = set()
+    for item in kept:
+        shown |= lexical.term_set(item.display)
+    return len(mine & shown) / len(mine) >= 0.7
+
+
+def conflict_notes(results: list[dict[str, Any]]) -> dict[str, str]:
+    """Marks for relevant memories that disagree: the newer "newer", the older "older: may be
+    outdated". Filled in by :mod:`memd.similar` where available."""
+    return {}

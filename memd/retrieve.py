@@ -1,7 +1,21 @@
-"""Hybrid retrieval: vector and ICU full-text search, fused with RRF, then ranked and explained.
+"""The one recall path: candidates, fusion and the relevance decision, for every caller.
 
-Every query is prefiltered by project (the asked project plus the user-wide scope) and status.
-Each result carries a ``score_breakdown`` so a user can see why a memory came back.
+``search`` (CLI, MCP, viewer), the prompt hook and the session brief all go through
+:func:`recall`, so ``memd search --explain``, the hook's DEBUG line and the ``context`` preview
+show the same numbers for the same memory.
+
+1. **Candidates.** The nearest memories by vector (the daemon's int8 vector cache, or the table)
+   and the best by full text (LanceDB's ICU index, BM25), prefiltered by project (the asked
+   project plus the user-wide scope) and status.
+2. **Signals.** For every candidate: ``semantic``, its cosine to the query mapped onto the
+   model's calibrated scale (0 = what unrelated texts score with this model, 1 = what clearly
+   related ones score), and ``lexical``, the share of the query's meaningful terms it carries
+   (:mod:`memd.lexical`). Both are absolute: neither depends on the other candidates.
+3. **Relevance** = a weighted mean of the two. A memory is *relevant* when its relevance reaches
+   ``relevance_threshold`` (excerpts, being raw turns, need ``excerpt_margin`` more). Only
+   relevant memories are searched out or injected: an unrelated prompt gets nothing.
+4. **Order.** ``total`` mixes relevance with the rank fusion (RRF over both lists: the BM25 rank
+   carries term rarity, which the absolute signals do not), importance, recency and pinning.
 """
 
 from __future__ import annotations
@@ -11,23 +25,54 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from memd import lexical
 from memd.models import USER_SCOPE, Memory, check_kind
 from memd.store import MemoryStore, sql_in
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from memd.vectors import VectorCache
+
 RRF_K = 60
 TEXT_SEARCH = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memd-fts")
+QUERY_HEAD = 400
+QUERY_TAIL = 200
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Where a model's cosines fall: ``unrelated`` is a high percentile of unrelated pairs,
+    ``related`` a typical related pair. Cosines map linearly from one to the other onto 0..1."""
+
+    unrelated: float = 0.15
+    related: float = 0.60
+
+    def scale(self, cosine: float) -> float:
+        span = max(1e-6, self.related - self.unrelated)
+        return min(1.0, max(0.0, (cosine - self.unrelated) / span))
+
+
+DEFAULT_CALIBRATION = Calibration()
 
 
 @dataclass(frozen=True)
 class Weights:
-    """How the signals combine. Relevance dominates; the rest only reorders near-ties."""
+    """How the signals combine."""
 
+    semantic: float = 0.55
+    lexical: float = 0.45
+    """Relevance = semantic·0.55 + lexical·0.45 (both absolute, 0..1)."""
+    threshold: float = 0.35
+    excerpt_margin: float = 0.10
+    """Excerpts (raw turns) need this much more relevance than typed memories."""
     vector: float = 0.5
-    text: float = 1.5
-    """Full-text ranks weigh 3x vector ranks in the fusion: on LoCoMo (bench/locomo.py --tune),
-    1:3 beat 1:1 by 2-5 points of recall@5 and @10 on each held-out half."""
+    text: float = 1.0
+    """Rank-fusion weights of the two candidate lists."""
+    rank_mix: float = 0.25
+    """Share of the rank fusion in the ordering, beside relevance."""
     relevance: float = 0.80
     importance: float = 0.10
     recency: float = 0.05
@@ -43,9 +88,16 @@ QUERY_NOISE = re.compile(
 
 
 def normalize_query(query: str) -> str:
-    """Drop polite lead-ins and extra whitespace; keep the words that carry meaning."""
-    q = " ".join(query.split())
-    return QUERY_NOISE.sub("", q).strip() or q
+    """Drop polite lead-ins and extra whitespace; keep the head and tail of a long prompt.
+
+    Embedding cost grows with tokens (a 200-word prompt took 98 ms here, 12 words 15 ms), and
+    long prompts are mostly pasted material between the request at the start and the question
+    at the end."""
+    q = "\n".join(" ".join(line.split()) for line in query.splitlines() if line.strip())
+    q = QUERY_NOISE.sub("", q).strip() or q
+    if len(q) > QUERY_HEAD + QUERY_TAIL:
+        q = q[:QUERY_HEAD] + " … " + q[-QUERY_TAIL:]
+    return q
 
 
 def age_days(stamp: str, now: datetime) -> float:
@@ -65,12 +117,65 @@ def where_clause(projects: list[str], kinds: list[str] | None, statuses: tuple[s
     return " AND ".join(parts)
 
 
-class VectorIndex(Protocol):
-    """An in-memory vector index of active memories (``memd.inject.VectorCache``)."""
+def weights_from(settings: Any) -> Weights:
+    """The weights with the user's threshold (``relevance_threshold``)."""
+    threshold = getattr(settings, "relevance_threshold", None)
+    if threshold is None:
+        return DEFAULT_WEIGHTS
+    return Weights(threshold=float(threshold))
 
-    def search(
-        self, vector: list[float], projects: list[str], limit: int
-    ) -> list[tuple[Memory, float]] | None: ...
+
+def calibration_of(embedder: Any) -> Calibration:
+    raw = getattr(embedder, "calibration", None)
+    if isinstance(raw, Calibration):
+        return raw
+    if isinstance(raw, tuple) and len(raw) == 2:
+        return Calibration(float(raw[0]), float(raw[1]))
+    return DEFAULT_CALIBRATION
+
+
+def recall(
+    store: MemoryStore,
+    query: str,
+    projects: list[str],
+    *,
+    depth: int = 40,
+    kinds: list[str] | None = None,
+    statuses: tuple[str, ...] = ("active",),
+    weights: Weights = DEFAULT_WEIGHTS,
+    vector: list[float] | None = None,
+    vectors: VectorCache | None = None,
+    embed_query: Callable[[str], list[float]] | None = None,
+) -> list[dict[str, Any]]:
+    """Every candidate for ``query``, best first, each with its ``score_breakdown`` and
+    ``relevant`` (whether it passes the relevance decision). Callers keep the relevant ones."""
+    query = normalize_query(query)
+    if not query or store.table is None:
+        return []
+    scope = list(dict.fromkeys([*projects, USER_SCOPE]))
+    where = where_clause(scope, kinds, statuses)
+    # The full-text half runs in another thread while this one embeds and searches vectors
+    # (LanceDB releases the GIL).
+    by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
+    if vector is None:
+        vector = (embed_query or store.embedder.embed_one)(query)
+    cacheable = vectors is not None and not kinds and tuple(statuses) == ("active",)
+    by_vec = vectors.search(vector, scope, depth) if cacheable and vectors is not None else None
+    if by_vec is None:
+        cacheable = False
+        by_vec = store.vector_search(vector, where, depth)
+    by_text = by_text_future.result()
+    cosines = {m.id: sim for m, sim in by_vec}
+    missing = [m.id for m, _ in by_text if m.id not in cosines]
+    if missing:
+        if cacheable and vectors is not None:
+            cosines.update(vectors.cosines(vector, scope, missing))
+        still = [i for i in missing if i not in cosines]
+        if still:
+            cosines.update(store.cosines(vector, still))
+    return rank(
+        by_vec, by_text, query, cosines, weights, calibration_of(store.embedder), datetime.now(UTC)
+    )
 
 
 def search(
@@ -82,105 +187,135 @@ def search(
     statuses: tuple[str, ...] = ("active",),
     weights: Weights = DEFAULT_WEIGHTS,
     vector: list[float] | None = None,
-    cache: VectorIndex | None = None,
+    cache: VectorCache | None = None,
+    embed_query: Callable[[str], list[float]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Ranked results in the DESIGN.md shape, best first.
-
-    With ``cache`` (the daemon's), the vector half of a search of active memories of any kind
-    is a product over the cached int8 vectors instead of a LanceDB query (8 -> ~1 ms on
-    LoCoMo); the cache holds no sources, so results found by it alone are read back by id.
-    """
-    query = normalize_query(query)
-    if not query or store.table is None:
-        return []
-    scope = list(dict.fromkeys([*projects, USER_SCOPE]))
-    where = where_clause(scope, kinds, statuses)
-    depth = max(limit * 4, 40)
-    # The full-text half runs in another thread while this one embeds and searches vectors
-    # (LanceDB releases the GIL): 20 -> 16 ms p50 at 100k memories (bench/store.py).
-    by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
-    qvec = vector if vector is not None else store.embedder.embed_one(query)
-    by_vec = None
-    if cache is not None and not kinds and tuple(statuses) == ("active",):
-        by_vec = cache.search(qvec, scope, depth)
-    from_cache = by_vec is not None
-    if by_vec is None:
-        by_vec = store.vector_search(qvec, where, depth)
-    by_text = by_text_future.result()
-    results = rank(by_vec, by_text, limit, weights)
-    if from_cache:
-        results = complete(store, results, {m.id for m, _ in by_text})
-    return results
+    """The relevant memories for ``query``, best first, in the DESIGN.md shape."""
+    found = recall(
+        store,
+        query,
+        projects,
+        depth=max(limit * 4, 40),
+        kinds=kinds,
+        statuses=statuses,
+        weights=weights,
+        vector=vector,
+        vectors=cache,
+        embed_query=embed_query,
+    )
+    return complete(store, [r for r in found if r["relevant"]][:limit])
 
 
-def complete(
-    store: MemoryStore, results: list[dict[str, Any]], full: set[str]
-) -> list[dict[str, Any]]:
-    """Results with every field: those not in ``full`` (found in the cache alone) are read."""
-    partial = [r["id"] for r in results if r["id"] not in full]
+def complete(store: MemoryStore, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Results with every field: those read from the vector cache (no topic, keywords or
+    history there) are read back by id. One that went meanwhile is dropped."""
+    partial = [r["id"] for r in results if r.get("partial")]
     if not partial:
         return results
     rows = {m.id: m for m in store.query(sql_in("id", partial), limit=len(partial))}
     out = []
     for r in results:
-        if r["id"] in full:
+        if not r.get("partial"):
             out.append(r)
             continue
         memory = rows.get(r["id"])
-        if memory is not None and memory.status == "active":  # else it went meanwhile
-            out.append(result_dict(memory, r["score"], r["score_breakdown"]))
+        if memory is not None and memory.status == r["status"]:
+            out.append(result_dict(memory, r["score"], r["score_breakdown"], r["relevant"]))
     return out
 
 
 def rank(
     by_vec: list[tuple[Memory, float]],
     by_text: list[tuple[Memory, float]],
-    limit: int,
+    query: str,
+    cosines: dict[str, float],
     weights: Weights = DEFAULT_WEIGHTS,
+    calibration: Calibration = DEFAULT_CALIBRATION,
+    now: datetime | None = None,
 ) -> list[dict[str, Any]]:
+    """Fuse both candidate lists; score, decide and explain every candidate."""
+    now = now or datetime.now(UTC)
+    whole, segments = lexical.query_terms(query)
     memories: dict[str, Memory] = {}
-    semantic: dict[str, float] = {}
-    lexical: dict[str, float] = {}
+    partial: set[str] = set()
     rrf: dict[str, float] = {}
-    for rank_no, (memory, sim) in enumerate(by_vec, 1):
+    bm25: dict[str, float] = {}
+    for rank_no, (memory, _sim) in enumerate(by_vec, 1):
         memories[memory.id] = memory
-        semantic[memory.id] = max(0.0, sim)
+        partial.add(memory.id)
         rrf[memory.id] = rrf.get(memory.id, 0.0) + weights.vector / (RRF_K + rank_no)
-    top_bm25 = max((s for _, s in by_text), default=0.0) or 1.0
     for rank_no, (memory, score) in enumerate(by_text, 1):
         memories[memory.id] = memory  # a full row (the vector half may be a cached one)
-        lexical[memory.id] = score / top_bm25
+        partial.discard(memory.id)
+        bm25[memory.id] = score
         rrf[memory.id] = rrf.get(memory.id, 0.0) + weights.text / (RRF_K + rank_no)
     best_rrf = (weights.vector + weights.text) / (RRF_K + 1)
-    now = datetime.now(UTC)
     results = []
     for mid, memory in memories.items():
-        relevance = rrf[mid] / best_rrf
+        cosine = max(0.0, cosines.get(mid, 0.0))
+        semantic = calibration.scale(cosine)
+        lex = lexical.best_coverage(whole, segments, lexical.term_set(memory.text))
+        relevance = weights.semantic * semantic + weights.lexical * lex
+        need = weights.threshold + (weights.excerpt_margin if memory.kind == "excerpt" else 0.0)
+        fused = rrf[mid] / best_rrf
         recency = math.pow(
             0.5,
             age_days(memory.updated_at or memory.created_at, now) / weights.recency_half_life_days,
         )
         total = (
-            weights.relevance * relevance
+            weights.relevance * ((1 - weights.rank_mix) * relevance + weights.rank_mix * fused)
             + weights.importance * memory.importance
             + weights.recency * recency
             + (weights.pinned if memory.pinned else 0.0)
         )
         breakdown = {
-            "semantic": round(semantic.get(mid, 0.0), 4),
-            "lexical": round(lexical.get(mid, 0.0), 4),
-            "rrf": round(relevance, 4),
+            "cosine": round(cosine, 4),
+            "semantic": round(semantic, 4),
+            "lexical": round(lex, 4),
+            "relevance": round(relevance, 4),
+            "threshold": round(need, 4),
+            "bm25": round(bm25.get(mid, 0.0), 4),
+            "rrf": round(fused, 4),
             "recency": round(recency, 4),
             "importance": round(memory.importance, 4),
             "pinned": memory.pinned,
             "total": round(total, 4),
         }
-        results.append(result_dict(memory, total, breakdown))
+        result = result_dict(memory, total, breakdown, relevance >= need)
+        if mid in partial:
+            result["partial"] = True
+        results.append(result)
     results.sort(key=lambda r: (-r["score"], r["id"]))
-    return results[:limit]
+    return results
 
 
-def result_dict(memory: Memory, score: float, breakdown: dict[str, Any]) -> dict[str, Any]:
+def brief_result(memory: Memory, weights: Weights, base: float = 0.0) -> dict[str, Any]:
+    """A memory offered without a query (the session brief), scored by the same weights as a
+    recall minus relevance: importance, recency and pinning, on top of its section's ``base``."""
+    recency = math.pow(
+        0.5,
+        age_days(memory.updated_at or memory.created_at, datetime.now(UTC))
+        / weights.recency_half_life_days,
+    )
+    total = (
+        base
+        + weights.importance * memory.importance
+        + weights.recency * recency
+        + (weights.pinned if memory.pinned else 0.0)
+    )
+    breakdown = {
+        "section": round(base, 4),
+        "recency": round(recency, 4),
+        "importance": round(memory.importance, 4),
+        "pinned": memory.pinned,
+        "total": round(total, 4),
+    }
+    return result_dict(memory, total, breakdown)
+
+
+def result_dict(
+    memory: Memory, score: float, breakdown: dict[str, Any], relevant: bool = True
+) -> dict[str, Any]:
     return {
         "id": memory.id,
         "text": memory.text,
@@ -195,17 +330,26 @@ def result_dict(memory: Memory, score: float, breakdown: dict[str, Any]) -> dict
         "created_at": memory.created_at,
         "updated_at": memory.updated_at,
         "hits": memory.hits,
+        "relevant": relevant,
         "score_breakdown": breakdown,
         "sources": [s.__dict__ for s in memory.sources],
     }
 
 
 def explain(result: dict[str, Any]) -> str:
-    """One line saying why a result was chosen."""
+    """One line saying why a result was (or was not) chosen."""
     b = result["score_breakdown"]
+    if "relevance" not in b:  # a brief item: no query, so no relevance
+        parts = [f"section {b.get('section', 0):.1f}", f"importance {b['importance']:.2f}"]
+        parts.append(f"recency {b['recency']:.2f}")
+        if b.get("pinned"):
+            parts.append("pinned")
+        return f"total {b['total']:.3f} = " + ", ".join(parts)
+    verdict = "relevant" if b["relevance"] >= b["threshold"] else "below threshold"
     parts = [
-        f"semantic {b['semantic']:.2f}",
-        f"lexical {b['lexical']:.2f}",
+        f"relevance {b['relevance']:.2f} {'>=' if verdict == 'relevant' else '<'} "
+        f"{b['threshold']:.2f} (semantic {b['semantic']:.2f} from cosine {b['cosine']:.2f}, "
+        f"lexical {b['lexical']:.2f})",
         f"rrf {b['rrf']:.2f}",
         f"importance {b['importance']:.2f}",
         f"recency {b['recency']:.2f}",

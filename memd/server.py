@@ -192,7 +192,6 @@ class Server:
         self.tracker = tracker
         self.errors: deque[dict[str, Any]] = errors if errors is not None else deque(maxlen=10)
         self.injector = Injector(app, settings, state)
-        app.vector_cache = self.injector.vectors  # searches share the hooks' vectors
         app.resident = True  # the model stays loaded: hooks need it
         self.path = Path(settings.socket_path)
         self.idle_timeout = float(getattr(settings, "client_idle_seconds", 10.0))
@@ -540,7 +539,12 @@ class Server:
             else self.injector.prompt_context
         )
         result = await self.in_reader(lambda: build(payload, dedupe=False, touch=False))
-        return {"context": result.text, "chosen": result.chosen}
+        return {
+            "context": result.text,
+            "chosen": result.chosen,
+            "left_out": result.left_out,
+            "reason": result.reason,
+        }
 
     async def cmd_hook(self, event: str, payload: Any = None) -> dict[str, Any]:
         if event not in HOOK_EVENTS:

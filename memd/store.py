@@ -266,6 +266,17 @@ class MemoryStore:
         rows = self._table.search().where(sql_in("id", ids)).limit(len(ids)).to_list()
         return {r["id"]: r for r in rows}
 
+    def cosines(self, vector: Sequence[float], ids: Iterable[str]) -> dict[str, float]:
+        """The cosine of each stored memory in ``ids`` to ``vector`` (stored vectors are unit)."""
+        import numpy as np
+
+        rows = self.rows_with_vectors(ids)
+        query = np.asarray(vector, dtype=np.float32)
+        return {
+            mid: float(np.asarray(row["vector"], dtype=np.float32) @ query)
+            for mid, row in rows.items()
+        }
+
     def get(self, ref: str) -> Memory:
         """A memory by id, or by a unique id prefix of at least 4 characters."""
         ref = ref.strip()

@@ -1,0 +1,134 @@
+"""Lexical relevance: how much of what a prompt asks about a memory's text carries.
+
+The full-text index ranks memories (BM25), but its scores are relative to each query and cannot
+say "this is unrelated". Injection needs an absolute measure, so this module gives one: the
+share of the prompt's meaningful terms that appear in the memory (``coverage``). Terms are the
+same for English and Chinese: English words lower-cased and lightly stemmed ("deploys" and
+"deploy" meet), identifiers and versions kept whole ("v0.5.0", "make_deploy"), stop words
+dropped, and Chinese runs cut into character bigrams (the ICU index does the same job for the
+ranking).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+_TOKEN = re.compile(
+    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"  # a Chinese run
+    r"|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[._+#/-][^\W_\u3400-\u9fff]+)*[+#]*"
+)
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK_STOP = re.compile(
+    r"[的了是在我你他她它们这那和与就都也还要把被给对从到个上下中为吗呢吧啊有没不会能很再先让看请帮一下]+"
+)
+_STOP_TEXT = """
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing done down during each few for from
+further had has have having he her here hers herself him himself his how i if in into is it its
+itself just me more most my myself no nor not now of off on once only or other our ours
+ourselves out over own same she should so some such than that the their theirs them themselves
+then there these they this those through to too under until up very was we were what when where
+which while who whom why will with would you your yours yourself yourselves
+let lets let's i'm i've i'll we're we've we'll you're it's that's there's what's how's don't
+doesn't didn't isn't aren't can't won't shouldn't
+also always never ever still yet already really very much many thing things something anything
+please thanks thank ok okay yes yeah hi hello hey sure right well
+tell know remember think want need like get got make made use used using uses
+again us one two way ways time times
+"""
+STOP = frozenset(_STOP_TEXT.split())
+
+
+def _stem(word: str) -> str:
+    """A light, consistent stemmer: plural and common suffixes only. Query and memory go
+    through the same function, so what matters is that variants meet, not that stems are real
+    words."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("'s"):
+        word = word[:-2]
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("ing") and len(word) > 5:
+        return word[:-3]
+    if word.endswith("ed") and len(word) > 4:
+        return word[:-2]
+    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+@lru_cache(maxsize=8192)
+def terms(text: str) -> tuple[str, ...]:
+    """The meaningful terms of ``text``, in order, repeats kept."""
+    out: list[str] = []
+    for token in _TOKEN.findall(text.lower()):
+        if _CJK.match(token):
+            for run in _CJK_STOP.split(token):
+                if len(run) == 1:
+                    continue
+                out.extend(run[i : i + 2] for i in range(len(run) - 1))
+            continue
+        token = token.strip(".-/")
+        if not token or token in STOP:
+            continue
+        if len(token) == 1 and not token.isdigit():
+            continue
+        out.append(_stem(token))
+    return tuple(out)
+
+
+def term_set(text: str) -> frozenset[str]:
+    return frozenset(terms(text))
+
+
+def coverage(query_terms: Iterable[str], text_terms: frozenset[str]) -> float:
+    """The share of the query's distinct terms that ``text_terms`` holds (0 when the query has
+    none). Identifiers and numbers ("v0.5.0", "8080", "make_deploy") count double: a prompt
+    that names one is about it."""
+    total = hit = 0.0
+    for term in dict.fromkeys(query_terms):
+        weight = 2.0 if any(c.isdigit() or c in "._/#+" for c in term) else 1.0
+        total += weight
+        if term in text_terms:
+            hit += weight
+    return hit / total if total else 0.0
+
+
+def matched(query_terms: Iterable[str], text: str) -> int:
+    """How many distinct query terms ``text`` carries."""
+    have = term_set(text)
+    return sum(1 for t in dict.fromkeys(query_terms) if t in have)
+
+
+_SEGMENT = re.compile(r"\n+|(?<=[.!?;。！？；])\s+")
+SEGMENTS_KEPT = 3
+SEGMENT_FACTOR = 0.9
+
+
+def query_terms(query: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The terms of a whole query, and of its first and last few sentences or lines.
+
+    A long prompt (pasted logs, then the question) has many terms that no memory carries; its
+    question alone is what a memory should cover. Segments with fewer than two terms are
+    ignored.
+    """
+    parts = [p for p in _SEGMENT.split(query) if p.strip()]
+    if len(parts) > 2 * SEGMENTS_KEPT:
+        parts = parts[:SEGMENTS_KEPT] + parts[-SEGMENTS_KEPT:]
+    segments = [t for t in (terms(p) for p in parts) if len(set(t)) >= 2]
+    return terms(query), segments if len(segments) > 1 else []
+
+
+def best_coverage(
+    whole: tuple[str, ...], segments: list[tuple[str, ...]], text_terms: frozenset[str]
+) -> float:
+    """Coverage of the whole query, or a little less than that of its best-covered sentence."""
+    best = coverage(whole, text_terms)
+    for segment in segments:
+        best = max(best, SEGMENT_FACTOR * coverage(segment, text_terms))
+    return best
