@@ -1,0 +1,225 @@
+"""The one recall path, through a real daemon: what the hooks inject and what search explains.
+
+Each test is a case from issue #12, run the way Claude Code runs it (``memd-hook`` on stdin, or
+the daemon's ``context`` preview) against a real ``memd serve`` with the real model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
+    root = tmp_path_factory.mktemp("recall")
+    sock = short_socket_path()
+    proc = DaemonProcess(daemon_env(root, sock), root / "serve.log").start()
+    proc.root = root  # type: ignore[attr-defined]
+    try:
+        yield proc
+    finally:
+        code = proc.stop()
+        remove_socket_dir(sock)
+        assert code == 0, proc.log()
+
+
+def project(daemon: DaemonProcess, name: str) -> str:
+    path = daemon.root / name  # type: ignore[attr-defined]
+    (path / ".git").mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
+def add(daemon: DaemonProcess, proj: str, text: str, *flags: str) -> str:
+    out = daemon.memd("add", text, "--project", proj, "--json", *flags)
+    assert out.returncode == 0, out.stderr
+    return str(json.loads(out.stdout)["memory"]["id"])
+
+
+def prompt(daemon: DaemonProcess, proj: str, text: str, session: str) -> str:
+    payload = {
+        "session_id": session,
+        "cwd": proj,
+        "prompt": text,
+        "hook_event_name": "UserPromptSubmit",
+        "transcript_path": "/nowhere.jsonl",
+    }
+    out = daemon.hook("user-prompt-submit", payload)
+    assert out.returncode == 0 and out.stderr == ""
+    return out.stdout
+
+
+def preview(daemon: DaemonProcess, proj: str, text: str, **kw: Any) -> dict[str, Any]:
+    reply = daemon.request({"cmd": "context", "cwd": proj, "prompt": text, **kw})
+    assert reply["ok"], reply
+    return reply
+
+
+def test_a_lexical_match_is_injected_with_its_correction(daemon: DaemonProcess) -> None:
+    """The correction scores low on the vector alone; the full-text signal brings it in."""
+    p = project(daemon, "billing")
+    add(daemon, p, "Deploy to production with 'make deploy' from the main branch.", "--kind", "fact")
+    add(
+        daemon,
+        p,
+        "Never deploy with make deploy; production deploys go through the GitHub Actions "
+        "release workflow only.",
+        "--kind",
+        "decision",
+    )
+    add(daemon, p, "The billing service stores invoices in PostgreSQL 16.", "--kind", "fact")
+    text = prompt(daemon, p, "How do I deploy the billing service to production?", "lex-1")
+    assert "GitHub Actions release workflow" in text
+    reply = preview(daemon, p, "How do I deploy the billing service to production?")
+    chosen = {c["text"]: c for c in reply["chosen"]}
+    correction = next(c for t, c in chosen.items() if t.startswith("Never deploy"))
+    b = correction["score_breakdown"]
+    assert b["relevance"] >= b["threshold"]
+    assert b["lexical"] > b["semantic"]  # it got in on its words
+
+
+def test_search_explain_and_the_hook_tell_the_same_story(daemon: DaemonProcess) -> None:
+    p = project(daemon, "story")
+    add(daemon, p, "Feature flags are stored in LaunchDarkly, one project per environment.")
+    question = "Where are feature flags stored?"
+    found = daemon.request({"cmd": "search", "query": question, "cwd": p})["results"]
+    chosen = preview(daemon, p, question)["chosen"]
+    assert found and chosen
+    by_id = {r["id"]: r["score_breakdown"] for r in found}
+    for c in chosen:
+        assert c["id"] in by_id
+        for key in ("cosine", "semantic", "lexical", "relevance", "threshold"):
+            assert c["score_breakdown"][key] == by_id[c["id"]][key], key
+    # The CLI's --explain line carries the same relevance numbers.
+    out = daemon.memd("search", question, "--project", p, "--explain")
+    assert out.returncode == 0, out.stderr
+    relevance = by_id[chosen[0]["id"]]["relevance"]
+    assert f"relevance {relevance:.2f}" in out.stdout
+
+
+def test_unrelated_prompts_inject_nothing_whatever_the_store_holds(
+    daemon: DaemonProcess,
+) -> None:
+    p = project(daemon, "busy")
+    for text in (
+        "Background jobs run on Celery with a Redis broker.",
+        "The API returns errors as RFC 7807 problem+json documents.",
+        "We chose FastAPI over Flask for the public API.",
+        "TODO: add rate limiting to the login endpoint.",
+        "The user prefers short answers without emojis.",
+    ):
+        add(daemon, p, text)
+    for n, unrelated in enumerate(
+        (
+            "Write a haiku about autumn leaves.",
+            "What's the capital of Australia?",
+            "thanks, that's all for today",
+            "Explain how photosynthesis works in simple terms.",
+        )
+    ):
+        assert prompt(daemon, p, unrelated, f"abstain-{n}") == "", unrelated
+        reply = preview(daemon, p, unrelated)
+        assert reply["context"] == "" and reply["reason"], reply
+
+
+def test_pinned_memories_that_do_not_fit_are_counted(daemon: DaemonProcess) -> None:
+    p = project(daemon, "pins")
+    texts = [
+        "Never force-push to main; open a pull request and wait for the review of two people.",
+        "Database migrations are written by hand with Alembic, never autogenerated blindly.",
+        "Every public endpoint needs an OpenAPI example and a contract test before it merges.",
+        "Use pnpm for the frontend packages; npm and yarn lockfiles are rejected by CI checks.",
+        "Secrets live in Vault under kv/apps; environment files must never be committed at all.",
+        "Log lines are structured JSON with a request id, written to stdout for the collector.",
+        "Feature flags are created in LaunchDarkly with an owner and an expiry date on them.",
+        "Frontend components are tested with Vitest and Testing Library, never with Enzyme.",
+        "Docker images are built from distroless bases and scanned with Trivy before pushing.",
+        "Time zones: store UTC in the database and convert only at the edge for display now.",
+    ]
+    why = (
+        " This was agreed after an incident review; it applies to every service and every"
+        " environment, and reviewers check it as well as an automated step in the pipeline."
+    )
+    texts = [t + why for t in texts]  # ten of these do not fit in a 2,500-character brief
+    for text in texts:
+        add(daemon, p, text, "--kind", "preference", "--pin")
+    payload = {
+        "session_id": "pins-1",
+        "cwd": p,
+        "source": "startup",
+        "hook_event_name": "SessionStart",
+        "transcript_path": "/nowhere.jsonl",
+    }
+    text = daemon.hook("session-start", payload).stdout
+    assert len(text) <= 2500
+    shown = sum(1 for t in texts if t in text)
+    assert 0 < shown < 10
+    m = re.search(r"\(\+(\d+) more pinned memor(?:y|ies) not shown here", text)
+    assert m is not None, text
+    assert int(m.group(1)) == 10 - shown
+
+
+def test_no_two_items_in_a_block_cover_the_same_turn(daemon: DaemonProcess) -> None:
+    """Overlapping excerpt windows (turns 1-3 and 2-4) and a decision from turn 2: each turn
+    is shown once."""
+    p = project(daemon, "windows")
+    turns = [
+        "user: The nightly export job keeps timing out on the reports database.",
+        "assistant: The export job runs one huge query; the reports database kills it at 30 s.",
+        "user: Then we split the export job into batches of 10,000 rows per query.",
+        "assistant: Done: the export job now pages through the reports table in batches.",
+    ]
+    session = "sess-windows"
+
+    def source(n: int) -> dict[str, str]:
+        return {"session_id": session, "uuid": f"turn-{n}", "timestamp": "2026-11-20T10:00:00Z"}
+
+    lines = []
+    for first in (0, 1):
+        window = turns[first : first + 3]
+        lines.append(
+            {
+                "text": "[2026-11-20] " + "\n".join(window),
+                "kind": "excerpt",
+                "project": p,
+                "sources": [source(first + i) for i in range(3)],
+            }
+        )
+    lines.append(
+        {
+            "text": "We split the nightly export job into batches of 10,000 rows per query.",
+            "kind": "decision",
+            "project": p,
+            "sources": [source(2)],
+        }
+    )
+    path = daemon.root / "windows.jsonl"  # type: ignore[attr-defined]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = daemon.memd("import", str(path))
+    assert out.returncode == 0, out.stderr
+    reply = preview(daemon, p, "Why did the nightly export job time out, and how was it fixed?")
+    assert reply["chosen"], reply
+    seen: list[str] = []
+    for c in reply["chosen"]:
+        seen.extend(c["turns"])
+    assert len(seen) == len(set(seen)), reply["chosen"]
+    assert "timing out" in reply["context"] or "kills it at 30 s" in reply["context"]
+    for c in reply["chosen"]:  # an excerpt cites only the turns it still shows
+        if c["kind"] == "excerpt":
+            shown_turns = {f"turn-{n}" for n, t in enumerate(turns) if t[:40] in c["shown"]}
+            assert set(c["turns"]) == shown_turns, c
+
+
+def test_the_hook_never_blocks_when_the_project_is_empty(daemon: DaemonProcess) -> None:
+    p = project(daemon, "empty")
+    assert prompt(daemon, p, "How do we deploy?", "empty-1") == ""
+    assert preview(daemon, p, "How do we deploy?")["reason"] == "no candidates in this project"
+    assert os.path.isdir(p)
