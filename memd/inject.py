@@ -423,9 +423,7 @@ class Injector:
             fresh = self.sessions.claim(session_id, [i.memory["id"] for i in kept])
             kept = [i for i in kept if i.memory["id"] in fresh]
         if not kept:
-            log.debug(
-                "inject %s session=%s: nothing (%s)", label, session_id or "-", plan.reason
-            )
+            log.debug("inject %s session=%s: nothing (%s)", label, session_id or "-", plan.reason)
             return Injection(left_out=plan.left_out, reason=plan.reason)
         if touch:
             self.queue_touch(i.memory["id"] for i in kept)
@@ -537,12 +535,8 @@ def choose(
         if given and any(r["id"] in given for r in results):
             plan.reason = "every relevant memory was already injected in this session"
         else:
-            best = max(
-                (r["score_breakdown"].get("relevance", 0.0) for r in results), default=0.0
-            )
-            need = min(
-                (r["score_breakdown"].get("threshold", 1.0) for r in results), default=1.0
-            )
+            best = max((r["score_breakdown"].get("relevance", 0.0) for r in results), default=0.0)
+            need = min((r["score_breakdown"].get("threshold", 1.0) for r in results), default=1.0)
             plan.reason = f"none relevant (best relevance {best:.2f} < {need:.2f})"
         return plan
     notes = conflict_notes(relevant)

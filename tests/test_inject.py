@@ -24,12 +24,12 @@ from memd.inject import (
     choose,
     render,
 )
-from memd.retrieve import normalize_query
-from memd.vectors import quantize
 from memd.models import USER_SCOPE, Memory
+from memd.retrieve import normalize_query
 from memd.settings import Settings
 from memd.state import State
 from memd.transcript import MEMD_CONTEXT_HEADER, strip_injected
+from memd.vectors import quantize
 
 
 @pytest.fixture(scope="module")

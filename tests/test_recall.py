@@ -10,11 +10,9 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
 
@@ -66,7 +64,9 @@ def preview(daemon: DaemonProcess, proj: str, text: str, **kw: Any) -> dict[str,
 def test_a_lexical_match_is_injected_with_its_correction(daemon: DaemonProcess) -> None:
     """The correction scores low on the vector alone; the full-text signal brings it in."""
     p = project(daemon, "billing")
-    add(daemon, p, "Deploy to production with 'make deploy' from the main branch.", "--kind", "fact")
+    add(
+        daemon, p, "Deploy to production with 'make deploy' from the main branch.", "--kind", "fact"
+    )
     add(
         daemon,
         p,
