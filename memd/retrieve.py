@@ -11,7 +11,7 @@ show the same numbers for the same memory.
    model's calibrated scale (0 = what unrelated texts score with this model, 1 = what clearly
    related ones score), and ``lexical``, the share of the query's meaningful terms it carries
    (:mod:`memd.lexical`). Both are absolute: neither depends on the other candidates.
-3. **Relevance** = a weighted mean of the two. A memory is *relevant* when its relevance reaches
+3. **Relevance** = the semantic signal, raised by the mean of both when the words match too. A memory is *relevant* when its relevance reaches
    ``relevance_threshold`` (excerpts, being raw turns, need ``excerpt_margin`` more). Only
    relevant memories are searched out or injected: an unrelated prompt gets nothing.
 4. **Order.** ``total`` mixes relevance with the rank fusion (RRF over both lists: the BM25 rank
@@ -62,9 +62,11 @@ DEFAULT_CALIBRATION = Calibration()
 class Weights:
     """How the signals combine."""
 
-    semantic: float = 0.55
-    lexical: float = 0.45
-    """Relevance = semantic·0.55 + lexical·0.45 (both absolute, 0..1)."""
+    semantic: float = 0.5
+    lexical: float = 0.5
+    """Relevance = max(semantic, semantic·0.5 + lexical·0.5): words shared with the prompt can
+    only add to what the meaning says, so a memory with the same meaning in other words (or
+    another language) is found, and a memory that only shares a word or two is not."""
     threshold: float = 0.35
     excerpt_margin: float = 0.10
     """Excerpts (raw turns) need this much more relevance than typed memories."""
@@ -255,7 +257,7 @@ def rank(
         cosine = max(0.0, cosines.get(mid, 0.0))
         semantic = calibration.scale(cosine)
         lex = lexical.best_coverage(whole, segments, lexical.term_set(memory.text))
-        relevance = weights.semantic * semantic + weights.lexical * lex
+        relevance = max(semantic, weights.semantic * semantic + weights.lexical * lex)
         need = weights.threshold + (weights.excerpt_margin if memory.kind == "excerpt" else 0.0)
         fused = rrf[mid] / best_rrf
         recency = math.pow(

@@ -44,7 +44,7 @@ def test_add_search_show_forget(repo: Path) -> None:
     )
     mid = added["memory"]["id"]
     assert added["memory"]["project"] == str(repo)
-    results = json.loads(memd("search", "web framework", "--json", cwd=repo).stdout)
+    results = json.loads(memd("search", "why Django and not Flask", "--json", cwd=repo).stdout)
     assert results[0]["id"] == mid
     explained = memd("search", "Django", "--explain", cwd=repo).stdout
     assert "why: total" in explained
