@@ -28,12 +28,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, append_section, markdown_table
 
 from memd import similar
+
+if TYPE_CHECKING:
+    from memd.settings import Settings
 
 LABELLED = ROOT / "tests" / "labelled"
 MINILM = "memd/all-MiniLM-L6-v2-int8"
@@ -66,11 +70,11 @@ def load_pairs(name: str) -> list[Pair]:
 Embed = Callable[[list[str]], list[list[float]]]
 
 
-def minilm_embedder() -> tuple[str, Embed]:
+def minilm_embedder(settings: Settings | None = None) -> tuple[str, Embed]:
     from memd.embed import Embedder
-    from memd.settings import Settings
+    from memd.settings import load_settings
 
-    embedder = Embedder(Settings()).load()
+    embedder = Embedder(settings or load_settings()).load()
     return embedder.model_id, lambda texts: [list(v) for v in embedder.embed(texts)]
 
 
@@ -173,7 +177,8 @@ def timing(dups: Sequence[Pair], cos: dict[str, float], model_id: str) -> tuple[
     each round) and warm; median of 5 rounds over every pair."""
     cold, warm = [], []
     for _ in range(5):
-        similar.features.cache_clear()
+        for cached in (similar.features, similar._fold, similar._replacements):
+            cached.cache_clear()
         for bucket in (cold, warm):
             t0 = time.perf_counter()
             for p in dups:

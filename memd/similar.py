@@ -220,6 +220,7 @@ _IRREGULAR = {
 }  # fmt: skip
 
 
+@lru_cache(maxsize=8192)
 def _fold(text: str) -> str:
     """NFKC (full-width letters, digits and punctuation become ASCII), casefold."""
     text = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
@@ -467,16 +468,28 @@ class Conflict:
 NO_CONFLICT = Conflict(0.0)
 
 
+@lru_cache(maxsize=4096)
+def _replacements(new: str) -> tuple[tuple[str, str], ...]:
+    """(replaced, added) for every trigger phrase in ``new``."""
+    folded = _fold(new)
+    out = []
+    for pattern in CHANGE_PATTERNS:
+        m = pattern.search(folded)
+        if m:
+            replaced = m.group("old").strip(".,")
+            out.append((replaced, (m.groupdict().get("new") or "").strip(".,")))
+    return tuple(out)
+
+
 def _trigger(new: str, old: str) -> str:
     """The replaced term when ``new`` says it replaces something ``old`` mentions, else ""."""
+    found = _replacements(new)
+    if not found:
+        return ""
     old_l = _fold(old)
-    for pattern in CHANGE_PATTERNS:
-        m = pattern.search(_fold(new))
-        if not m:
-            continue
-        replaced = m.group("old").strip(".,")
-        added = (m.groupdict().get("new") or "").strip(".,")
+    for replaced, added in found:
         if replaced and re.search(rf"(?<![a-z0-9_]){re.escape(replaced)}(?![a-z0-9_])", old_l):
+            # The old statement must be about the replaced thing, not already the new one.
             if not added or added not in old_l or replaced in old_l:
                 return replaced
     return ""
