@@ -96,6 +96,14 @@ def profile_for(model_id: str) -> ModelProfile:
     return _registered.get(key) or PROFILES.get(key) or FALLBACK
 
 
+def candidate_floor(model_id: str) -> float:
+    """A cosine below which a pair is not worth scoring as a duplicate (half way from the
+    model's unrelated baseline to its paraphrase level): the nightly job's matrix pre-filter.
+    At or above it :func:`is_duplicate` decides; the labelled same-language duplicates all pass."""
+    profile = profile_for(model_id)
+    return profile.baseline + 0.5 * (profile.paraphrase - profile.baseline)
+
+
 BASELINE_SENTENCES = (
     "The billing service stores invoices in PostgreSQL.",
     "Run the linter before you push a branch.",

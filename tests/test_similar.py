@@ -106,6 +106,13 @@ def test_hard_negatives_do_not_merge(
     assert not similar.is_duplicate(b, a, cos(a, b), model_id)
 
 
+def test_candidate_floor_keeps_the_trio(cos: Cosine) -> None:
+    floor = similar.candidate_floor(dedupe.MINILM)
+    assert 0.3 < floor < 0.8
+    assert all(cos(a, b) >= floor for a, b in combinations(POSTGRES, 2))
+    assert similar.candidate_floor(dedupe.E5) > 0.85  # e5 puts unrelated pairs near 0.8
+
+
 def test_value_change_with_identical_vectors_is_not_a_duplicate() -> None:
     for model in (dedupe.MINILM, dedupe.E5, "somebody/unknown-model"):
         assert (
