@@ -153,7 +153,7 @@ _ALIASES = {
 }  # fmt: skip
 _STOP = _words(
     """
-    a an the to for of and or in on at by with from into onto as via per than then so
+    a an the to for of and or in on at by with from into onto as via per than then so through
     is are was were be been being am it its this that these those there here
     we our us you your they their he she his her i me my
     use uses used using do does did done doing go goes going gone get gets got make makes made
@@ -175,6 +175,12 @@ _UNITS = {
     "weekly": "week", "秒": "second", "分钟": "minute", "小时": "hour", "天": "day", "次": "time",
 }  # fmt: skip
 _UNIT_NAMES = frozenset(_UNITS.values())
+_CJK_SYNONYMS = {
+    "喜欢": "偏好", "倾向于": "偏好", "最大": "上限", "最多": "上限", "有效期": "过期",
+    "存放": "存储", "保存": "存储", "命名为": "名", "命名": "名",
+}  # fmt: skip
+"""Common near-synonyms in Chinese coding notes, folded before the characters are compared."""
+_CJK_SYNONYM_RX = re.compile("|".join(sorted(_CJK_SYNONYMS, key=len, reverse=True)))
 _CJK_UNITS = re.compile("|".join(u for u in _UNITS if len(u) > 1 and not u.isascii()))
 """A unit alone is no value ("run nightly"); a unit against another unit is ("5 minutes" / "5
 seconds")."""
@@ -218,6 +224,9 @@ _TOKEN = re.compile(
     rf"(?P<w>[a-z0-9_@~$][a-z0-9_]*(?:(?:[.\-/:+#@~]|://)+[a-z0-9_]+)*[+#]*)|(?P<c>[{_CJK}]+)"
 )
 _QUOTED = re.compile(r"`([^`]+)`|'([^'\s][^']*)'|\"([^\"]+)\"")
+_HAS_CJK = re.compile(f"[{_CJK}]")
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_VALUE_SHAPE = re.compile(r"[0-9._/:#+@]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _NOT = re.compile(r"(?<=[a-z])n't\b")
 _IRREGULAR = {
@@ -259,7 +268,7 @@ def _stem(word: str) -> str:
     word = _IRREGULAR.get(word, word)
     if not word.isalpha() or len(word) <= 3:
         return word
-    if word.endswith("ies") and len(word) > 4:
+    if word.endswith(("ies", "ied")) and len(word) > 4:
         word = word[:-3] + "y"
     elif word.endswith("ing") and len(word) > 5:
         word = word[:-3]
@@ -293,6 +302,7 @@ def _cjk_units(run: str) -> list[str]:
     Single characters, not bigrams: Chinese paraphrases reorder words ("用 pnpm 管理依赖" /
     "依赖管理使用 pnpm"), and bigrams across word boundaries then count as differences.
     """
+    run = _CJK_SYNONYM_RX.sub(lambda m: _CJK_SYNONYMS[m.group(0)], run)
     return [c for part in _CJK_STOP.split(run) for c in part]
 
 
@@ -300,15 +310,18 @@ def _cjk_units(run: str) -> list[str]:
 def features(text: str) -> Features:
     folded = _fold(text)
     original = unicodedata.normalize("NFKC", text)
-    has_cjk = re.search(f"[{_CJK}]", folded) is not None
+    has_cjk = _HAS_CJK.search(folded) is not None
     # Values by shape in the original casing: PostgreSQL, iOS, JWTs, GitHub (not "The", "Use").
     cased: set[str] = set()
-    for m in re.finditer(r"[A-Za-z][A-Za-z0-9]*", original):
+    for m in _LATIN_WORD.finditer(original):
         w = m.group(0)
-        start = m.start()
-        before = original[:start].rstrip()
-        initial = not before or before[-1] in ".!?;:。！？；：\n-*•"
-        if any(c.isupper() for c in w[1:]) or (w[0].isupper() and not initial):
+        if w.islower():
+            continue
+        i = m.start() - 1
+        while i >= 0 and original[i].isspace():
+            i -= 1
+        initial = i < 0 or original[i] in ".!?;:。！？；：-*•"
+        if w[1:] != w[1:].lower() or not initial:
             cased.add(_clean(w.lower()))
     quoted: set[str] = set()
     for m in _QUOTED.finditer(folded):
@@ -330,17 +343,14 @@ def features(text: str) -> Features:
         if tok in _STOP:
             continue
         stem = _stem(tok)
-        unit = _UNITS.get(tok) or _UNITS.get(tok[:-1] if tok.endswith("s") else tok, "")
+        unit = (
+            _UNITS.get(tok)
+            or _UNITS.get(tok[:-1] if tok.endswith("s") else tok)
+            or _UNITS.get(stem, "")
+        )
         if unit:
             values.add(unit)
-        elif (
-            any(c.isdigit() for c in tok)
-            or re.search(r"[._/:#+@]", tok)
-            or tok in _TECH
-            or tok in cased
-            or tok in quoted
-            or has_cjk
-        ):
+        elif _VALUE_SHAPE.search(tok) or tok in _TECH or tok in cased or tok in quoted or has_cjk:
             values.add(tok)
         else:
             words.add(stem)
@@ -535,9 +545,11 @@ def conflict(new: str, old: str, cosine: float, model_id: str) -> Conflict:
         if core >= 2 and (shared_values or subject >= 0.5):
             cover = core / max(1, min(len(fn.words | fn.values), len(fo.words | fo.values)))
             score = 0.45 + 0.3 * min(1.0, cover) + 0.15 * related + 0.1 * fn.change
+            if fo.values and fo.values <= fn.values | fn.words:
+                score += 0.15  # the new one names everything the old one is about
             return Conflict(min(score, 0.95), "polarity flips on the same subject")
         return NO_CONFLICT
-    if not shared:
+    if not (shared or shared_values):
         return NO_CONFLICT
     if only_new and only_old:  # "PostgreSQL 16" -> "MySQL 8"
         score = 0.35 + 0.45 * subject + 0.15 * related
