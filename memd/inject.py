@@ -53,6 +53,9 @@ MAX_ITEM_CHARS = 400
 MAX_EXCERPT_CHARS = 600
 """An excerpt shows at most this much, after it is cut to what matches the prompt."""
 WHOLE_TURN_CHARS = 280
+KEEP_SHARE = 0.5
+"""Of an excerpt, the turns (and of a long turn, the sentences) whose match is at least half
+the best one's are kept."""
 """A matching turn this short is shown whole; a longer one is cut to its matching sentences."""
 SEARCH_DEPTH = 24
 MAX_SESSIONS = 512
@@ -160,15 +163,16 @@ def sentences(text: str) -> list[str]:
 
 
 def cut_excerpt(
-    memory: dict[str, Any], query_terms: tuple[str, ...], covered: set[str]
+    memory: dict[str, Any], weights: dict[str, float], covered: set[str]
 ) -> tuple[str, frozenset[str]]:
     """The part of an excerpt worth showing for a prompt, and the turns that part carries.
 
     An excerpt's text has one line per turn, in the order of its sources (the first line may
     start with a ``[YYYY-MM-DD]`` date). Turns already shown by another item are dropped; of
-    the rest, the turns that carry the prompt's terms are kept (a short one whole, a long one
-    cut to its matching sentences). When no turn matches a term (a semantic match), the middle
-    turn is kept. Returns ("", empty) when nothing new is left.
+    the rest, the turns that carry the prompt's terms best are kept (``weights``: terms that
+    few candidates share count most; a short turn whole, a long one cut to its matching
+    sentences). When no turn matches a term (a semantic match), the middle turn is kept.
+    Returns ("", empty) when nothing new is left.
     """
     text = memory["text"]
     sources = source_uuids(memory)
@@ -186,28 +190,31 @@ def cut_excerpt(
     fresh = [(u, line) for u, line in zip(sources, lines, strict=True) if u not in covered]
     if not fresh:
         return "", frozenset()
-    scored = [(lexical.matched(query_terms, line), u, line) for u, line in fresh]
-    keep = [(u, line) for hits, u, line in scored if hits > 0]
+    scored = [(lexical.weighted_match(weights, line), u, line) for u, line in fresh]
+    best = max(score for score, _, _ in scored)
+    keep = [(u, line) for score, u, line in scored if score > 0 and score >= KEEP_SHARE * best]
     if not keep:
         middle = scored[len(scored) // 2] if len(fresh) == len(lines) else scored[0]
         keep = [(middle[1], middle[2])]
     parts = []
     for _, line in keep:
         if len(line) > WHOLE_TURN_CHARS:
-            line = cut_turn(line, query_terms)
+            line = cut_turn(line, weights)
         parts.append(line)
     body = " / ".join(parts)
     body = clip(body, MAX_EXCERPT_CHARS)
     return (f"[{day}] " if day else "") + body, frozenset(u for u, _ in keep)
 
 
-def cut_turn(line: str, query_terms: tuple[str, ...]) -> str:
+def cut_turn(line: str, weights: dict[str, float]) -> str:
     """A long turn cut to its matching sentences (keeping its "speaker:" prefix)."""
     speaker, sep, rest = line.partition(": ")
     if not sep or len(speaker) > 40:
         speaker, rest = "", line
     said = sentences(rest)
-    hits = [i for i, s in enumerate(said) if lexical.matched(query_terms, s) > 0]
+    scores = [lexical.weighted_match(weights, s) for s in said]
+    best = max(scores, default=0.0)
+    hits = [i for i, score in enumerate(scores) if score > 0 and score >= KEEP_SHARE * best]
     if not hits:
         return clip(line, WHOLE_TURN_CHARS)
     chosen = " … ".join(said[i].strip() for i in hits)
@@ -540,6 +547,7 @@ def choose(
             plan.reason = f"none relevant (best relevance {best:.2f} < {need:.2f})"
         return plan
     notes = conflict_notes(relevant)
+    weights = lexical.local_weights(query_terms, (r["text"] for r in relevant))
     order = sorted(relevant, key=lambda r: -priority(r))
     pinned_total = sum(1 for r in order if r.get("pinned")) if brief else 0
     covered: set[str] = set()
@@ -548,7 +556,7 @@ def choose(
     for r in order:
         section = "pinned" if r.get("pinned") and brief else r["kind"]
         if r["kind"] == "excerpt":
-            display, turns = cut_excerpt(r, query_terms, covered)
+            display, turns = cut_excerpt(r, weights, covered)
             if not display:
                 plan.left_out.append(left(r, "its turns are already shown"))
                 continue

@@ -99,12 +99,6 @@ def coverage(query_terms: Iterable[str], text_terms: frozenset[str]) -> float:
     return hit / total if total else 0.0
 
 
-def matched(query_terms: Iterable[str], text: str) -> int:
-    """How many distinct query terms ``text`` carries."""
-    have = term_set(text)
-    return sum(1 for t in dict.fromkeys(query_terms) if t in have)
-
-
 _SEGMENT = re.compile(r"\n+|(?<=[.!?;。！？；])\s+")
 SEGMENTS_KEPT = 3
 SEGMENT_FACTOR = 0.9
@@ -132,3 +126,22 @@ def best_coverage(
     for segment in segments:
         best = max(best, SEGMENT_FACTOR * coverage(segment, text_terms))
     return best
+
+
+def local_weights(query: Iterable[str], texts: Iterable[str]) -> dict[str, float]:
+    """A weight per distinct query term from how many of ``texts`` (the candidates of one
+    recall) carry it: a term every candidate has (a speaker's name, the project's name) tells
+    the candidates apart less than a term only one has. Used to pick what to show of a
+    memory, never to decide whether it is relevant."""
+    import math
+
+    wanted = list(dict.fromkeys(query))
+    sets = [term_set(t) for t in texts]
+    n = len(sets)
+    return {t: math.log((n + 1) / (sum(1 for s in sets if t in s) + 0.5)) for t in wanted}
+
+
+def weighted_match(weights: dict[str, float], text: str) -> float:
+    """The summed weight of the query terms ``text`` carries."""
+    have = term_set(text)
+    return sum(w for t, w in weights.items() if t in have)
