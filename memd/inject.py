@@ -27,7 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memd import lexical, retrieve
+from memd import lexical, retrieve, similar
+from memd.merge import SUPERSEDABLE
 from memd.models import USER_SCOPE, Memory
 from memd.project import resolve_project
 from memd.store import sql_in
@@ -424,7 +425,18 @@ class Injector:
     ) -> Injection:
         session_id = str(payload.get("session_id") or "")
         given = self.sessions.given(session_id) if dedupe and session_id else set()
-        plan = choose(results, given, min(budget, HARD_CAP), query_terms, label == "brief")
+        project = resolve_project(payload.get("cwd") or None)
+        typed = [r["id"] for r in results if r.get("relevant", True) and r["kind"] in SUPERSEDABLE]
+        vectors = self.vectors.vectors_of([project, USER_SCOPE], typed) if len(typed) > 1 else {}
+        plan = choose(
+            results,
+            given,
+            min(budget, HARD_CAP),
+            query_terms,
+            label == "brief",
+            vectors,
+            self.app.store.embedder.model_id,
+        )
         kept = plan.items
         if dedupe and session_id and kept:
             fresh = self.sessions.claim(session_id, [i.memory["id"] for i in kept])
@@ -516,6 +528,8 @@ def choose(
     budget: int,
     query_terms: tuple[str, ...],
     brief: bool,
+    vectors: dict[str, Any] | None = None,
+    model_id: str = "",
 ) -> Plan:
     """The items to inject, best first, within ``budget`` characters, and why others were not.
 
@@ -546,7 +560,10 @@ def choose(
             need = min((r["score_breakdown"].get("threshold", 1.0) for r in results), default=1.0)
             plan.reason = f"none relevant (best relevance {best:.2f} < {need:.2f})"
         return plan
-    notes = conflict_notes(relevant)
+    notes, newer = conflict_notes(relevant, vectors, model_id) if vectors else ({}, {})
+    for r in relevant:  # the older of two disagreeing memories goes right after the newer
+        if r["id"] in newer:
+            r["score"] = min(r["score"], newer[r["id"]]["score"] - 0.001)
     weights = lexical.local_weights(query_terms, (r["text"] for r in relevant))
     order = sorted(relevant, key=lambda r: -priority(r))
     pinned_total = sum(1 for r in order if r.get("pinned")) if brief else 0
@@ -555,6 +572,8 @@ def choose(
     pinned_shown = 0
     for r in order:
         section = "pinned" if r.get("pinned") and brief else r["kind"]
+        if r["id"] in newer:
+            section = "pinned" if newer[r["id"]].get("pinned") and brief else newer[r["id"]]["kind"]
         if r["kind"] == "excerpt":
             display, turns = cut_excerpt(r, weights, covered)
             if not display:
@@ -621,7 +640,26 @@ def repeats(summary: str, kept: list[Item]) -> bool:
     return len(mine & shown) / len(mine) >= 0.7
 
 
-def conflict_notes(results: list[dict[str, Any]]) -> dict[str, str]:
-    """Marks for relevant memories that disagree: the newer "newer", the older "older: may be
-    outdated". Filled in by :mod:`memd.similar` where available."""
-    return {}
+def conflict_notes(
+    results: list[dict[str, Any]], vectors: dict[str, Any], model_id: str
+) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """Marks for memories that disagree (same subject, another value: :func:`similar.conflict`)
+    among those about to be shown: the newer "newer", the older "older: may be outdated".
+
+    Insert-time supersession catches the sure cases; this catches what it missed (an unsure
+    contradiction, or memories written before memd could tell). Also returns, for each older
+    one, the newer memory it disagrees with."""
+    typed = [r for r in results if r["kind"] in SUPERSEDABLE and r["id"] in vectors]
+    typed.sort(key=lambda r: r.get("updated_at") or r.get("created_at") or "", reverse=True)
+    notes: dict[str, str] = {}
+    newer: dict[str, dict[str, Any]] = {}
+    for i, new in enumerate(typed):
+        for old in typed[i + 1 :]:
+            if old["id"] in notes and new["id"] in notes:
+                continue
+            cosine = float(vectors[new["id"]] @ vectors[old["id"]])
+            if similar.conflict(new["text"], old["text"], cosine, model_id):
+                notes.setdefault(new["id"], "newer")
+                notes[old["id"]] = "older: may be outdated"
+                newer.setdefault(old["id"], new)
+    return notes, newer

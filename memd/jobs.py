@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memd import archive
+from memd import archive, similar
 from memd.errors import UserError
-from memd.merge import jaccard, merge_into
+from memd.merge import merge_into
 from memd.models import JOB_NAMES, Memory, now_iso
 from memd.store import MemoryStore, sql_str
 from memd.todos import done_todos
@@ -48,7 +48,6 @@ MAX_USE_BOOST = 1.5
 SCORE_EPSILON = 0.002
 """Decay writes a score back only when it moved by more than this and by more than 2%."""
 MIN_SCORE = 0.0001
-DEDUPE_MIN_JACCARD = 0.5
 DEDUPE_BLOCK = 512
 UPDATE_CHUNK = 5000
 MISFIRE_GRACE_SECONDS = 120
@@ -176,7 +175,8 @@ def dedupe(store: MemoryStore, settings: Settings) -> dict[str, Any]:
                 group.sort(key=survivor_order)
                 rows = store.rows_with_vectors(m.id for m in group)
                 group = [m for m in group if m.id in rows]
-                for survivor, loser in duplicates(group, rows, settings.dedupe_threshold):
+                model_id = store.embedder.model_id
+                for survivor, loser in duplicates(group, rows, model_id):
                     absorb(survivor, loser)
                     pairs.append([survivor.id, loser.id])
                     for m in (survivor, loser):
@@ -187,12 +187,15 @@ def dedupe(store: MemoryStore, settings: Settings) -> dict[str, Any]:
 
 
 def duplicates(
-    group: list[Memory], rows: dict[str, dict[str, Any]], threshold: float
+    group: list[Memory], rows: dict[str, dict[str, Any]], model_id: str
 ) -> list[tuple[Memory, Memory]]:
     """(survivor, loser) pairs in a group sorted by :func:`survivor_order`; greedy, each loser once.
 
+    The same decision as on insert (:func:`memd.similar.is_duplicate`); the cosine matrix only
+    pre-filters pairs above the model's floor (:func:`memd.similar.candidate_floor`).
     Similarities are computed DEDUPE_BLOCK rows at a time, so memory stays O(block × n).
     """
+    floor = similar.candidate_floor(model_id)
     matrix = np.asarray([rows[m.id]["vector"] for m in group], dtype=np.float32)
     gone: set[int] = set()
     found = []
@@ -202,10 +205,10 @@ def duplicates(
             i = start + offset
             if i in gone:
                 continue
-            for j in (np.nonzero(row[i + 1 :] >= threshold)[0] + i + 1).tolist():
+            for j in (np.nonzero(row[i + 1 :] >= floor)[0] + i + 1).tolist():
                 if j in gone or group[j].pinned:
                     continue
-                if jaccard(group[i].text, group[j].text) >= DEDUPE_MIN_JACCARD:
+                if similar.is_duplicate(group[i].text, group[j].text, float(row[j]), model_id):
                     gone.add(j)
                     found.append((group[i], group[j]))
     return found

@@ -1,9 +1,12 @@
 """Insert-time dedupe, update and supersession.
 
-- A near-duplicate (same project and kind, high cosine and lexical overlap) is merged: hits and
-  importance go up, and the sources are united.
-- A newer statement that contradicts an older one on the same subject supersedes it: the old
-  memory is kept with status ``superseded`` and ``superseded_by``, and is never injected.
+- A near-duplicate (same project and kind; :func:`memd.similar.is_duplicate` on normalised
+  text, shared words and values, and the vector) is merged: hits and importance go up, and the
+  sources are united.
+- A newer statement that surely contradicts an older one on the same subject (same subject,
+  different value, with or without a trigger phrase: :func:`memd.similar.conflict`) supersedes
+  it: the old memory is kept with status ``superseded`` and ``superseded_by``, and is never
+  injected. An unsure contradiction keeps both; injection shows the newer first, marked.
 - Pinned memories are never superseded automatically.
 """
 
@@ -14,39 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memd import similar
 from memd.models import Memory, Source, now_iso
-from memd.store import MemoryStore, from_row, sql_str
+from memd.store import MemoryStore, from_row, sql_in, sql_str
 
 SUPERSEDABLE = ("decision", "preference", "fact", "bugfix")
-SUBJECT_MIN_COSINE = 0.45
-TERM = r"[\w.+#/-]+"
-
-CHANGE_PATTERNS = [
-    # "switch formatting from ruff to black", "migrated from npm to pnpm"
-    re.compile(
-        rf"\b(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|"
-        rf"change|changed|changing|go|went|convert|converted)\b[^.\n]{{0,40}}?\bfrom\s+"
-        rf"(?P<old>{TERM})\s+(?:to|over to|in favou?r of)\s+(?P<new>{TERM})",
-        re.I,
-    ),
-    re.compile(
-        rf"\b(?:use|using|prefer|chose|choose)\s+(?P<new>{TERM})\s+instead of\s+(?P<old>{TERM})",
-        re.I,
-    ),
-    re.compile(rf"\breplac(?:e|ed|ing)\s+(?P<old>{TERM})\s+with\s+(?P<new>{TERM})", re.I),
-    re.compile(rf"\b(?:chose|choose|picked|pick)\s+(?P<new>{TERM})\s+over\s+(?P<old>{TERM})", re.I),
-    re.compile(
-        rf"\b(?:no longer use|stop using|stopped using|drop|dropped)\s+(?P<old>{TERM})", re.I
-    ),
-    re.compile(
-        r"(?:从|由)?(?P<old>[\w.+#-]+?)\s*(?:改成|改为|换成|换为|切换到|切换成|迁移到)\s*(?P<new>[\w.+#-]+)"
-    ),
-    re.compile(r"不再(?:用|使用)\s*(?P<old>[\w.+#-]+)"),
-    re.compile(r"用\s*(?P<new>[\w.+#-]+?)\s*(?:代替|替代|取代)\s*(?P<old>[\w.+#-]+)"),
-]
-USE_FOR = re.compile(
-    rf"\b(?:use|uses|using)\s+(?P<tool>{TERM})\s+(?:for|as)\s+(?P<subject>[^.\n]+)", re.I
-)
+NEIGHBOURS = 8
+"""How many nearest memories a new one is compared with."""
 WORD = re.compile(r"[a-z0-9_]+|[\u3400-\u9fff]", re.I)
 STOP = frozenset(
     [
@@ -84,25 +61,6 @@ def jaccard(a: str, b: str) -> float:
     if not ta or not tb:
         return 0.0
     return len(ta & tb) / len(ta | tb)
-
-
-def contradicts(new: str, old: str) -> bool:
-    """True when ``new`` replaces what ``old`` says on the same subject."""
-    old_l = old.lower()
-    for pattern in CHANGE_PATTERNS:
-        m = pattern.search(new)
-        if not m:
-            continue
-        replaced = m.group("old").lower().strip(".,")
-        added = (m.groupdict().get("new") or "").lower().strip(".,")
-        if replaced and re.search(rf"(?<![\w]){re.escape(replaced)}(?![\w])", old_l):
-            # The old statement must be about the replaced thing, not already the new one.
-            if not added or added not in old_l or replaced in old_l:
-                return True
-    a, b = USE_FOR.search(new), USE_FOR.search(old)
-    if a and b and a.group("tool").lower() != b.group("tool").lower():
-        return jaccard(a.group("subject"), b.group("subject")) >= 0.5
-    return False
 
 
 @dataclass
@@ -158,7 +116,7 @@ def upsert(
     """
     if not memories:
         return []
-    settings = store.settings
+    model_id = store.embedder.model_id
     vectors = store.embedder.embed([m.text for m in memories])
     existing = store.rows_with_vectors(m.id for m in memories)
     pending: dict[str, Memory] = {}
@@ -185,21 +143,23 @@ def upsert(
         if near_dups and memory.kind != "excerpt" and store.table is not None:
             where = (
                 f"project = {sql_str(memory.project)} AND status = 'active'"
-                f" AND kind IN ('{memory.kind}', {', '.join(repr(k) for k in SUPERSEDABLE)})"
+                f" AND {sql_in('kind', [memory.kind, *SUPERSEDABLE])}"
             )
-            neighbours = store.vector_search(vector, where, limit=8)
-        neighbours += [
+            neighbours = store.vector_search(vector, where, limit=NEIGHBOURS)
+        batch = [
             (m, cosine(vector, pending_vecs[m.id]))
             for m in pending.values()
             if m.project == memory.project and m.kind != "excerpt" and m.status == "active"
         ]
+        # The nearest of this batch too (a bulk import would otherwise compare every pair).
+        neighbours += sorted(batch, key=lambda p: -p[1])[:NEIGHBOURS]
         # 2. Supersession: a newer statement on the same subject that replaces an older one.
         superseded = []
         if memory.kind in SUPERSEDABLE:
             for old, cos in neighbours:
                 if old.id == memory.id or old.pinned or old.kind not in SUPERSEDABLE:
                     continue
-                if cos >= SUBJECT_MIN_COSINE and contradicts(memory.text, old.text):
+                if similar.conflict(memory.text, old.text, cos, model_id).sure:
                     superseded.append(old)
         if superseded:
             for old in superseded:
@@ -224,8 +184,7 @@ def upsert(
                 old
                 for old, cos in sorted(neighbours, key=lambda p: -p[1])
                 if old.kind == memory.kind
-                and cos >= settings.dedupe_threshold
-                and jaccard(old.text, memory.text) >= 0.5
+                and similar.is_duplicate(old.text, memory.text, cos, model_id)
             ),
             None,
         )

@@ -127,7 +127,10 @@ class Settings(BaseSettings):
 
     # --- store health and jobs
     dedupe_threshold: float = Field(
-        default=0.92, ge=0, le=1, description="Cosine similarity above which memories merge."
+        default=0.92,
+        ge=0,
+        le=1,
+        description="Ignored (kept so old config files load): duplicates are decided by memd.similar.",
     )
     decay_interval_minutes: float = Field(default=60, gt=0, description="Decay job period.")
     dedupe_cron_hour: int = Field(default=3, ge=0, le=23, description="Hour of the dedupe job.")

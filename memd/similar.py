@@ -458,6 +458,7 @@ USE_FOR = re.compile(
     rf"\b(?:use|uses|using)\s+(?P<tool>{TERM})\s+(?:for|as)\s+(?P<subject>[^.\n]+)", re.I
 )
 
+_NUMBER = re.compile(r"^\d+(?:[.,]\d+)*$")
 CONFLICT_SURE = 0.75
 """Supersede the older memory at or above this confidence."""
 CONFLICT_UNSURE = 0.55
@@ -551,6 +552,12 @@ def conflict(new: str, old: str, cosine: float, model_id: str) -> Conflict:
         return NO_CONFLICT
     if not (shared or shared_values):
         return NO_CONFLICT
+    if (
+        len(only_new) >= 2
+        and len(only_old) >= 2
+        and all(_NUMBER.match(v) for v in only_new | only_old)
+    ):
+        return NO_CONFLICT  # "service 42 on port 8042" / "service 511 on port 8511": two things
     if only_new and only_old:  # "PostgreSQL 16" -> "MySQL 8"
         score = 0.35 + 0.45 * subject + 0.15 * related
     elif (only_new and extra_old) or (only_old and extra_new):  # "JSON" -> "纯文本"

@@ -148,16 +148,15 @@ class VectorCache:
     def cached_rows(self) -> int:
         return sum(entry[1].num_rows for entry in self._entries.values())
 
-    def cosines(self, vector: list[float], projects: list[str], ids: list[str]) -> dict[str, float]:
-        """The cosine to ``vector`` of each cached memory in ``ids`` (those of ``projects``)."""
+    def vectors_of(self, projects: list[str], ids: list[str]) -> dict[str, Any]:
+        """The (dequantized) vector of each cached memory in ``ids`` (those of ``projects``)."""
         import numpy as np
 
-        query = np.asarray(vector, dtype=np.float32)
-        out: dict[str, float] = {}
+        out: dict[str, Any] = {}
         want = set(ids)
         for project in dict.fromkeys(projects):
-            got = self.rows(project)
-            if got is None or not want:
+            got = self.rows(project) if want else None
+            if got is None:
                 continue
             rows, (codes, scales) = got
             with self._lock:
@@ -169,9 +168,16 @@ class VectorCache:
             for mid in list(want):
                 i = index.get(mid)
                 if i is not None:
-                    out[mid] = float(codes[i].astype(np.float32) @ query) * float(scales[i])
+                    out[mid] = codes[i].astype(np.float32) * scales[i]
                     want.discard(mid)
         return out
+
+    def cosines(self, vector: list[float], projects: list[str], ids: list[str]) -> dict[str, float]:
+        """The cosine to ``vector`` of each cached memory in ``ids`` (those of ``projects``)."""
+        import numpy as np
+
+        query = np.asarray(vector, dtype=np.float32)
+        return {mid: float(v @ query) for mid, v in self.vectors_of(projects, ids).items()}
 
     def search(
         self, vector: list[float], projects: list[str], limit: int

@@ -84,6 +84,42 @@ def test_a_lexical_match_is_injected_with_its_correction(daemon: DaemonProcess) 
     b = correction["score_breakdown"]
     assert b["relevance"] >= b["threshold"]
     assert b["lexical"] > b["semantic"]  # it got in on its words
+    # The two disagree, without a trigger phrase, and not surely enough to supersede: both are
+    # shown, the newer first, and marked.
+    old = next(c for t, c in chosen.items() if t.startswith("Deploy to production"))
+    assert correction["note"] == "newer" and old["note"] == "older: may be outdated"
+    context = reply["context"]
+    assert context.index("Never deploy") < context.index("Deploy to production")
+    assert "[older: may be outdated]" in context
+
+
+def test_a_contradiction_without_trigger_words_supersedes_the_older(
+    daemon: DaemonProcess,
+) -> None:
+    p = project(daemon, "contra")
+    old = add(daemon, p, "We use PostgreSQL 16 for the billing database.", "--kind", "decision")
+    new = add(daemon, p, "The billing database is MySQL 8 now.", "--kind", "decision")
+    shown = json.loads(daemon.memd("show", old, "--json").stdout)
+    assert shown["status"] == "superseded" and shown["superseded_by"] == new
+    text = prompt(daemon, p, "Which database does the billing service use?", "contra-1")
+    assert "MySQL 8" in text and "PostgreSQL 16" not in text
+
+
+def test_near_identical_memories_end_as_one(daemon: DaemonProcess) -> None:
+    p = project(daemon, "dupes")
+    ids = {
+        add(daemon, p, text, "--kind", "fact")
+        for text in (
+            "We use PostgreSQL 16 as the primary database.",
+            "We use PostgreSQL 16 as our primary database",
+            "The primary database is PostgreSQL 16.",
+        )
+    }
+    assert len(ids) == 1
+    listed = json.loads(daemon.memd("list", "--project", p, "--json").stdout)
+    texts = [m["text"] for m in listed if m["project"] == p]
+    assert texts == ["We use PostgreSQL 16 as the primary database."]
+    assert len(listed[0]["history"]) == 2
 
 
 def test_search_explain_and_the_hook_tell_the_same_story(daemon: DaemonProcess) -> None:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from memd import similar
 from memd.app import App
 from memd.errors import ModelMismatch, NotFound, StoreError, UserError
 from memd.journal import Journal
-from memd.merge import contradicts, upsert
+from memd.merge import upsert
 from memd.models import USER_SCOPE, Memory, Source
 from memd.settings import load_settings
 from memd.store import MemoryStore
@@ -69,7 +70,9 @@ def test_project_isolation_and_user_scope(app: App, tmp_path: Path) -> None:
     ]
     assert "The api service listens on port 8080" in texts
     assert "The api service listens on port 9090" not in texts
-    assert "I prefer short commit messages" in texts  # user-wide scope always included
+    assert "I prefer short commit messages" not in texts  # not relevant to the question
+    prefs = [r["text"] for r in app.search("short commit messages", cwd=str(one))["results"]]
+    assert "I prefer short commit messages" in prefs  # the user-wide scope is always searched
     listed = app.list(cwd=str(two))["memories"]
     assert {m["text"] for m in listed} == {
         "The api service listens on port 9090",
@@ -136,7 +139,9 @@ def test_pinned_is_never_superseded(app: App) -> None:
     ],
 )
 def test_contradicts(new: str, old: str, expected: bool) -> None:
-    assert contradicts(new, old) is expected
+    """The trigger-phrase cases that memd.merge used to decide, now in memd.similar (the
+    cosine does not matter for them: a trigger phrase is sure)."""
+    assert similar.conflict(new, old, 0.6, "memd/all-MiniLM-L6-v2-int8").sure is expected
 
 
 def test_bad_input(app: App) -> None:
