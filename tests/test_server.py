@@ -17,6 +17,7 @@ from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_s
 
 from memd import hook, protocol
 from memd import server as server_module
+from memd.app import App
 from memd.server import (
     Server,
     ServerError,
@@ -299,7 +300,6 @@ def test_heap_is_trimmed_after_activity_once_idle(
 ) -> None:
     import asyncio
     import sys
-    import types
 
     from memd.settings import Settings
 
@@ -308,7 +308,7 @@ def test_heap_is_trimmed_after_activity_once_idle(
     calls: list[float] = []
     monkeypatch.setattr(server_module, "trim_heap", lambda: calls.append(time.monotonic()))
     settings = Settings(home=tmp_path / "home", config=tmp_path / "none.toml")
-    srv = Server(types.SimpleNamespace(store=None), settings)
+    srv = Server(App(settings), settings)  # never opened: nothing here reads the store
     try:
         asyncio.run(srv.maybe_trim())
         assert calls == []  # nothing happened yet: nothing to give back
