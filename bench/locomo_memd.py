@@ -25,26 +25,44 @@ MEMD = ROOT / ".venv" / "bin" / "memd"
 
 
 def memd_env(workdir: Path, home: Path) -> dict[str, str]:
-    """A private memd: its own home, an empty watched dir, no user config."""
+    """A private memd: its own home, an empty watched dir, no user config, no decay job."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMD_")}
     env.update(
         MEMD_HOME=str(home),
         MEMD_TRANSCRIPTS_DIR=str(workdir / "watched"),
         MEMD_CONFIG=str(workdir / "memd.toml"),
+        # No decay while the bench daemon lives: the store stays what ingestion made of it.
+        MEMD_DECAY_INTERVAL_MINUTES="525600",
     )
     (workdir / "watched").mkdir(parents=True, exist_ok=True)
     return env
 
 
-class Daemon:
-    """``memd serve`` as a child process on its own home; stopped with SIGTERM."""
+class Client:
+    """Requests to a memd daemon's socket; a refusal raises."""
+
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def request(self, payload: dict[str, Any], timeout: float = 60) -> dict[str, Any]:
+        from memd import protocol
+
+        reply = protocol.request(self.socket, payload, timeout=timeout)
+        if not reply.get("ok"):
+            raise RuntimeError(f"daemon refused {payload.get('cmd')}: {reply.get('error')}")
+        return reply
+
+
+class Daemon(Client):
+    """``memd serve`` (the executable :data:`MEMD`) as a child process on its own home; stopped
+    with SIGTERM."""
 
     def __init__(self, env: dict[str, str], log: Path) -> None:
         import subprocess
 
         from memd import protocol
 
-        self.socket = str(Path(env["MEMD_HOME"]) / "memd.sock")
+        super().__init__(str(Path(env["MEMD_HOME"]) / "memd.sock"))
         self.log = log.open("ab")
         self.proc = subprocess.Popen(
             [str(MEMD), "serve"], env=env, stdout=self.log, stderr=self.log
@@ -60,14 +78,6 @@ class Daemon:
                 self.stop()
                 raise RuntimeError(f"memd serve did not come up; see {log}")
             time.sleep(0.2)
-
-    def request(self, payload: dict[str, Any], timeout: float = 60) -> dict[str, Any]:
-        from memd import protocol
-
-        reply = protocol.request(self.socket, payload, timeout=timeout)
-        if not reply.get("ok"):
-            raise RuntimeError(f"daemon refused {payload.get('cmd')}: {reply.get('error')}")
-        return reply
 
     def wait_extracted(self, timeout: float = 3600) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
@@ -145,7 +155,7 @@ def ingest_inproc(paths: Sequence[Path]) -> dict[str, Any]:
     return out
 
 
-def daemon_searcher(daemon: Daemon, projects: dict[str, str], leaks: list[str]) -> Searcher:
+def daemon_searcher(daemon: Client, projects: dict[str, str], leaks: list[str]) -> Searcher:
     def search(conv: Conversation, query: str) -> tuple[list[Hit], float | None]:
         project = projects[conv.sample_id]
         t0 = time.perf_counter()

@@ -17,6 +17,7 @@ sys.path.insert(0, str(BENCH))
 
 import common  # noqa: E402
 import locomo  # noqa: E402
+import locomo_budget  # noqa: E402
 import locomo_memd  # noqa: E402
 
 from memd.transcript import parse_lines  # noqa: E402
@@ -85,6 +86,7 @@ def test_evidence_parsing() -> None:
 def test_questions_resolve_against_the_conversation(conv: locomo.Conversation) -> None:
     qs = {q.text: q for q in conv.questions}
     assert "Trap?" not in qs  # category 5 is not scored for recall
+    assert conv.adversarial == ["Trap?"]  # only asked to see whether the hook abstains
     assert qs["When?"].gold == ["D1:2", "D2:1"]
     assert qs["Both?"].gold == ["D1:1", "D2:2", "D1:3"]
     assert qs["Broken?"].gold == [] and sorted(qs["Broken?"].unresolved) == ["D", "D9:9"]
@@ -234,3 +236,107 @@ def test_common_table_percentile_ci_and_append(tmp_path: Path) -> None:
     assert text.startswith("# Benchmarks\n\nintro kept\n\n## T (")
     assert "- command: `cmd`" in text and "- machine: " in text and "- commit: `" in text
     assert text.index("body line") < text.index("## T2")
+
+
+# ---------------------------------------------------------------- budgeted recall
+
+
+def test_content_words_rule() -> None:
+    words = locomo_budget.content_words("Ada's GREY cat, Pixel, didn't eat 3 fish on 2023-05-08!")
+    assert words == {"ada", "grey", "cat", "pixel", "eat", "fish"}  # no "s", "didn", "t", "on"
+    assert locomo_budget.content_words("It was what they had done") == {"done"}
+    assert locomo_budget.content_words("Wow, yeah, thanks! I\u2019ll hike") == {"hike"}
+    assert locomo_budget.content_words("café naïve zoo") == {"café", "naïve", "zoo"}
+    assert all(len(w) >= 3 and w == w.lower() and w.isalpha() for w in locomo_budget.STOP_WORDS)
+
+
+def test_a_turn_is_carried_by_60_percent_of_its_content_words() -> None:
+    turn = "I adopted a grey cat named Pixel."  # adopted, grey, cat, named, pixel
+    block = locomo_budget.Block.of
+    assert locomo_budget.carried(turn, block("- Ada has a grey cat called Pixel (2023-05-08)"))
+    assert not locomo_budget.carried(turn, block("- Ada has a cat called Pixel"))  # 2 of 5
+    assert locomo_budget.carried(turn, block("Pixel named grey"))  # 3 of 5 = 60 %
+    # order, case and punctuation do not matter; a clipped word does not count
+    assert locomo_budget.carried(turn, block("PIXEL! named... GREY?"))
+    assert not locomo_budget.carried(turn, block("Pixel nam… grey"))
+    # a turn without content words needs its whole text in the block
+    assert locomo_budget.carried("Wow, yes!", block("- Bo: wow yes! (2023-05-08)"))
+    assert not locomo_budget.carried("Wow, yes!", block("- Bo: yes, wow"))
+    assert not locomo_budget.carried("", block("anything"))
+
+
+def test_the_frame_of_a_block_credits_nothing() -> None:
+    framed = (
+        "<memd-context>\n# memd: memories from earlier sessions may be outdated\n"
+        "Last session:\nFacts:\n- Ada likes tea (2023-05-08)\n</memd-context>"
+    )
+    assert locomo_budget.judged_text(framed) == "- Ada likes tea (2023-05-08)"
+    block = locomo_budget.Block.of(framed)
+    assert not locomo_budget.carried("The last session had outdated memories", block)
+    assert locomo_budget.carried("Ada likes tea", block)
+    assert locomo_budget.recall(["Ada likes tea", "Bo likes coffee"], block) == 0.5
+    with pytest.raises(ValueError):
+        locomo_budget.recall([], block)
+
+
+def test_fill_stops_at_the_budget_and_clips_the_last_line() -> None:
+    lines = ["a" * 10, "b" * 10, "c" * 10]
+    assert locomo_budget.fill(lines, 100) == "\n".join(lines)  # everything fits
+    assert locomo_budget.fill(lines, 21) == "a" * 10 + "\n" + "b" * 10  # exact fit
+    clipped = locomo_budget.fill(lines, 25)
+    assert clipped == "a" * 10 + "\n" + "b" * 10 + "\n" + "cc…" and len(clipped) == 25
+    assert locomo_budget.fill(["x" * 50, "short"], 20) == "x" * 19 + "…"  # clipped, then stop
+    assert locomo_budget.fill(lines, 11) == "a" * 10  # one character left: nothing clipped
+    assert locomo_budget.fill([], 100) == "" and locomo_budget.fill(lines, 0) == ""
+    for budget in range(0, 40):
+        assert len(locomo_budget.fill(lines, budget)) <= budget
+
+
+def test_baseline_lines_are_dated_and_judged_without_the_speaker(
+    conv: locomo.Conversation,
+) -> None:
+    judge = locomo_budget.Judge(conv)
+    assert judge.line["D1:2"] == (
+        "- Bo: Cute! I painted a lake yesterday. "
+        "[shares a photo: a painting of a lake at dusk] (2023-05-08)"
+    )
+    assert judge.body["D1:1"] == "I adopted a grey cat named Pixel."
+    text = judge.filled(["D1:1", "D1:2", "D2:1"], 150)
+    assert len(text) == 150 and text.startswith("- Ada: I adopted") and text.endswith("…")
+    recall, missed = judge.score(["D1:1", "D2:1"], text)
+    assert recall == 0.5 and missed == ("D2:1",)
+    assert judge.score(["D1:1"], "") == (0.0, ("D1:1",))
+
+
+def test_budgeted_run_and_report(conv: locomo.Conversation, tmp_path: Path) -> None:
+    from memd.embed import Embedder
+    from memd.settings import load_settings
+
+    cache = locomo.VectorCache(Embedder(load_settings()), folder=tmp_path / "cache")
+    raw = locomo.RawTurns([conv], cache, tmp_path)
+    asked: list[tuple[str, str]] = []
+
+    def context(project: str, prompt: str) -> str:  # a hook that knows only about the cat
+        asked.append((project, prompt))
+        return "<memd-context>\n- Ada: I adopted a grey cat named Pixel.\n</memd-context>" * (
+            "cat" in prompt
+        )
+
+    rows = locomo_budget.run([conv], {"toy-1": "/p"}, context, raw, 120)
+    n_unrelated = len(locomo_budget.UNRELATED_PROMPTS)
+    assert n_unrelated >= 60 and len(set(locomo_budget.UNRELATED_PROMPTS)) == n_unrelated
+    assert asked[0] == ("/p", "warm up the vector cache") and len(asked) == 1 + 3 + 1 + n_unrelated
+    hook = [r for r in rows if r.system == "memd-hook"]
+    scored = {r.category: r for r in hook if r.recall is not None}
+    assert scored[4].recall == 1.0 and scored[2].recall == 0 and scored[2].chars == 0
+    assert [r.category for r in hook if r.recall is None].count(0) == n_unrelated
+    assert all(r.chars <= 120 for r in rows if r.system != "memd-hook")
+    assert {r.system for r in rows} == set(locomo_budget.SYSTEMS)
+    oracle = [r for r in rows if r.system == "oracle"]
+    # 120 characters hold one dated line with a photo caption, or two short ones: the rest is
+    # clipped away, and the oracle loses what it cannot show
+    assert [(r.category, r.missed) for r in oracle] == [(4, ()), (2, ("D2:1",)), (1, ("D1:3",))]
+    report = locomo_budget.render(rows, [conv], 120, {"home": "/h"})
+    assert "| memd-hook | A | 3 | 0.333 [" in report
+    assert "| memd-hook | 100.0% (1/1) | 0 |" in report  # the trap question gets nothing
+    assert "- home: /h" in report and "memd-hook − raw-bm25, half A:" in report
