@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import re
 
+from memd.extract import vocabulary as vocab
+from memd.extract.vocabulary import tech_in_text
+
 SENTENCE_MAX = 400
 
 # --- text cleaning ------------------------------------------------------------------------
@@ -137,6 +140,63 @@ _SCOPE = _rx(
 )
 """A user instruction meant to last: a preference unless it is a decision."""
 _CONVENTION = _rx(r"\b(?:our|the project'?s?|the) conventions? (?:is|are|:)|\bby convention\b")
+_WORK = _rx(
+    r"\b(?:code|codebase|coding|tests?|testing|specs?|commits?|committing|pull requests?|PRs?"
+    r"|push(?:ed|es|ing)? (?!(?:my|your|him|her|them|our)sel)(?:\w+ ){0,2}(?:to|directly)"
+    r"|force[- ]push|branch(?:es)?|merge|rebase|code reviews?|repo|repository|git|files?"
+    r"|folders?|director(?:y|ies)|modules?|packages?|deps|dependenc(?:y|ies)|imports?"
+    r"|functions?|methods?|variables?|constants?|type hints?|typing|typed|annotations?|naming"
+    r"|comments?|docstrings?|docs|documentation|readme|changelog|format(?:ting|ter)?"
+    r"|lint(?:er|ing)?|(?:code|coding|commit|naming|writing) style|style guide|indent\w*|tabs"
+    r"|(?:two|four|2|4) spaces|(?:single|double) quotes|semicolons?|line length|errors?"
+    r"|exceptions?|logs?|logging|debug\w*|api|apis|endpoints?|schemas?|database|db|sql"
+    r"|quer(?:y|ies)|migrations?|columns?|index(?:es)?|cache|config(?:uration)?|settings|env"
+    r"|deploy\w*|release\w*|builds?|ci|pipelines?|scripts?|commands?|cli|shell|terminal"
+    r"|mocks?|mocking|fixtures?|components?|hooks?|props|css|ui|frontend|backend|server"
+    r"|client|requests?|responses?|async|await|threads?|queues?|workers?|diffs?|refactor\w*"
+    r"|framework|tooling|editor|ide|vim|emacs|prompts?|output|summar(?:y|ies)|bullet points?"
+    r"|markdown|json|yaml|toml|sudo|docker\w*|containers?|reply|replies|respond in"
+    r"|answer in|in (?:English|Chinese)|orm|routes?|routers?|exports?|suites?|objects?"
+    r"|timeouts?|retr(?:y|ies))\b",
+    r"[\w.-]+/[\w.-]+|`[^`]+`|\b\w+_\w+\b|\b\w+\.(?:py|ts|tsx|js|go|rs|md|json|toml|ya?ml)\b"
+    r"|(?-i:\b[a-z]+[A-Z]\w*\b)",
+    r"代码|测试|提交|分支|合并|仓库|文件|目录|路径|模块|依赖|导入|函数|方法|变量|常量|类型|命名"
+    r"|注释|文档|格式|风格|样式|缩进|报错|错误|异常|日志|接口|数据库|查询|迁移|字段|索引|缓存"
+    r"|配置|环境|部署|发布|构建|打包|脚本|命令|组件|页面|前端|后端|服务|请求|响应|异步|版本|写法"
+    r"|框架|工具|弹窗|提示|输出|回答|中文|英文|注解|校验|单测|用例|重构|接入|队列|超时|重试|并发|分页|权限|登录|鉴权|参数|返回值",
+)
+"""Words of work (code, tools, style, process): a preference must be about one of them.
+
+A remark in conversation ("I always cry at weddings", "don't forget to call your mom")
+states no way of working, so it is never filed as a preference."""
+_PERSONAL = _rx(
+    r"^(?:[A-Z][\w.'-]*: )?I (?:always|never|usually|often|really |absolutely )?"
+    r"(?:love|like|enjoy|hate|dislike|prefer|always|never|usually)\b",
+)
+"""A first-person habit or taste without work words: a fact about the speaker (LoCoMo-like)."""
+_DEICTIC = _rx(r"\b(?:this|that|these|those|it|you|your)\b")
+"""Points at the conversation ("I like this approach"): not a fact about the speaker."""
+DONE = _rx(
+    r"\b(?:is|are|was|were|'s|'re|now|all|been|got|get) (?:\w+ )?(?:done|finished|complete"
+    r"|completed|merged|shipped|released|closed)\b",
+    r"\b(?:i|we|you)(?:'ve| have)? (?:just |finally |already )?(?:finished|completed"
+    r"|wrapped up|shipped|released|merged|closed out)\b|^(?:finished|completed|shipped"
+    r"|wrapped up)\b",
+    r"已完成|已经完成|完成了|做完了|搞定了|已经搞定|弄好了|已上线|已发布",
+)
+"""A sentence that says something is done: progress, never a new TODO."""
+NOT_DONE = _rx(
+    r"\b(?:not|never|yet|still|todo|pending|almost|partially|half|remaining|left to|next|need"
+    r"|needs|should|must|will|'ll|going to|until|unless|once|when|before|after|if)\b|n't",
+    r"还没|尚未|未完成|没有?完成|还需要|还要|待办|没搞定|没做完|之后|以后|下次|等.{0,6}再|如果",
+)
+"""What makes a completion only partial, conditional or future."""
+_GENERIC_DONE_TEXT = (
+    "i we you it that this all everything changes change work tasks task items stuff done "
+    "finished complete completed now just finally already have has been is are was were the a "
+    "an and of to with my our"
+)
+_GENERIC_DONE = frozenset(_GENERIC_DONE_TEXT.split())
 TODO_MARK = re.compile(r"\bTODO\b|\bFIXME\b|\bXXX\b")
 TODO = _rx(
     r"\bstill (?:need|needs|have|has) to\b|\bstill (?:missing|pending|open|to do)\b",
@@ -178,6 +238,7 @@ STACK_SAID = _rx(
 
 IMPORTANCE = {
     "decision": 0.75,
+    "progress": 0.5,
     "preference": 0.8,
     "bugfix": 0.7,
     "todo": 0.6,
@@ -188,7 +249,52 @@ IMPORTANCE = {
 _STRONG = _rx(r"\b(?:always|never|must)\b", r"必须|一律|永远|务必|禁止")
 
 
-def classify(sentence: str, role: str) -> str | None:
+def about_work(sentence: str) -> bool:
+    """The sentence names code, tools, process or style (a work word, an identifier, a tool)."""
+    return bool(_WORK.search(sentence)) or bool(tech_in_text(sentence))
+
+
+def is_tentative(sentence: str) -> bool:
+    """A question or a hedged statement: it states nothing."""
+    s = sentence.rstrip()
+    return s.endswith(("?", "？")) or bool(_QUESTION_START.match(s) or _HEDGE.search(s))
+
+
+_SPEAKER = re.compile(r"^[A-Z][\w.'-]{0,30}:\s+")
+_CHIT_CHAT = _rx(
+    r"\b(?:hi|hey|hello|hiya|howdy|yo|good (?:morning|afternoon|evening|night|day)|thanks"
+    r"|thank you|thx|cheers|bye|goodbye|see (?:you|ya)(?: soon| later)?|take care|welcome"
+    r"|congrats|congratulations|wow|whoa|oh|ooh|aww+|haha\w*|lol|omg|yay|cool|awesome|great"
+    r"|nice|amazing|sweet|glad|sorry|wonderful|fantastic|lovely|totally|absolutely|exactly"
+    r"|how (?:are|have) you(?: been| doing)?|how's it going|how are things|what's up"
+    r"|long time no see|(?:nice|good|great|glad) to (?:meet|see|hear|talk to|chat with) you"
+    r"|you too|me too|same here|no problem|no worries|of course|sounds (?:good|great)"
+    r"|that's (?:so |really )?(?:great|awesome|amazing|cool|nice|sweet|wonderful|fantastic"
+    r"|true|right|good)|i know|i see|for sure|yes|yeah|yep|ok(?:ay)?|sure|hmm+)\b",
+    r"你好|您好|嗨|最近(?:怎么样|好吗|如何)|谢谢|多谢|辛苦了|早上好|晚上好|再见|哈哈+|好的|收到|明白|没问题|不客气",
+)
+_SMALL_WORDS_TEXT = (
+    "you your yours i me my we us our it its this that so very really too just what how "
+    "are been doing going today again all"
+)
+_SMALL_WORDS = frozenset(_SMALL_WORDS_TEXT.split())
+
+
+def is_small_talk(sentence: str) -> bool:
+    """Greetings, thanks and chit-chat ("Hey Mel! Good to see you!", "how are you", "谢谢"):
+    what is left without them holds fewer than two words of substance."""
+    rest = _CHIT_CHAT.sub(" ", _SPEAKER.sub("", sentence))
+    if _CJK.search(rest):
+        return len(_CJK.findall(rest)) < 4
+    words = [
+        w
+        for w in re.findall(r"[a-z][a-z'-]{2,}", rest.lower())
+        if w not in _SMALL_WORDS and w not in vocab.STOPWORDS
+    ]
+    return len(words) < 2
+
+
+def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
     """The memory kind a sentence states, or None when it states none clearly.
 
     ``"fix"`` is a fix statement without a cause: the caller appends it to the cause stated
@@ -203,21 +309,38 @@ def classify(sentence: str, role: str) -> str | None:
         return "bugfix"
     if BUG_FIX.search(s):
         return "fix"
+    if states_completion(s):
+        return "progress"
     if TODO_MARK.search(s) or (TODO.search(s) and not narration):
         return "todo"
-    if role == "user" and PREFERENCE.search(s):
+    work = about_work(s) if work is None else work or about_work(s)
+    if role == "user" and work and PREFERENCE.search(s):
         return "preference"
-    if _CONVENTION.search(s):
+    if work and _CONVENTION.search(s):
         return "preference"
     if role == "user" and (DECISION.search(s) or _DECISION_USER_ONLY.search(s)):
         return "decision"
-    if role == "user" and _SCOPE.search(s):
+    if role == "user" and work and _SCOPE.search(s):
         return "preference"
+    if not work and len(s) >= 25 and _PERSONAL.search(s) and not _DEICTIC.search(s):
+        return "fact"
     if role == "assistant" and not narration and _DECISION_EXPLICIT.search(s):
         return "decision"
     if not narration and _STRUCTURE.search(s):
         return "fact"
     return None
+
+
+def states_completion(sentence: str) -> bool:
+    """The sentence says something specific is done, with no negation, condition or rest."""
+    if not DONE.search(sentence) or NOT_DONE.search(sentence) or TODO_MARK.search(sentence):
+        return False
+    if _CJK.search(sentence):
+        return len(_CJK.findall(sentence)) >= 6
+    specific = [
+        w for w in re.findall(r"[a-z0-9][\w.-]*", sentence.lower()) if w not in _GENERIC_DONE
+    ]
+    return len(specific) >= 2
 
 
 _CLAUSE_SPLIT = re.compile(
@@ -237,7 +360,8 @@ def statements(sentence: str, role: str) -> list[tuple[str, str]]:
     kind = classify(sentence, role)
     parts = [p for p in _CLAUSE_SPLIT.split(sentence) if p]
     if len(parts) > 1:
-        typed = [(k, p) for p in parts if (k := classify(p, role)) == "preference"]
+        work = about_work(sentence)  # "必须用 TypeScript，不要用 any": the sentence is about work
+        typed = [(k, p) for p in parts if (k := classify(p, role, work)) == "preference"]
         if len(typed) > 1 and all(len(p) >= 6 for _, p in typed):
             return typed
     return [(kind, sentence)] if kind else []
