@@ -362,3 +362,50 @@ def test_a_diagnosis_without_a_fix_is_not_a_bugfix() -> None:
 def test_decisions_that_replace_a_choice_carry_a_supersedes_hint(sentence: str, hint: str) -> None:
     (decision,) = by_kind(HeuristicExtractor().extract(seg(turn(1, "user", sentence))), "decision")
     assert decision.supersedes_hint == hint
+
+
+def test_one_statement_said_three_times_is_one_candidate_citing_all_three() -> None:
+    segment = seg(
+        turn(1, "user", "TODO: add rate limiting to the public API."),
+        turn(2, "assistant", "Noted."),
+        turn(3, "user", "Remember, TODO: add rate limiting to the public API!"),
+        turn(4, "user", "We still need to add rate limiting to the public API."),
+        turn(5, "user", "We decided to use Redis as the job broker."),
+        turn(6, "user", "As I said, we decided to use Redis as the job broker."),
+        turn(7, "user", "TODO: add rate limiting to the admin API."),  # not the same
+    )
+    cands = HeuristicExtractor().extract(segment)
+    uuids = [t.uuid for t in segment.turns]
+    todos = by_kind(cands, "todo")
+    assert [t.source_uuids for t in todos] == [[uuids[0], uuids[2], uuids[3]], [uuids[6]]]
+    (decision,) = by_kind(cands, "decision")
+    assert decision.source_uuids == [uuids[4], uuids[5]]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        # remarks in conversation: never preferences
+        ("My sister is getting married next month and I always cry at weddings.", None),
+        ("Don't forget to call your mom!", None),
+        ("Always believe in yourself, Caroline!", None),
+        ("I don't want to go to the party alone.", None),
+        # first-person habits and tastes: facts about the speaker
+        ("Caroline: I love hiking with my friends on weekends.", "fact"),
+        ("I always go running in the morning before work.", "fact"),
+        # how to work: preferences
+        ("I prefer small commits.", "preference"),
+        ("Never push directly to main.", "preference"),
+        ("Always use snake_case for variables.", "preference"),
+        ("不要在测试里用 mock", "preference"),
+        # a sentence that closes a TODO is progress, never a new TODO
+        ("The v0.5.0 release checklist is done, no follow-up needed.", "progress"),
+        ("发布检查清单已经完成了，后续不用再跟。", "progress"),
+        ("I finished the migration of the billing tables.", "progress"),
+        ("The migration is done but we still need to drop the old tables.", "todo"),
+    ],
+)
+def test_preferences_are_about_work_and_completions_are_progress(
+    sentence: str, kind: str | None
+) -> None:
+    assert classify(sentence, "user") == kind

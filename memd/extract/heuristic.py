@@ -296,7 +296,10 @@ def extract_segment(segment: Segment, extra_patterns: tuple[str, ...] = ()) -> l
 
 
 _KEY_WORD = re.compile(r"[a-z0-9][a-z0-9_.+#/-]*|[\u3400-\u4dbf\u4e00-\u9fff]+")
-_KEY_STOP_TEXT = "a an to of in on at is be it we i by as or so"
+_KEY_STOP_TEXT = (
+    "a an to of in on at is be it we i by as or so remember reminder note noted said mentioned "
+    "again earlier already told tell say"
+)
 _KEY_STOP = frozenset(_KEY_STOP_TEXT.split())
 
 
@@ -323,7 +326,7 @@ def same_statement(a: str, b: str) -> bool:
     if ka == kb:
         return True
     small, large = sorted((ka, kb), key=len)
-    return len(small) >= 3 and len(small & large) / len(small | large) >= 0.8
+    return len(small) >= 5 and len(small & large) / len(small | large) >= 0.8
 
 
 def add_typed(
@@ -446,6 +449,8 @@ def summary_candidate(
         for sentence in sentences(keyword_text(text)):
             norm = _norm(sentence)
             if is_small_talk(sentence) or any(norm in s or s in norm for s in stored):
+                continue
+            if any(same_statement(sentence, c.text) for c in typed):
                 continue
             asked.append((t, sentence))
             if len(asked) >= 2:
