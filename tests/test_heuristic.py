@@ -409,3 +409,34 @@ def test_preferences_are_about_work_and_completions_are_progress(
     sentence: str, kind: str | None
 ) -> None:
     assert classify(sentence, "user") == kind
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "I'll catch up with you later.",
+        "That's why I love my job so much.",
+        "It turned out that she loves a good lager beer.",
+        "It must be really putting your skills to the test.",
+        "Let's keep supporting each other on our journey.",
+        "But I never decided to try it.",
+        "Keep going with it!",
+    ],
+)
+def test_everyday_speech_is_no_todo_bugfix_or_decision(sentence: str) -> None:
+    """LoCoMo-like chat: the loose markers ("later", "that's why", "turned out", "let's keep",
+    "must be") only count in a sentence about work."""
+    assert classify(sentence, "user") is None
+    assert classify(sentence, "assistant") is None
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        ("We'll add the retry test later.", "todo"),
+        ("That's why the upload test failed on CI.", "bugfix"),
+        ("Let's keep the old API for now.", "decision"),
+    ],
+)
+def test_the_same_markers_about_work_still_count(sentence: str, kind: str) -> None:
+    assert classify(sentence, "user") == kind

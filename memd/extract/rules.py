@@ -92,6 +92,9 @@ def _rx(*parts: str, flags: int = re.IGNORECASE) -> re.Pattern[str]:
 _HEDGE = _rx(
     r"\b(?:might|maybe|perhaps|probably|possibly|likely|could be|i think|i guess|not sure|"
     r"seems?|suspect|wonder|hypothes\w+|whether)\b",
+    r"\b(?:it|that|this|you|she|he|they)(?:'s)? must(?:'ve| have)? be(?:en)? (?:so |really |very "
+    r"|pretty |quite )?(?:\w+ing|nice|hard|tough|great|awesome|fun|amazing|cool|exciting|scary"
+    r"|lovely|wonderful|rough|incredible|a (?:great|big|huge|tough|hard|lot))\b",
     r"可能|也许|大概|似乎|好像|是不是|要不要|是否|吗$",
 )
 _QUESTION_START = re.compile(
@@ -107,17 +110,26 @@ _ZH_NARRATION = re.compile(r"^(?:已|已经|我已|我把|我用|我先|我来|�
 DECISION = _rx(
     r"\bwe(?:'ll| will|'re going to| are going to| should| now)? (?:use|go with|adopt|switch to"
     r"|stick with|move to|migrate to|keep using)\b",
-    r"\b(?:decided|decide) (?:to|on|that|against)\b",
+    r"\bdecided (?:to|on|that|against)\b|\b(?:we|i) decide (?:to|on|that|against)\b",
     r"\b(?:the )?decision(?: is| was|:)",
-    r"\b(?:chose|chosen|opted for|settled on|went with|going with)\b",
+    r"\b(?:chose|chosen|opted for|settled on|went with|(?<!keep )(?<!keeps )going with)\b",
     r"\bswitch(?:ed|ing)? (?:\S+ ){0,3}?(?:from \S+(?: \S+)? )?to\b",
     r"\bmigrat(?:e|ed|ing) (?:\S+ ){0,2}?from \S+(?: \S+)? to\b",
     r"\b(?:use|using) \S+(?: \S+)? (?:instead of|rather than|over) \S+",
     r"决定|采用|改成|改为|改用|定为|选用|选择了|换成|就用|最终用",
 )
-_DECISION_USER_ONLY = _rx(r"\blet'?s (?:use|go with|switch to|stick with|adopt|move to|keep)\b")
+_UNDECIDED = _rx(
+    r"\b(?:never|not|haven't|hasn't|didn't|don't|can't|won't|undecided|if|unless|someday)\b"
+    r"[^.,]{0,20}"
+    r"\b(?:decid|chose|choose|chosen|going with)",
+    r"还没(?:有)?决定|没决定|不确定",
+)
+"""A choice not made ("I never decided to try it"): states nothing."""
+_DECISION_USER_ONLY = _rx(r"\blet'?s (use|go with|switch to|stick with|adopt|move to|keep)\b")
 _DECISION_EXPLICIT = _rx(
-    r"\b(?:decided|decision|chose|chosen|opted for|settled on|going with|we(?:'ll| will) use)\b",
+    r"\b(?:decided|decision(?: is| was|:)|chose|chosen|opted for|settled on"
+    r"|(?<!keep )(?<!keeps )going with"
+    r"|we(?:'ll| will) use)\b",
     r"决定|定为|选用|采用|选择了",
 )
 """What an assistant must say for a decision: it narrates "switched to X" for every edit."""
@@ -174,7 +186,7 @@ _PERSONAL = _rx(
     r"(?:love|like|enjoy|hate|dislike|prefer|always|never|usually)\b",
 )
 """A first-person habit or taste without work words: a fact about the speaker (LoCoMo-like)."""
-_DEICTIC = _rx(r"\b(?:this|that|these|those|it|you|your)\b")
+_DEICTIC = _rx(r"\b(?:this|that|these|those|it|you|your|them|they|him|her|he|she)\b")
 """Points at the conversation ("I like this approach"): not a fact about the speaker."""
 DONE = _rx(
     r"\b(?:is|are|was|were|'s|'re|now|all|been|got|get) (?:\w+ )?(?:done|finished|complete"
@@ -201,17 +213,30 @@ TODO_MARK = re.compile(r"\bTODO\b|\bFIXME\b|\bXXX\b")
 TODO = _rx(
     r"\bstill (?:need|needs|have|has) to\b|\bstill (?:missing|pending|open|to do)\b",
     r"\b(?:next steps?|remaining work|left to do|to do next|follow[- ]up)\b",
-    r"\b(?:need to|needs? \w+ing|should|will|'ll|must|have to)\b[^.]{0,80}\blater\b",
-    r"\blater\b[^.]{0,40}\b(?:we|i)(?:'ll| will| should| need)\b",
     r"\bnot (?:yet )?(?:implemented|handled|supported|done|wired)(?: yet)?\b",
     r"待办|还没|下次|以后再|以后要|还需要|还要|待处理|后续|回头再|稍后",
 )
+_TODO_LATER = _rx(
+    r"\b(?:need to|needs? \w+ing|should|will|'ll|must|have to)\b[^.]{0,80}\blater\b",
+    r"\blater\b[^.]{0,40}\b(?:we|i)(?:'ll| will| should| need)\b",
+)
+"""Something for later: a TODO only when it is about work ("I'll catch up with you later" is not)."""
 BUG_CAUSE = _rx(
     r"\bthe (?:bug|issue|problem|error|crash|failure|regression) (?:was|is|came from|comes from)\b",
-    r"\b(?:was|were|is) caused by\b|\broot cause\b|\bthe culprit\b|\bturned out (?:to be|that)\b",
+    r"\b(?:was|were|is) caused by\b|\broot cause\b|\bthe culprit\b",
     r"\bfailing because\b|\bfailed because\b|\bbroke because\b",
-    r"\b(?:that's|that is|this is|which is) why\b|\bwhich explains\b",
-    r"原因是|问题出在|根因|根本原因|是因为|导致",
+    r"原因是|问题出在|根因|根本原因",
+)
+_CAUSE_LOOSE = _rx(
+    r"\bturned out (?:to be|that)\b|\b(?:that's|that is|this is|which is) why\b"
+    r"|\bwhich explains\b",
+    r"是因为|导致",
+)
+"""Cause markers of everyday speech: a bug cause only in a sentence about work or a failure."""
+_FAILURE = _rx(
+    r"\b(?:bugs?|fail\w*|broke\w*|break\w*|crash\w*|flaky|hangs?|hung|timeouts?|slow|leaks?"
+    r"|wrong|stale|race|regression|exceptions?|errors?)\b",
+    r"失败|报错|崩溃|超时|卡住|泄漏|不对|异常|慢",
 )
 BUG_FIX = _rx(
     r"\bfix(?:ed)? (?:it |this |that |the \w+ )?by\b|\bthe fix (?:is|was)\b|\bfix:",
@@ -262,16 +287,20 @@ def is_tentative(sentence: str) -> bool:
 
 _SPEAKER = re.compile(r"^[A-Z][\w.'-]{0,30}:\s+")
 _CHIT_CHAT = _rx(
-    r"\b(?:hi|hey|hello|hiya|howdy|yo|good (?:morning|afternoon|evening|night|day)|thanks"
-    r"|thank you|thx|cheers|bye|goodbye|see (?:you|ya)(?: soon| later)?|take care|welcome"
-    r"|congrats|congratulations|wow|whoa|oh|ooh|aww+|haha\w*|lol|omg|yay|cool|awesome|great"
-    r"|nice|amazing|sweet|glad|sorry|wonderful|fantastic|lovely|totally|absolutely|exactly"
-    r"|how (?:are|have) you(?: been| doing)?|how's it going|how are things|what's up"
-    r"|long time no see|(?:nice|good|great|glad) to (?:meet|see|hear|talk to|chat with) you"
+    # phrases first: the leftmost alternative that matches wins ("sorry to hear" over "sorry")
+    r"\b(?:how (?:are|have) you(?: been| doing)?|how's it going|how are things|what's up"
+    r"|long time no see|sorry to hear(?: about)?(?: that| this)?|since we (?:last )?(?:chatted"
+    r"|talked|spoke)|(?:nice|good|great|glad) to (?:meet|see|hear|talk to|chat with) you"
     r"|you too|me too|same here|no problem|no worries|of course|sounds (?:good|great)"
     r"|that's (?:so |really )?(?:great|awesome|amazing|cool|nice|sweet|wonderful|fantastic"
-    r"|true|right|good)|i know|i see|for sure|yes|yeah|yep|ok(?:ay)?|sure|hmm+)\b",
-    r"你好|您好|嗨|最近(?:怎么样|好吗|如何)|谢谢|多谢|辛苦了|早上好|晚上好|再见|哈哈+|好的|收到|明白|没问题|不客气",
+    r"|true|right|good)|i know|i see|for sure|good (?:morning|afternoon|evening|night|day)"
+    r"|thank you|see (?:you|ya)(?: soon| later)?|take care"
+    r"|hi|hey|hello|hiya|howdy|yo|thanks|thx|cheers|bye|goodbye|welcome|congrats"
+    r"|congratulations|wow|whoa|oh|ooh|aww+|haha\w*|lol|omg|yay|cool|awesome|great|nice"
+    r"|amazing|sweet|glad|sorry|wonderful|fantastic|lovely|totally|absolutely|exactly|yes|yeah"
+    r"|yep|ok(?:ay)?|sure|hmm+)\b",
+    r"你好|您好|嗨|最近(?:怎么样|好吗|如何)|谢谢|多谢|辛苦了|早上好|晚上好|再见|哈哈+|好的|收到"
+    r"|明白|没问题|不客气",
 )
 _SMALL_WORDS_TEXT = (
     "you your yours i me my we us our it its this that so very really too just what how "
@@ -305,20 +334,26 @@ def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
     if question or _HEDGE.search(s):
         return None
     narration = role == "assistant" and bool(_NARRATION.match(s) or _ZH_NARRATION.match(s))
-    if BUG_CAUSE.search(s):
+    work = about_work(s) if work is None else work or about_work(s)
+    if BUG_CAUSE.search(s) or (_CAUSE_LOOSE.search(s) and (work or _FAILURE.search(s) is not None)):
         return "bugfix"
     if BUG_FIX.search(s):
         return "fix"
     if states_completion(s):
         return "progress"
-    if TODO_MARK.search(s) or (TODO.search(s) and not narration):
+    if TODO_MARK.search(s) or (
+        not narration and (TODO.search(s) or (work and _TODO_LATER.search(s)))
+    ):
         return "todo"
-    work = about_work(s) if work is None else work or about_work(s)
     if role == "user" and work and PREFERENCE.search(s):
         return "preference"
     if work and _CONVENTION.search(s):
         return "preference"
-    if role == "user" and (DECISION.search(s) or _DECISION_USER_ONLY.search(s)):
+    if _UNDECIDED.search(s):
+        return None
+    if role == "user" and (
+        DECISION.search(s) or ((m := _DECISION_USER_ONLY.search(s)) and (work or m[1] != "keep"))
+    ):
         return "decision"
     if role == "user" and work and _SCOPE.search(s):
         return "preference"
