@@ -152,30 +152,39 @@ _SCOPE = _rx(
 )
 """A user instruction meant to last: a preference unless it is a decision."""
 _CONVENTION = _rx(r"\b(?:our|the project'?s?|the) conventions? (?:is|are|:)|\bby convention\b")
+_WORK_WORD_TEXT = """
+    code codebase coding test tests testing spec specs commit commits committing pr prs branch
+    branches merge rebase repo repository git file files folder folders directory directories
+    module modules package packages deps dependency dependencies import imports function
+    functions method methods variable variables constant constants typing typed annotation
+    annotations naming comment comments docstring docstrings docs documentation readme changelog
+    format formatting formatter lint linter linting indent indents indentation indenting tabs
+    semicolon semicolons error errors exception exceptions log logs logging debug debugging
+    debugger api apis endpoint endpoints schema schemas database db sql query queries migration
+    migrations column columns index indexes cache config configuration settings env deploy
+    deploys deployed deploying deployment deployments release releases released releasing build
+    builds ci pipeline pipelines script scripts command commands cli shell terminal mock mocks
+    mocking fixture fixtures component components hook hooks props css ui frontend backend server
+    client request requests response responses async await thread threads queue queues worker
+    workers diff diffs refactor refactors refactoring refactored framework tooling editor ide vim
+    emacs prompt prompts output summary summaries markdown json yaml toml sudo docker dockerfile
+    container containers reply replies orm route routes router routers export exports suite
+    suites object objects timeout timeouts retry retries
+"""
+_WORK_WORDS = frozenset(_WORK_WORD_TEXT.split())
+_WORD_RX = re.compile(r"[a-z]+")
 _WORK = _rx(
-    r"\b(?:code|codebase|coding|tests?|testing|specs?|commits?|committing|pull requests?|PRs?"
-    r"|push(?:ed|es|ing)? (?!(?:my|your|him|her|them|our)sel)(?:\w+ ){0,2}(?:to|directly)"
-    r"|force[- ]push|branch(?:es)?|merge|rebase|code reviews?|repo|repository|git|files?"
-    r"|folders?|director(?:y|ies)|modules?|packages?|deps|dependenc(?:y|ies)|imports?"
-    r"|functions?|methods?|variables?|constants?|type hints?|typing|typed|annotations?|naming"
-    r"|comments?|docstrings?|docs|documentation|readme|changelog|format(?:ting|ter)?"
-    r"|lint(?:er|ing)?|(?:code|coding|commit|naming|writing) style|style guide|indent\w*|tabs"
-    r"|(?:two|four|2|4) spaces|(?:single|double) quotes|semicolons?|line length|errors?"
-    r"|exceptions?|logs?|logging|debug\w*|api|apis|endpoints?|schemas?|database|db|sql"
-    r"|quer(?:y|ies)|migrations?|columns?|index(?:es)?|cache|config(?:uration)?|settings|env"
-    r"|deploy\w*|release\w*|builds?|ci|pipelines?|scripts?|commands?|cli|shell|terminal"
-    r"|mocks?|mocking|fixtures?|components?|hooks?|props|css|ui|frontend|backend|server"
-    r"|client|requests?|responses?|async|await|threads?|queues?|workers?|diffs?|refactor\w*"
-    r"|framework|tooling|editor|ide|vim|emacs|prompts?|output|summar(?:y|ies)|bullet points?"
-    r"|markdown|json|yaml|toml|sudo|docker\w*|containers?|reply|replies|respond in"
-    r"|answer in|in (?:English|Chinese)|orm|routes?|routers?|exports?|suites?|objects?"
-    r"|timeouts?|retr(?:y|ies))\b",
+    r"\b(?:pull requests?|code reviews?|type hints?|style guide|(?:code|coding|commit|naming"
+    r"|writing) style|(?:two|four|2|4) spaces|(?:single|double) quotes|line length"
+    r"|bullet points?|respond in|answer in|in (?:English|Chinese)|force[- ]push"
+    r"|push(?:ed|es|ing)? (?!(?:my|your|him|her|them|our)sel)(?:\w+ ){0,2}(?:to|directly))\b",
     r"[\w.-]+/[\w.-]+|`[^`]+`|\b\w+_\w+\b|\b\w+\.(?:py|ts|tsx|js|go|rs|md|json|toml|ya?ml)\b"
     r"|(?-i:\b[a-z]+[A-Z]\w*\b)",
     r"代码|测试|提交|分支|合并|仓库|文件|目录|路径|模块|依赖|导入|函数|方法|变量|常量|类型|命名"
     r"|注释|文档|格式|风格|样式|缩进|报错|错误|异常|日志|接口|数据库|查询|迁移|字段|索引|缓存"
     r"|配置|环境|部署|发布|构建|打包|脚本|命令|组件|页面|前端|后端|服务|请求|响应|异步|版本|写法"
-    r"|框架|工具|弹窗|提示|输出|回答|中文|英文|注解|校验|单测|用例|重构|接入|队列|超时|重试|并发|分页|权限|登录|鉴权|参数|返回值",
+    r"|框架|工具|弹窗|提示|输出|回答|中文|英文|注解|校验|单测|用例|重构|接入|队列|超时|重试|并发"
+    r"|分页|权限|登录|鉴权|参数|返回值",
 )
 """Words of work (code, tools, style, process): a preference must be about one of them.
 
@@ -276,6 +285,8 @@ _STRONG = _rx(r"\b(?:always|never|must)\b", r"必须|一律|永远|务必|禁止
 
 def about_work(sentence: str) -> bool:
     """The sentence names code, tools, process or style (a work word, an identifier, a tool)."""
+    if not _WORK_WORDS.isdisjoint(_WORD_RX.findall(sentence.lower())):
+        return True
     return bool(_WORK.search(sentence)) or bool(tech_in_text(sentence))
 
 
@@ -334,30 +345,38 @@ def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
     if question or _HEDGE.search(s):
         return None
     narration = role == "assistant" and bool(_NARRATION.match(s) or _ZH_NARRATION.match(s))
-    work = about_work(s) if work is None else work or about_work(s)
-    if BUG_CAUSE.search(s) or (_CAUSE_LOOSE.search(s) and (work or _FAILURE.search(s) is not None)):
+    known = work
+
+    def is_work() -> bool:  # computed once, and only when a rule needs it
+        nonlocal known
+        if not known:
+            known = about_work(s)
+        return known
+
+    if BUG_CAUSE.search(s) or (_CAUSE_LOOSE.search(s) and (_FAILURE.search(s) or is_work())):
         return "bugfix"
     if BUG_FIX.search(s):
         return "fix"
     if states_completion(s):
         return "progress"
     if TODO_MARK.search(s) or (
-        not narration and (TODO.search(s) or (work and _TODO_LATER.search(s)))
+        not narration and (TODO.search(s) or (_TODO_LATER.search(s) and is_work()))
     ):
         return "todo"
-    if role == "user" and work and PREFERENCE.search(s):
+    if role == "user" and PREFERENCE.search(s) and is_work():
         return "preference"
-    if work and _CONVENTION.search(s):
+    if _CONVENTION.search(s) and is_work():
         return "preference"
     if _UNDECIDED.search(s):
         return None
     if role == "user" and (
-        DECISION.search(s) or ((m := _DECISION_USER_ONLY.search(s)) and (work or m[1] != "keep"))
+        DECISION.search(s)
+        or ((m := _DECISION_USER_ONLY.search(s)) and (m[1] != "keep" or is_work()))
     ):
         return "decision"
-    if role == "user" and work and _SCOPE.search(s):
+    if role == "user" and _SCOPE.search(s) and is_work():
         return "preference"
-    if not work and len(s) >= 25 and _PERSONAL.search(s) and not _DEICTIC.search(s):
+    if len(s) >= 25 and _PERSONAL.search(s) and not _DEICTIC.search(s) and not is_work():
         return "fact"
     if role == "assistant" and not narration and _DECISION_EXPLICIT.search(s):
         return "decision"
