@@ -17,7 +17,8 @@ from pathlib import Path
 from labelled import load_labelled
 
 from memd.backfill import backfill
-from memd.extract.heuristic import HeuristicExtractor
+from memd.extract.heuristic import WINDOW_CHARS, HeuristicExtractor
+from memd.extract.rules import clean_text
 from memd.extract.vocabulary import FAMILY_TEXT, command_family
 from memd.models import Candidate, Segment, Turn
 from memd.redact import redact_turn
@@ -180,3 +181,30 @@ def test_no_invented_role_for_a_tool_said_in_passing() -> None:
     for cand in cands:
         if cand.kind != "excerpt":
             assert ungrounded(cand, by_uuid) == [], cand.text
+
+
+def test_every_excerpt_from_every_fixture_is_one_line_per_cited_turn(
+    shared_dir: Path, tmp_path: Path
+) -> None:
+    """The excerpt contract the injector relies on, on real transcripts: line i is the turn
+    source_uuids[i] (``role: text``, whitespace collapsed, cut only with "…"), the first line
+    may start with the date, and the window stays within WINDOW_CHARS."""
+    checked = 0
+    for segment in fixture_segments(shared_dir, tmp_path):
+        by_uuid = {t.uuid: t for t in segment.turns}
+        for cand in HeuristicExtractor().extract(segment):
+            if cand.kind != "excerpt":
+                continue
+            checked += 1
+            lines = cand.text.split("\n")
+            assert len(lines) == len(cand.source_uuids), cand.text[:200]
+            lines[0] = re.sub(r"^\[\d{4}-\d{2}-\d{2}\] ", "", lines[0])
+            assert len("".join(lines)) <= WINDOW_CHARS + 20 * len(lines)
+            for line, uuid in zip(lines, cand.source_uuids, strict=True):
+                turn = by_uuid[uuid]
+                role, _, body = line.partition(": ")
+                assert role == turn.role
+                said = " ".join(clean_text(turn.text).split())
+                for piece in body.split("…"):
+                    assert piece.strip() in said, (piece[:80], said[:200])
+    assert checked >= 100

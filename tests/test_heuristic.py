@@ -288,6 +288,9 @@ def test_secrets_never_reach_candidates() -> None:
         ("assistant", "已经全部改用 httpx.AsyncClient 了。"),
         ("user", "Can you explain what the deploy script does?"),
         ("user", "The dashboard build is slow, 90 seconds."),
+        ("assistant", "Here's what was completed:"),  # the lead-in of a list
+        ("assistant", "The implementation is complete - we successfully:"),
+        ("assistant", "Let me fix it by removing the propagator setup."),  # an intention
     ],
 )
 def test_questions_hedges_and_narration_are_not_memories(role: str, sentence: str) -> None:

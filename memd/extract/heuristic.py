@@ -416,10 +416,13 @@ def fact_candidates(ev: Evidence) -> list[Candidate]:
 
 
 _REQUEST = re.compile(
-    r"^(?:[A-Z][\w.'-]{0,30}:\s+)?(?:(?:can|could|would|will) you|please|let's|let us|help|fix"
-    r"|add|make|write|implement|update|remove|delete|create|run|check|look|find|explain"
-    r"|refactor|rename|move|change|set up|investigate|debug|review|show|tell|why|how|what"
-    r"|where|when|which|i want|i need|i'd like|we need)\b|[?？]$"
+    r"^(?:[A-Z][\w.'-]{0,30}:\s+)?(?:(?:now|also|then|ok|okay|so|and|next),?\s+)?"
+    r"(?:(?:can|could|would|will) you|please|let's|let us|help|fix|add|make|write|implement"
+    r"|update|remove|delete|create|run|check|look|find|explain|refactor|rename|move|change"
+    r"|set up|investigate|debug|review|show|tell|search|spawn|ask|continue|work on|try|start"
+    r"|stop|use|install|test|read|open|list|commit|push|deploy|build|configure|give|send"
+    r"|plan|summari[sz]e|analy[sz]e|examine|compare|generate|why|how|what|where|when|which"
+    r"|i want|i need|i'd like|we need)\b|[?？]$"
     r"|^(?:帮我|请|麻烦|能不能|看看|看一下|为什么)",
     re.IGNORECASE,
 )

@@ -213,6 +213,7 @@ NOT_DONE = _rx(
 )
 """What makes a completion only partial, conditional or future."""
 _GENERIC_DONE_TEXT = (
+    "here's here what which implementation successfully functionally fully following below "
     "i we you it that this all everything changes change work tasks task items stuff done "
     "finished complete completed now just finally already have has been is are was were the a "
     "an and of to with my our"
@@ -342,8 +343,8 @@ def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
     """
     s = sentence
     question = s.rstrip().endswith(("?", "？")) or bool(_QUESTION_START.match(s))
-    if question or _HEDGE.search(s):
-        return None
+    if question or _HEDGE.search(s) or s.rstrip().endswith((":", "：")):
+        return None  # a question, a guess, or the lead-in of a list ("Here's what changed:")
     narration = role == "assistant" and bool(_NARRATION.match(s) or _ZH_NARRATION.match(s))
     known = work
 
@@ -356,7 +357,8 @@ def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
     if BUG_CAUSE.search(s) or (_CAUSE_LOOSE.search(s) and (_FAILURE.search(s) or is_work())):
         return "bugfix"
     if BUG_FIX.search(s):
-        return "fix"
+        # "Let me fix it by ..." is an intention; "已修复：..." is a fix reported
+        return None if role == "assistant" and _NARRATION.match(s) else "fix"
     if states_completion(s):
         return "progress"
     if TODO_MARK.search(s) or (
