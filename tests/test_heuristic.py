@@ -443,3 +443,24 @@ def test_everyday_speech_is_no_todo_bugfix_or_decision(sentence: str) -> None:
 )
 def test_the_same_markers_about_work_still_count(sentence: str, kind: str) -> None:
     assert classify(sentence, "user") == kind
+
+
+def test_topics_and_keywords_never_come_from_markup_or_redaction_labels() -> None:
+    segment = seg(
+        turn(
+            1,
+            "user",
+            'Please fix the <span class="badge">status</span> colour on the billing page, see '
+            "[the style notes](https://example.com/docs/badge-colours). "
+            "Token [REDACTED:github_token] [REDACTED:github_token] [REDACTED:github_token].",
+        ),
+        turn(2, "assistant", "<div>Fixed the status colour on the billing page.</div>"),
+    )
+    cands = HeuristicExtractor().extract(segment)
+    banned = {"span", "class", "badge", "div", "https", "example.com", "github_token", "REDACTED"}
+    for cand in cands:
+        got = {cand.topic, *cand.topic.split(), *cand.keywords}
+        assert not any(b.lower() in w.lower() for w in got for b in banned), (cand.kind, got)
+    (summary,) = by_kind(cands, "summary")
+    assert "span" not in summary.text and "https" not in summary.text
+    assert summary.text.startswith("Asked: Please fix the status colour on the billing page")
