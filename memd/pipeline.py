@@ -1,4 +1,5 @@
-"""From a closed segment to stored memories: redact → extract → embed, dedupe, supersede → store.
+"""From a closed segment to stored memories: redact → extract → embed, dedupe, supersede → store
+→ close the TODOs the new memories say are done.
 
 A segment is marked extracted only after its memories are durably stored, and memory ids are
 deterministic, so a crash anywhere in between re-processes the segment without duplicates.
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from memd.errors import BudgetExceeded, ExtractionError
 from memd.merge import UpsertResult, upsert
 from memd.models import Candidate, Memory, Segment, Source, Turn
+from memd.todos import close_done_by
 
 if TYPE_CHECKING:
     from memd.app import App
@@ -75,6 +77,7 @@ class Pipeline:
             "fallbacks": 0,
             "last_error": "",
             "last_lag_seconds": None,
+            "todos_closed": 0,
         }
 
     def fallback(self) -> Extractor:
@@ -102,10 +105,23 @@ class Pipeline:
         results: list[UpsertResult] = []
         for start in range(0, len(memories), 256):
             results += upsert(self.app.store, memories[start : start + 256])
+        self.close_todos(memories, results)
         self.state.mark_extracted(segment.key)
         self.stats["segments"] += 1
         self.stats["memories"] += sum(r.action == "inserted" for r in results)
         return results
+
+    def close_todos(self, memories: list[Memory], results: list[UpsertResult]) -> None:
+        """Close the TODOs that this segment's new memories say are done, right away: a TODO
+        done in a later session is then never offered as open (the cleanup job sweeps too)."""
+        inserted = {r.id for r in results if r.action == "inserted"}
+        new = [m for m in memories if m.id in inserted]
+        try:
+            closed = close_done_by(self.app.store, self.settings, new)
+        except Exception as exc:  # the memories are stored; the cleanup job retries this
+            log.warning("closing done TODOs failed: %s", exc)
+            return
+        self.stats["todos_closed"] += len(closed)
 
     def process_pending(self, limit: int = 10) -> int:
         """Process up to ``limit`` pending segments; a failure leaves that one pending."""

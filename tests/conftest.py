@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(os.environ.get("MEMD_TEST_SHARED") or Path(__file__).resolve().parents[2] / "shared")
+"""../shared next to the repository; MEMD_TEST_SHARED points elsewhere (e.g. from a worktree)."""
 
 
 @pytest.fixture(autouse=True)

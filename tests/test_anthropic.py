@@ -418,3 +418,55 @@ def test_ledger_persists_in_memd_state(server: MessagesServer, tmp_path: Any) ->
         assert len(server.requests) == 1
     finally:
         reopened.close()
+
+
+def test_the_prompt_demands_grounded_memories_that_cite_their_turns() -> None:
+    from memd.extract.prompt import build_prompt
+
+    prompt, ids = build_prompt(segment())
+    assert "states only what its source turns say" in prompt
+    assert "never add a role, purpose" in prompt and "citing all those turns" in prompt
+    assert ids["t1"] == segment().turns[0].uuid
+
+
+def test_ungrounded_llm_memories_are_dropped(server: MessagesServer) -> None:
+    server.script = [
+        tool_reply(
+            {
+                "memories": [
+                    {"kind": "decision", "text": "Use black for formatting", "sources": ["t1"]},
+                    {  # a purpose no turn states
+                        "kind": "fact",
+                        "text": "Project uses Redis for caching session tokens in production",
+                        "sources": ["t1"],
+                    },
+                    {  # grounded, but cites the wrong turn
+                        "kind": "bugfix",
+                        "text": "A missing await made the retry test flaky; awaiting the sleep",
+                        "sources": ["t1"],
+                    },
+                    {
+                        "kind": "bugfix",
+                        "text": "A missing await made the retry test flaky; awaiting the sleep",
+                        "sources": ["t3"],
+                    },
+                ]
+            }
+        )
+    ]
+    typed = [c for c in extractor_for(server).extract(segment()) if c.kind != "excerpt"]
+    assert [(c.kind, c.source_uuids) for c in typed] == [
+        ("decision", [segment().turns[0].uuid]),
+        ("bugfix", [segment().turns[2].uuid]),
+    ]
+    said = {t.uuid: t.text for t in segment().turns}
+    ids = {"t1": segment().turns[0].uuid}
+    kept = parse_candidates(
+        {"memories": [{"kind": "fact", "text": "格式化统一用 black", "sources": ["t1"]}]}, ids
+    )
+    assert kept  # without the turns' text nothing is checked
+    assert not parse_candidates(
+        {"memories": [{"kind": "fact", "text": "缓存统一用 Redis 集群", "sources": ["t1"]}]},
+        ids,
+        said=said,
+    )

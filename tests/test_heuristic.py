@@ -9,7 +9,7 @@ import pytest
 from labelled import TYPED_KINDS, load_labelled, score
 
 from memd.extract import get_extractor
-from memd.extract.heuristic import EXCERPT_CHARS, HeuristicExtractor, words
+from memd.extract.heuristic import WINDOW_CHARS, HeuristicExtractor, words
 from memd.extract.rules import classify
 from memd.models import KINDS, Segment, ToolCall, Turn
 from memd.settings import Settings
@@ -83,11 +83,12 @@ def test_english_kinds_and_provenance() -> None:
     (todo,) = by_kind(cands, "todo")
     assert "CI job" in todo.text and todo.source_uuids == [ENGLISH.turns[4].uuid]
     facts = {c.text: c.source_uuids for c in by_kind(cands, "fact")}
-    assert facts["Project uses pytest for tests"] == [ENGLISH.turns[1].uuid]
-    assert facts["Project uses uv for Python environments"] == [ENGLISH.turns[1].uuid]
+    # Tools as the turns write them, never with a role the transcript does not state.
+    assert facts["Project uses pytest"] == [ENGLISH.turns[1].uuid]
+    assert facts["Project uses uv"] == [ENGLISH.turns[1].uuid]
     assert facts["Tests run with `uv run pytest -q`"] == [ENGLISH.turns[1].uuid]
     assert facts["Files touched: src/shop/retry.py"] == [ENGLISH.turns[2].uuid]
-    assert facts["Project uses Python"] == [ENGLISH.turns[2].uuid]
+    assert "Project uses Python" not in facts  # a .py file edited does not say "Python"
     assert "The retry helpers live in src/shop/retry.py." in facts
 
 
@@ -123,9 +124,50 @@ def test_summary_memory() -> None:
     (summary,) = by_kind(cands, "summary")
     assert summary.topic and summary.keywords
     assert "black" in summary.keywords
-    assert "Decided:" in summary.text and "Files: src/shop/retry.py" in summary.text
-    assert len(summary.source_uuids) == len(set(summary.source_uuids))
-    assert ENGLISH.turns[0].uuid in summary.source_uuids
+    # What the session worked on: no restated decision, fix or TODO (stored on their own).
+    assert summary.text == "Files: src/shop/retry.py"
+    assert "Decided" not in summary.text and "ruff to black" not in summary.text
+    assert summary.source_uuids == [ENGLISH.turns[2].uuid]
+
+
+def test_summary_says_what_was_asked_without_small_talk_or_labels() -> None:
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    segment = seg(
+        turn(1, "user", "Hi! How are you today?"),
+        turn(2, "assistant", "Doing well, thanks. What are we working on?"),
+        turn(3, "user", f"Can you rotate the deploy token {token} in the staging config?"),
+        turn(4, "assistant", "Rotated it.", ("Edit", f"{CWD}/deploy/staging.env")),
+        turn(5, "user", "Thanks so much!"),
+        turn(6, "user", "Also rename the deploy script to deploy_staging.sh."),
+    )
+    from memd.redact import redact_turn
+
+    clean = replace(segment, turns=[redact_turn(t) for t in segment.turns])
+    cands = HeuristicExtractor().extract(clean)
+    (summary,) = by_kind(cands, "summary")
+    assert summary.text == (
+        "Asked: Can you rotate the deploy token [REDACTED:github_token] in the staging config? "
+        "Also rename the deploy script to deploy_staging.sh; Files: deploy/staging.env"
+    ).replace("[REDACTED:github_token] ", "")
+    assert summary.source_uuids == [clean.turns[i].uuid for i in (2, 5, 3)]
+    for cand in cands:  # never a redaction label nor markup as a topic or keyword
+        assert "github_token" not in cand.topic and "REDACTED" not in cand.topic
+        assert not any("github_token" in k or "REDACTED" in k for k in cand.keywords)
+
+
+def test_summary_skips_chit_chat_locomo_style() -> None:
+    segment = seg(
+        turn(1, "user", "Caroline: Hey Mel! Good to see you! How have you been?"),
+        turn(2, "assistant", "Melanie: Hey Caroline! Good to see you! I'm swamped with the kids."),
+        turn(
+            3, "user", "Caroline: I went to a LGBTQ support group yesterday and it was so powerful."
+        ),
+    )
+    (summary,) = by_kind(HeuristicExtractor().extract(segment), "summary")
+    assert summary.text == (
+        "Said: Caroline: I went to a LGBTQ support group yesterday and it was so powerful"
+    )
+    assert summary.source_uuids == [segment.turns[2].uuid]
 
 
 def test_excerpts_one_per_substantive_turn() -> None:
@@ -149,8 +191,15 @@ def test_excerpts_one_per_substantive_turn() -> None:
     # that said something (the tool-only turn 7, the compaction summary and Warmup never count).
     windows = [[0, 1], [0, 1, 2], [1, 2, 3], [2, 3, 4], [3, 4, 5], [5, 6, 8], [8, 11]]
     assert got == [[segment.turns[i].uuid for i in w] for w in windows]
+    for e in excerpts:  # the contract: line i is turn source_uuids[i], role first
+        lines = e.text.splitlines()
+        assert len(lines) == len(e.source_uuids)
+        roles = [next(t.role for t in segment.turns if t.uuid == u) for u in e.source_uuids]
+        assert [line.split(": ", 1)[0] for line in lines] == roles
     long_line = next(line for line in excerpts[5].text.splitlines() if "store layout" in line)
-    assert len(long_line) == len("assistant: ") + EXCERPT_CHARS and long_line.endswith("…")
+    # A window over WINDOW_CHARS is cut in proportion, at a sentence end.
+    assert len(excerpts[5].text) <= WINDOW_CHARS + 40
+    assert long_line.endswith("in detail.…") and len(long_line) > 1000
     assert excerpts[-1].text.endswith("user: 继续\nuser: Please rename the module to shop.api")
     assert excerpts[-1].text.startswith("user: ")  # no timestamp, no date
     # turns that gave a typed memory rank above plain ones
@@ -177,6 +226,44 @@ def test_excerpt_windows_carry_the_turn_date() -> None:
     assert [e.source_uuids for e in excerpts] == [[first.uuid, second.uuid]]
 
 
+def test_excerpt_lines_keep_the_evidence_next_to_the_turn() -> None:
+    """LoCoMo's case: a long turn before the evidence was clipped at 400 characters, just
+    before what answered the question. Now each line is one whole turn (whitespace collapsed)
+    until the window passes WINDOW_CHARS; then every turn is cut in proportion, the turn
+    before keeping its end."""
+    story = (
+        "Caroline: I spent the weekend at the shelter helping with intake forms.\n\n"
+        + "We sorted donations and talked to new volunteers for hours. " * 8
+        + "Researching adoption agencies is what I am doing now."
+    )
+    segment = seg(
+        turn(1, "user", story),
+        turn(2, "assistant", "Melanie: That's big news! Which agency are you looking at?"),
+        turn(3, "user", "Caroline: One that supports LGBTQ+ parents."),
+    )
+    excerpts = by_kind(HeuristicExtractor().extract(segment), "excerpt")
+    first = excerpts[0].text.splitlines()
+    assert first[0] == "user: " + " ".join(story.split())  # whole: the window fits
+    # A window that does not fit: the turn before keeps its end (next to the evidence).
+    long_before = "Some chatter about the weather and the garden today. " * 40 + (
+        "Researching adoption agencies is what I am doing now."
+    )
+    answer = "Melanie: That's great! " + "I hope the process goes smoothly for you. " * 20
+    segment = seg(
+        turn(1, "user", "Caroline: hi"),
+        turn(2, "user", long_before),
+        turn(3, "assistant", answer),
+        turn(4, "user", "Caroline: Thanks, Mel."),
+    )
+    excerpts = by_kind(HeuristicExtractor().extract(segment), "excerpt")
+    window = next(e for e in excerpts if e.source_uuids[1] == segment.turns[2].uuid)
+    before, focus, after = window.text.splitlines()
+    assert before.startswith("user: …") and before.endswith("what I am doing now.")
+    assert focus.startswith("assistant: Melanie: That's great!") and focus.endswith("…")
+    assert after == "user: Caroline: Thanks, Mel."
+    assert len(window.text) <= WINDOW_CHARS + 40
+
+
 def test_secrets_never_reach_candidates() -> None:
     key = "sk-proj-" + "Hq3_Vb8-" * 8
     segment = seg(
@@ -201,6 +288,9 @@ def test_secrets_never_reach_candidates() -> None:
         ("assistant", "已经全部改用 httpx.AsyncClient 了。"),
         ("user", "Can you explain what the deploy script does?"),
         ("user", "The dashboard build is slow, 90 seconds."),
+        ("assistant", "Here's what was completed:"),  # the lead-in of a list
+        ("assistant", "The implementation is complete - we successfully:"),
+        ("assistant", "Let me fix it by removing the propagator setup."),  # an intention
     ],
 )
 def test_questions_hedges_and_narration_are_not_memories(role: str, sentence: str) -> None:
@@ -275,3 +365,102 @@ def test_a_diagnosis_without_a_fix_is_not_a_bugfix() -> None:
 def test_decisions_that_replace_a_choice_carry_a_supersedes_hint(sentence: str, hint: str) -> None:
     (decision,) = by_kind(HeuristicExtractor().extract(seg(turn(1, "user", sentence))), "decision")
     assert decision.supersedes_hint == hint
+
+
+def test_one_statement_said_three_times_is_one_candidate_citing_all_three() -> None:
+    segment = seg(
+        turn(1, "user", "TODO: add rate limiting to the public API."),
+        turn(2, "assistant", "Noted."),
+        turn(3, "user", "Remember, TODO: add rate limiting to the public API!"),
+        turn(4, "user", "We still need to add rate limiting to the public API."),
+        turn(5, "user", "We decided to use Redis as the job broker."),
+        turn(6, "user", "As I said, we decided to use Redis as the job broker."),
+        turn(7, "user", "TODO: add rate limiting to the admin API."),  # not the same
+    )
+    cands = HeuristicExtractor().extract(segment)
+    uuids = [t.uuid for t in segment.turns]
+    todos = by_kind(cands, "todo")
+    assert [t.source_uuids for t in todos] == [[uuids[0], uuids[2], uuids[3]], [uuids[6]]]
+    (decision,) = by_kind(cands, "decision")
+    assert decision.source_uuids == [uuids[4], uuids[5]]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        # remarks in conversation: never preferences
+        ("My sister is getting married next month and I always cry at weddings.", None),
+        ("Don't forget to call your mom!", None),
+        ("Always believe in yourself, Caroline!", None),
+        ("I don't want to go to the party alone.", None),
+        # first-person habits and tastes: facts about the speaker
+        ("Caroline: I love hiking with my friends on weekends.", "fact"),
+        ("I always go running in the morning before work.", "fact"),
+        # how to work: preferences
+        ("I prefer small commits.", "preference"),
+        ("Never push directly to main.", "preference"),
+        ("Always use snake_case for variables.", "preference"),
+        ("不要在测试里用 mock", "preference"),
+        # a sentence that closes a TODO is progress, never a new TODO
+        ("The v0.5.0 release checklist is done, no follow-up needed.", "progress"),
+        ("发布检查清单已经完成了，后续不用再跟。", "progress"),
+        ("I finished the migration of the billing tables.", "progress"),
+        ("The migration is done but we still need to drop the old tables.", "todo"),
+    ],
+)
+def test_preferences_are_about_work_and_completions_are_progress(
+    sentence: str, kind: str | None
+) -> None:
+    assert classify(sentence, "user") == kind
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "I'll catch up with you later.",
+        "That's why I love my job so much.",
+        "It turned out that she loves a good lager beer.",
+        "It must be really putting your skills to the test.",
+        "Let's keep supporting each other on our journey.",
+        "But I never decided to try it.",
+        "Keep going with it!",
+    ],
+)
+def test_everyday_speech_is_no_todo_bugfix_or_decision(sentence: str) -> None:
+    """LoCoMo-like chat: the loose markers ("later", "that's why", "turned out", "let's keep",
+    "must be") only count in a sentence about work."""
+    assert classify(sentence, "user") is None
+    assert classify(sentence, "assistant") is None
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        ("We'll add the retry test later.", "todo"),
+        ("That's why the upload test failed on CI.", "bugfix"),
+        ("Let's keep the old API for now.", "decision"),
+    ],
+)
+def test_the_same_markers_about_work_still_count(sentence: str, kind: str) -> None:
+    assert classify(sentence, "user") == kind
+
+
+def test_topics_and_keywords_never_come_from_markup_or_redaction_labels() -> None:
+    segment = seg(
+        turn(
+            1,
+            "user",
+            'Please fix the <span class="badge">status</span> colour on the billing page, see '
+            "[the style notes](https://example.com/docs/badge-colours). "
+            "Token [REDACTED:github_token] [REDACTED:github_token] [REDACTED:github_token].",
+        ),
+        turn(2, "assistant", "<div>Fixed the status colour on the billing page.</div>"),
+    )
+    cands = HeuristicExtractor().extract(segment)
+    banned = {"span", "class", "badge", "div", "https", "example.com", "github_token", "REDACTED"}
+    for cand in cands:
+        got = {cand.topic, *cand.topic.split(), *cand.keywords}
+        assert not any(b.lower() in w.lower() for w in got for b in banned), (cand.kind, got)
+    (summary,) = by_kind(cands, "summary")
+    assert "span" not in summary.text and "https" not in summary.text
+    assert summary.text.startswith("Asked: Please fix the status colour on the billing page")

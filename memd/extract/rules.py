@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import re
 
+from memd.extract import vocabulary as vocab
+from memd.extract.vocabulary import tech_in_text
+
 SENTENCE_MAX = 400
 
 # --- text cleaning ------------------------------------------------------------------------
@@ -89,6 +92,9 @@ def _rx(*parts: str, flags: int = re.IGNORECASE) -> re.Pattern[str]:
 _HEDGE = _rx(
     r"\b(?:might|maybe|perhaps|probably|possibly|likely|could be|i think|i guess|not sure|"
     r"seems?|suspect|wonder|hypothes\w+|whether)\b",
+    r"\b(?:it|that|this|you|she|he|they)(?:'s)? must(?:'ve| have)? be(?:en)? (?:so |really |very "
+    r"|pretty |quite )?(?:\w+ing|nice|hard|tough|great|awesome|fun|amazing|cool|exciting|scary"
+    r"|lovely|wonderful|rough|incredible|a (?:great|big|huge|tough|hard|lot))\b",
     r"可能|也许|大概|似乎|好像|是不是|要不要|是否|吗$",
 )
 _QUESTION_START = re.compile(
@@ -104,17 +110,26 @@ _ZH_NARRATION = re.compile(r"^(?:已|已经|我已|我把|我用|我先|我来|�
 DECISION = _rx(
     r"\bwe(?:'ll| will|'re going to| are going to| should| now)? (?:use|go with|adopt|switch to"
     r"|stick with|move to|migrate to|keep using)\b",
-    r"\b(?:decided|decide) (?:to|on|that|against)\b",
+    r"\bdecided (?:to|on|that|against)\b|\b(?:we|i) decide (?:to|on|that|against)\b",
     r"\b(?:the )?decision(?: is| was|:)",
-    r"\b(?:chose|chosen|opted for|settled on|went with|going with)\b",
+    r"\b(?:chose|chosen|opted for|settled on|went with|(?<!keep )(?<!keeps )going with)\b",
     r"\bswitch(?:ed|ing)? (?:\S+ ){0,3}?(?:from \S+(?: \S+)? )?to\b",
     r"\bmigrat(?:e|ed|ing) (?:\S+ ){0,2}?from \S+(?: \S+)? to\b",
     r"\b(?:use|using) \S+(?: \S+)? (?:instead of|rather than|over) \S+",
     r"决定|采用|改成|改为|改用|定为|选用|选择了|换成|就用|最终用",
 )
-_DECISION_USER_ONLY = _rx(r"\blet'?s (?:use|go with|switch to|stick with|adopt|move to|keep)\b")
+_UNDECIDED = _rx(
+    r"\b(?:never|not|haven't|hasn't|didn't|don't|can't|won't|undecided|if|unless|someday)\b"
+    r"[^.,]{0,20}"
+    r"\b(?:decid|chose|choose|chosen|going with)",
+    r"还没(?:有)?决定|没决定|不确定",
+)
+"""A choice not made ("I never decided to try it"): states nothing."""
+_DECISION_USER_ONLY = _rx(r"\blet'?s (use|go with|switch to|stick with|adopt|move to|keep)\b")
 _DECISION_EXPLICIT = _rx(
-    r"\b(?:decided|decision|chose|chosen|opted for|settled on|going with|we(?:'ll| will) use)\b",
+    r"\b(?:decided|decision(?: is| was|:)|chose|chosen|opted for|settled on"
+    r"|(?<!keep )(?<!keeps )going with"
+    r"|we(?:'ll| will) use)\b",
     r"决定|定为|选用|采用|选择了",
 )
 """What an assistant must say for a decision: it narrates "switched to X" for every edit."""
@@ -137,21 +152,101 @@ _SCOPE = _rx(
 )
 """A user instruction meant to last: a preference unless it is a decision."""
 _CONVENTION = _rx(r"\b(?:our|the project'?s?|the) conventions? (?:is|are|:)|\bby convention\b")
+_WORK_WORD_TEXT = """
+    code codebase coding test tests testing spec specs commit commits committing pr prs branch
+    branches merge rebase repo repository git file files folder folders directory directories
+    module modules package packages deps dependency dependencies import imports function
+    functions method methods variable variables constant constants typing typed annotation
+    annotations naming comment comments docstring docstrings docs documentation readme changelog
+    format formatting formatter lint linter linting indent indents indentation indenting tabs
+    semicolon semicolons error errors exception exceptions log logs logging debug debugging
+    debugger api apis endpoint endpoints schema schemas database db sql query queries migration
+    migrations column columns index indexes cache config configuration settings env deploy
+    deploys deployed deploying deployment deployments release releases released releasing build
+    builds ci pipeline pipelines script scripts command commands cli shell terminal mock mocks
+    mocking fixture fixtures component components hook hooks props css ui frontend backend server
+    client request requests response responses async await thread threads queue queues worker
+    workers diff diffs refactor refactors refactoring refactored framework tooling editor ide vim
+    emacs prompt prompts output summary summaries markdown json yaml toml sudo docker dockerfile
+    container containers reply replies orm route routes router routers export exports suite
+    suites object objects timeout timeouts retry retries
+"""
+_WORK_WORDS = frozenset(_WORK_WORD_TEXT.split())
+_WORD_RX = re.compile(r"[a-z]+")
+_WORK = _rx(
+    r"\b(?:pull requests?|code reviews?|type hints?|style guide|(?:code|coding|commit|naming"
+    r"|writing) style|(?:two|four|2|4) spaces|(?:single|double) quotes|line length"
+    r"|bullet points?|respond in|answer in|in (?:English|Chinese)|force[- ]push"
+    r"|push(?:ed|es|ing)? (?!(?:my|your|him|her|them|our)sel)(?:\w+ ){0,2}(?:to|directly))\b",
+    r"[\w.-]+/[\w.-]+|`[^`]+`|\b\w+_\w+\b|\b\w+\.(?:py|ts|tsx|js|go|rs|md|json|toml|ya?ml)\b"
+    r"|(?-i:\b[a-z]+[A-Z]\w*\b)",
+    r"代码|测试|提交|分支|合并|仓库|文件|目录|路径|模块|依赖|导入|函数|方法|变量|常量|类型|命名"
+    r"|注释|文档|格式|风格|样式|缩进|报错|错误|异常|日志|接口|数据库|查询|迁移|字段|索引|缓存"
+    r"|配置|环境|部署|发布|构建|打包|脚本|命令|组件|页面|前端|后端|服务|请求|响应|异步|版本|写法"
+    r"|框架|工具|弹窗|提示|输出|回答|中文|英文|注解|校验|单测|用例|重构|接入|队列|超时|重试|并发"
+    r"|分页|权限|登录|鉴权|参数|返回值",
+)
+"""Words of work (code, tools, style, process): a preference must be about one of them.
+
+A remark in conversation ("I always cry at weddings", "don't forget to call your mom")
+states no way of working, so it is never filed as a preference."""
+_PERSONAL = _rx(
+    r"^(?:[A-Z][\w.'-]*: )?I (?:always|never|usually|often|really |absolutely )?"
+    r"(?:love|like|enjoy|hate|dislike|prefer|always|never|usually)\b",
+)
+"""A first-person habit or taste without work words: a fact about the speaker (LoCoMo-like)."""
+_DEICTIC = _rx(r"\b(?:this|that|these|those|it|you|your|them|they|him|her|he|she)\b")
+"""Points at the conversation ("I like this approach"): not a fact about the speaker."""
+DONE = _rx(
+    r"\b(?:is|are|was|were|'s|'re|now|all|been|got|get) (?:\w+ )?(?:done|finished|complete"
+    r"|completed|merged|shipped|released|closed)\b",
+    r"\b(?:i|we|you)(?:'ve| have)? (?:just |finally |already )?(?:finished|completed"
+    r"|wrapped up|shipped|released|merged|closed out)\b|^(?:finished|completed|shipped"
+    r"|wrapped up)\b",
+    r"已完成|已经完成|完成了|做完了|搞定了|已经搞定|弄好了|已上线|已发布",
+)
+"""A sentence that says something is done: progress, never a new TODO."""
+NOT_DONE = _rx(
+    r"\b(?:not|never|yet|still|todo|pending|almost|partially|half|remaining|left to|next|need"
+    r"|needs|should|must|will|'ll|going to|until|unless|once|when|before|after|if)\b|n't",
+    r"还没|尚未|未完成|没有?完成|还需要|还要|待办|没搞定|没做完|之后|以后|下次|等.{0,6}再|如果",
+)
+"""What makes a completion only partial, conditional or future."""
+_GENERIC_DONE_TEXT = (
+    "here's here what which implementation successfully functionally fully following below "
+    "i we you it that this all everything changes change work tasks task items stuff done "
+    "finished complete completed now just finally already have has been is are was were the a "
+    "an and of to with my our"
+)
+_GENERIC_DONE = frozenset(_GENERIC_DONE_TEXT.split())
 TODO_MARK = re.compile(r"\bTODO\b|\bFIXME\b|\bXXX\b")
 TODO = _rx(
     r"\bstill (?:need|needs|have|has) to\b|\bstill (?:missing|pending|open|to do)\b",
     r"\b(?:next steps?|remaining work|left to do|to do next|follow[- ]up)\b",
-    r"\b(?:need to|needs? \w+ing|should|will|'ll|must|have to)\b[^.]{0,80}\blater\b",
-    r"\blater\b[^.]{0,40}\b(?:we|i)(?:'ll| will| should| need)\b",
     r"\bnot (?:yet )?(?:implemented|handled|supported|done|wired)(?: yet)?\b",
     r"待办|还没|下次|以后再|以后要|还需要|还要|待处理|后续|回头再|稍后",
 )
+_TODO_LATER = _rx(
+    r"\b(?:need to|needs? \w+ing|should|will|'ll|must|have to)\b[^.]{0,80}\blater\b",
+    r"\blater\b[^.]{0,40}\b(?:we|i)(?:'ll| will| should| need)\b",
+)
+"""Something for later: a TODO only when it is about work ("I'll catch up with you later" is not)."""
 BUG_CAUSE = _rx(
     r"\bthe (?:bug|issue|problem|error|crash|failure|regression) (?:was|is|came from|comes from)\b",
-    r"\b(?:was|were|is) caused by\b|\broot cause\b|\bthe culprit\b|\bturned out (?:to be|that)\b",
+    r"\b(?:was|were|is) caused by\b|\broot cause\b|\bthe culprit\b",
     r"\bfailing because\b|\bfailed because\b|\bbroke because\b",
-    r"\b(?:that's|that is|this is|which is) why\b|\bwhich explains\b",
-    r"原因是|问题出在|根因|根本原因|是因为|导致",
+    r"原因是|问题出在|根因|根本原因",
+)
+_CAUSE_LOOSE = _rx(
+    r"\bturned out (?:to be|that)\b|\b(?:that's|that is|this is|which is) why\b"
+    r"|\bwhich explains\b",
+    r"是因为|导致",
+)
+"""Cause markers of everyday speech: a bug cause only in a sentence about work or a failure."""
+_FAILURE = _rx(
+    r"\b(?:bugs?|fail\w*|broke\w*|break\w*|crash\w*|flaky|hangs?|hung|timeouts?|slow|leaks?"
+    r"|wrong|stale|race|regression|exceptions?|errors?)\b",
+    r"失败|报错|崩溃|超时|卡住|泄漏|不对|异常|慢",
 )
 BUG_FIX = _rx(
     r"\bfix(?:ed)? (?:it |this |that |the \w+ )?by\b|\bthe fix (?:is|was)\b|\bfix:",
@@ -178,6 +273,7 @@ STACK_SAID = _rx(
 
 IMPORTANCE = {
     "decision": 0.75,
+    "progress": 0.5,
     "preference": 0.8,
     "bugfix": 0.7,
     "todo": 0.6,
@@ -188,7 +284,58 @@ IMPORTANCE = {
 _STRONG = _rx(r"\b(?:always|never|must)\b", r"必须|一律|永远|务必|禁止")
 
 
-def classify(sentence: str, role: str) -> str | None:
+def about_work(sentence: str) -> bool:
+    """The sentence names code, tools, process or style (a work word, an identifier, a tool)."""
+    if not _WORK_WORDS.isdisjoint(_WORD_RX.findall(sentence.lower())):
+        return True
+    return bool(_WORK.search(sentence)) or bool(tech_in_text(sentence))
+
+
+def is_tentative(sentence: str) -> bool:
+    """A question or a hedged statement: it states nothing."""
+    s = sentence.rstrip()
+    return s.endswith(("?", "？")) or bool(_QUESTION_START.match(s) or _HEDGE.search(s))
+
+
+_SPEAKER = re.compile(r"^[A-Z][\w.'-]{0,30}:\s+")
+_CHIT_CHAT = _rx(
+    # phrases first: the leftmost alternative that matches wins ("sorry to hear" over "sorry")
+    r"\b(?:how (?:are|have) you(?: been| doing)?|how's it going|how are things|what's up"
+    r"|long time no see|sorry to hear(?: about)?(?: that| this)?|since we (?:last )?(?:chatted"
+    r"|talked|spoke)|(?:nice|good|great|glad) to (?:meet|see|hear|talk to|chat with) you"
+    r"|you too|me too|same here|no problem|no worries|of course|sounds (?:good|great)"
+    r"|that's (?:so |really )?(?:great|awesome|amazing|cool|nice|sweet|wonderful|fantastic"
+    r"|true|right|good)|i know|i see|for sure|good (?:morning|afternoon|evening|night|day)"
+    r"|thank you|see (?:you|ya)(?: soon| later)?|take care"
+    r"|hi|hey|hello|hiya|howdy|yo|thanks|thx|cheers|bye|goodbye|welcome|congrats"
+    r"|congratulations|wow|whoa|oh|ooh|aww+|haha\w*|lol|omg|yay|cool|awesome|great|nice"
+    r"|amazing|sweet|glad|sorry|wonderful|fantastic|lovely|totally|absolutely|exactly|yes|yeah"
+    r"|yep|ok(?:ay)?|sure|hmm+)\b",
+    r"你好|您好|嗨|最近(?:怎么样|好吗|如何)|谢谢|多谢|辛苦了|早上好|晚上好|再见|哈哈+|好的|收到"
+    r"|明白|没问题|不客气",
+)
+_SMALL_WORDS_TEXT = (
+    "you your yours i me my we us our it its this that so very really too just what how "
+    "are been doing going today again all"
+)
+_SMALL_WORDS = frozenset(_SMALL_WORDS_TEXT.split())
+
+
+def is_small_talk(sentence: str) -> bool:
+    """Greetings, thanks and chit-chat ("Hey Mel! Good to see you!", "how are you", "谢谢"):
+    what is left without them holds fewer than two words of substance."""
+    rest = _CHIT_CHAT.sub(" ", _SPEAKER.sub("", sentence))
+    if _CJK.search(rest):
+        return len(_CJK.findall(rest)) < 4
+    words = [
+        w
+        for w in re.findall(r"[a-z][a-z'-]{2,}", rest.lower())
+        if w not in _SMALL_WORDS and w not in vocab.STOPWORDS
+    ]
+    return len(words) < 2
+
+
+def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
     """The memory kind a sentence states, or None when it states none clearly.
 
     ``"fix"`` is a fix statement without a cause: the caller appends it to the cause stated
@@ -196,28 +343,60 @@ def classify(sentence: str, role: str) -> str | None:
     """
     s = sentence
     question = s.rstrip().endswith(("?", "？")) or bool(_QUESTION_START.match(s))
-    if question or _HEDGE.search(s):
-        return None
+    if question or _HEDGE.search(s) or s.rstrip().endswith((":", "：")):
+        return None  # a question, a guess, or the lead-in of a list ("Here's what changed:")
     narration = role == "assistant" and bool(_NARRATION.match(s) or _ZH_NARRATION.match(s))
-    if BUG_CAUSE.search(s):
+    known = work
+
+    def is_work() -> bool:  # computed once, and only when a rule needs it
+        nonlocal known
+        if not known:
+            known = about_work(s)
+        return known
+
+    if BUG_CAUSE.search(s) or (_CAUSE_LOOSE.search(s) and (_FAILURE.search(s) or is_work())):
         return "bugfix"
     if BUG_FIX.search(s):
-        return "fix"
-    if TODO_MARK.search(s) or (TODO.search(s) and not narration):
+        # "Let me fix it by ..." is an intention; "已修复：..." is a fix reported
+        return None if role == "assistant" and _NARRATION.match(s) else "fix"
+    if states_completion(s):
+        return "progress"
+    if TODO_MARK.search(s) or (
+        not narration and (TODO.search(s) or (_TODO_LATER.search(s) and is_work()))
+    ):
         return "todo"
-    if role == "user" and PREFERENCE.search(s):
+    if role == "user" and PREFERENCE.search(s) and is_work():
         return "preference"
-    if _CONVENTION.search(s):
+    if _CONVENTION.search(s) and is_work():
         return "preference"
-    if role == "user" and (DECISION.search(s) or _DECISION_USER_ONLY.search(s)):
+    if _UNDECIDED.search(s):
+        return None
+    if role == "user" and (
+        DECISION.search(s)
+        or ((m := _DECISION_USER_ONLY.search(s)) and (m[1] != "keep" or is_work()))
+    ):
         return "decision"
-    if role == "user" and _SCOPE.search(s):
+    if role == "user" and _SCOPE.search(s) and is_work():
         return "preference"
+    if len(s) >= 25 and _PERSONAL.search(s) and not _DEICTIC.search(s) and not is_work():
+        return "fact"
     if role == "assistant" and not narration and _DECISION_EXPLICIT.search(s):
         return "decision"
     if not narration and _STRUCTURE.search(s):
         return "fact"
     return None
+
+
+def states_completion(sentence: str) -> bool:
+    """The sentence says something specific is done, with no negation, condition or rest."""
+    if not DONE.search(sentence) or NOT_DONE.search(sentence) or TODO_MARK.search(sentence):
+        return False
+    if _CJK.search(sentence):
+        return len(_CJK.findall(sentence)) >= 6
+    specific = [
+        w for w in re.findall(r"[a-z0-9][\w.-]*", sentence.lower()) if w not in _GENERIC_DONE
+    ]
+    return len(specific) >= 2
 
 
 _CLAUSE_SPLIT = re.compile(
@@ -237,7 +416,8 @@ def statements(sentence: str, role: str) -> list[tuple[str, str]]:
     kind = classify(sentence, role)
     parts = [p for p in _CLAUSE_SPLIT.split(sentence) if p]
     if len(parts) > 1:
-        typed = [(k, p) for p in parts if (k := classify(p, role)) == "preference"]
+        work = about_work(sentence)  # "必须用 TypeScript，不要用 any": the sentence is about work
+        typed = [(k, p) for p in parts if (k := classify(p, role, work)) == "preference"]
         if len(typed) > 1 and all(len(p) >= 6 for _, p in typed):
             return typed
     return [(kind, sentence)] if kind else []

@@ -4,58 +4,22 @@ from __future__ import annotations
 
 import re
 
-TECH: dict[str, tuple[str, str]] = {
-    # name: (display, what the project uses it for; "" when it is the language itself)
-    "python": ("Python", ""),
-    "typescript": ("TypeScript", ""),
-    "javascript": ("JavaScript", ""),
-    "node": ("Node.js", ""),
-    "rust": ("Rust", ""),
-    "go": ("Go", ""),
-    "java": ("Java", ""),
-    "ruby": ("Ruby", ""),
-    "pytest": ("pytest", "tests"),
-    "jest": ("Jest", "tests"),
-    "vitest": ("Vitest", "tests"),
-    "mocha": ("Mocha", "tests"),
-    "rspec": ("RSpec", "tests"),
-    "ruff": ("ruff", "linting"),
-    "black": ("black", "formatting"),
-    "isort": ("isort", "import sorting"),
-    "prettier": ("Prettier", "formatting"),
-    "eslint": ("ESLint", "linting"),
-    "flake8": ("flake8", "linting"),
-    "pylint": ("pylint", "linting"),
-    "mypy": ("mypy", "type checking"),
-    "pyright": ("pyright", "type checking"),
-    "npm": ("npm", "package management"),
-    "pnpm": ("pnpm", "package management"),
-    "yarn": ("yarn", "package management"),
-    "bun": ("Bun", "package management"),
-    "poetry": ("Poetry", "dependency management"),
-    "uv": ("uv", "Python environments"),
-    "cargo": ("Cargo", "builds"),
-    "docker": ("Docker", "containers"),
-    "kubernetes": ("Kubernetes", "deployment"),
-    "terraform": ("Terraform", "infrastructure"),
-    "postgres": ("PostgreSQL", "the database"),
-    "mysql": ("MySQL", "the database"),
-    "sqlite": ("SQLite", "storage"),
-    "redis": ("Redis", "caching"),
-    "mongodb": ("MongoDB", "the database"),
-    "lancedb": ("LanceDB", "storage"),
-    "fastapi": ("FastAPI", "the web API"),
-    "django": ("Django", "the web app"),
-    "flask": ("Flask", "the web app"),
-    "react": ("React", "the UI"),
-    "vue": ("Vue", "the UI"),
-    "nextjs": ("Next.js", "the web app"),
-    "express": ("Express", "the web server"),
-    "sqlalchemy": ("SQLAlchemy", "database access"),
-    "alembic": ("Alembic", "migrations"),
-    "pydantic": ("pydantic", "data validation"),
-    "github_actions": ("GitHub Actions", "CI"),
-}
+TECH: dict[str, str] = {
+    # name: display. Only a name as written in a turn is ever stored (never a role or purpose):
+    # "Project uses Redis", not "Project uses Redis for caching" when Redis was the job broker.
+    "python": "Python", "typescript": "TypeScript", "javascript": "JavaScript", "node": "Node.js",
+    "rust": "Rust", "go": "Go", "java": "Java", "ruby": "Ruby", "pytest": "pytest", "jest": "Jest",
+    "vitest": "Vitest", "mocha": "Mocha", "rspec": "RSpec", "ruff": "ruff", "black": "black",
+    "isort": "isort", "prettier": "Prettier", "eslint": "ESLint", "flake8": "flake8",
+    "pylint": "pylint", "mypy": "mypy", "pyright": "pyright", "npm": "npm", "pnpm": "pnpm",
+    "yarn": "yarn", "bun": "Bun", "poetry": "Poetry", "uv": "uv", "cargo": "Cargo",
+    "docker": "Docker", "kubernetes": "Kubernetes", "terraform": "Terraform",
+    "postgres": "PostgreSQL", "mysql": "MySQL", "sqlite": "SQLite", "redis": "Redis",
+    "mongodb": "MongoDB", "lancedb": "LanceDB", "fastapi": "FastAPI", "django": "Django",
+    "flask": "Flask", "react": "React", "vue": "Vue", "nextjs": "Next.js", "express": "Express",
+    "sqlalchemy": "SQLAlchemy", "alembic": "Alembic", "pydantic": "pydantic",
+    "github_actions": "GitHub Actions",
+}  # fmt: skip
 
 _TEXT_ALIASES: dict[str, str] = {
     "postgresql": "postgres", "postgres": "postgres", "node.js": "node", "nodejs": "node",
@@ -75,13 +39,51 @@ _TEXT_RX = re.compile(
 )
 
 
+_SPELLINGS: dict[str, list[str]] = {}
+for _alias, _name in [*((n, n) for n in TECH), *_TEXT_ALIASES.items()]:
+    _SPELLINGS.setdefault(_name, []).append(_alias)
+for _name, _display in TECH.items():
+    if _display.lower() not in _SPELLINGS[_name]:
+        _SPELLINGS[_name].append(_display.lower())
+_SPELLINGS["github_actions"] = ["github actions"]
+
+_REPLACED_BEFORE = re.compile(
+    r"(?:instead of|rather than|\bover|\bfrom|\bnot|\bno longer|\baway from|\breplac\w*"
+    r"|\bdrop\w*|\bremov\w*|\bwithout|\bnever|\bditch\w*|不再|不用|别用|不要|弃用|替换|替代"
+    r"|代替|取代|从|把|而不是)\s*(?:the |using |use |用)?$",
+    re.IGNORECASE,
+)
+_REPLACED_AFTER = re.compile(r"^\s*(?:改成|改为|换成|迁移到|切换到|替换成)")
+"""A name that is replaced or refused ("Postgres instead of MySQL"): the project does not use it."""
+
+
+def shown_name(name: str, text: str) -> str | None:
+    """How ``text`` writes the tech ``name`` (the display form when written so), or None."""
+    low = text.lower()
+    display = TECH[name]
+    found = None
+    for spelling in sorted(_SPELLINGS.get(name, [name]), key=len, reverse=True):
+        if len(spelling) < 3 and spelling != display.lower():
+            continue  # "ts" in "vite.config.ts" names a file type, not a tool
+        m = re.search(rf"(?<![a-z0-9]){re.escape(spelling)}(?![a-z0-9])", low)
+        if m:
+            if spelling == display.lower():
+                return display
+            found = found or text[m.start() : m.end()]
+    return found
+
+
 def tech_in_text(sentence: str) -> list[str]:
-    """Tech names mentioned in a sentence that states the stack ("we use X", "基于 X")."""
+    """Tech names a sentence says the project uses ("we use X", "基于 X"), never one it replaces
+    or refuses ("X instead of Y": only X)."""
     out = []
     for m in _TEXT_RX.finditer(sentence):
         word = m.group(1)
         name = _TEXT_ALIASES.get(word.lower(), word.lower())
         if name in _AMBIGUOUS and word.islower() and name not in ("uv",):
+            continue
+        before = sentence[max(0, m.start() - 30) : m.start()]
+        if _REPLACED_BEFORE.search(before) or _REPLACED_AFTER.match(sentence[m.end() :]):
             continue
         if name in TECH and name not in out:
             out.append(name)
