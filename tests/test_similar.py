@@ -20,7 +20,10 @@ sys.path.insert(0, str(BENCH))
 import dedupe  # noqa: E402
 
 from memd import similar  # noqa: E402
-from memd.settings import Settings  # noqa: E402
+from memd.app import App  # noqa: E402
+from memd.merge import upsert  # noqa: E402
+from memd.models import Memory  # noqa: E402
+from memd.settings import Settings, load_settings  # noqa: E402
 
 Cosine = Callable[[str, str], float]
 
@@ -95,6 +98,27 @@ def test_postgres_trio_merges(minilm: tuple[str, dedupe.Embed], cos: Cosine) -> 
         c = cos(a, b)
         assert c < 0.92  # the old dedupe_threshold misses every pair
         assert similar.is_duplicate(a, b, c, model_id), (a, b, c)
+
+
+def test_store_cosines_feed_the_decision() -> None:
+    """The cosine the store's neighbour search returns (1 - cosine distance, real LanceDB) is the
+    one the profiles were calibrated on: the trio and a hard negative decide as above."""
+    app = App(load_settings()).open(writer=True)
+    try:
+        upsert(app.store, [Memory(text=POSTGRES[0], kind="fact", project="/p/a")])
+        model_id = app.store.embedder.model_id
+        where = "project = '/p/a' AND status = 'active'"
+        for text, expected in [
+            (POSTGRES[1], True),
+            (POSTGRES[2], True),
+            ("We use PostgreSQL 15 as the primary database.", False),
+        ]:
+            vector = app.store.embedder.embed([text])[0]
+            (old, cos), *_ = app.store.vector_search(vector, where, limit=8)
+            assert old.text == POSTGRES[0]
+            assert similar.is_duplicate(old.text, text, cos, model_id) is expected, (text, cos)
+    finally:
+        app.close()
 
 
 @pytest.mark.parametrize(("a", "b"), HARD_NEGATIVES)
