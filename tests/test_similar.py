@@ -1,7 +1,7 @@
 """memd.similar: duplicates and conflicts, with the real MiniLM embedder (and e5 when installed).
 
 The labelled pairs are tests/labelled/duplicates.jsonl and conflicts.jsonl; the floors below are
-asserted on half B, which the shipped parameters were not picked on.
+asserted on halves B and C, which the shipped parameters were not picked on.
 """
 
 from __future__ import annotations
@@ -20,9 +20,14 @@ sys.path.insert(0, str(BENCH))
 import dedupe  # noqa: E402
 
 from memd import similar  # noqa: E402
-from memd.settings import Settings  # noqa: E402
+from memd.app import App  # noqa: E402
+from memd.merge import upsert  # noqa: E402
+from memd.models import Memory  # noqa: E402
+from memd.settings import Settings, load_settings  # noqa: E402
 
 Cosine = Callable[[str, str], float]
+HELD_OUT = ("B", "C")
+"""B: the half not tuned on; C: pairs written after the tuning was done."""
 
 POSTGRES = (
     "We use PostgreSQL 16 as the primary database.",
@@ -95,6 +100,27 @@ def test_postgres_trio_merges(minilm: tuple[str, dedupe.Embed], cos: Cosine) -> 
         c = cos(a, b)
         assert c < 0.92  # the old dedupe_threshold misses every pair
         assert similar.is_duplicate(a, b, c, model_id), (a, b, c)
+
+
+def test_store_cosines_feed_the_decision() -> None:
+    """The cosine the store's neighbour search returns (1 - cosine distance, real LanceDB) is the
+    one the profiles were calibrated on: the trio and a hard negative decide as above."""
+    app = App(load_settings()).open(writer=True)
+    try:
+        upsert(app.store, [Memory(text=POSTGRES[0], kind="fact", project="/p/a")])
+        model_id = app.store.embedder.model_id
+        where = "project = '/p/a' AND status = 'active'"
+        for text, expected in [
+            (POSTGRES[1], True),
+            (POSTGRES[2], True),
+            ("We use PostgreSQL 15 as the primary database.", False),
+        ]:
+            vector = app.store.embedder.embed([text])[0]
+            (old, cos), *_ = app.store.vector_search(vector, where, limit=8)
+            assert old.text == POSTGRES[0]
+            assert similar.is_duplicate(old.text, text, cos, model_id) is expected, (text, cos)
+    finally:
+        app.close()
 
 
 @pytest.mark.parametrize(("a", "b"), HARD_NEGATIVES)
@@ -176,8 +202,8 @@ def test_trigger_needs_the_old_value() -> None:
 def floors(
     model_id: str, cosines: dict[str, float], pairs: tuple[list[dedupe.Pair], list[dedupe.Pair]]
 ) -> tuple[dedupe.Score, dedupe.Score, dedupe.Score]:
-    dups = [p for p in pairs[0] if p.half == "B"]
-    confs = [p for p in pairs[1] if p.half == "B"]
+    dups = [p for p in pairs[0] if p.half in HELD_OUT]
+    confs = [p for p in pairs[1] if p.half in HELD_OUT]
     dup = dedupe.score_pairs(dups, "duplicate", dedupe.duplicate_predictor(cosines, model_id))
     sure = dedupe.score_pairs(
         confs, "conflict", dedupe.conflict_predictor(cosines, model_id, similar.CONFLICT_SURE)
@@ -207,7 +233,7 @@ def test_held_out_floors_minilm(
     minilm: tuple[str, dedupe.Embed], labelled: tuple[list[dedupe.Pair], list[dedupe.Pair]]
 ) -> None:
     model_id, embed = minilm
-    cosines = dedupe.cosines(embed, [p for ps in labelled for p in ps if p.half == "B"])
+    cosines = dedupe.cosines(embed, [p for ps in labelled for p in ps if p.half in HELD_OUT])
     dup, sure, maybe = floors(model_id, cosines, labelled)
     assert dup.precision >= 0.95 and dup.recall >= 0.75, dup
     assert sure.precision >= 0.95 and sure.recall >= 0.7, sure
@@ -232,7 +258,7 @@ def test_held_out_floors_e5(labelled: tuple[list[dedupe.Pair], list[dedupe.Pair]
     made = dedupe.e5_embedder()
     assert made is not None
     model_id, embed = made
-    cosines = dedupe.cosines(embed, [p for ps in labelled for p in ps if p.half == "B"])
+    cosines = dedupe.cosines(embed, [p for ps in labelled for p in ps if p.half in HELD_OUT])
     assert similar.model_key(model_id) in similar.PROFILES
     dup, sure, maybe = floors(model_id, cosines, labelled)
     assert dup.precision >= 0.95 and dup.recall >= 0.75, dup
