@@ -1,0 +1,151 @@
+"""Tune the injection's weights on one LoCoMo half of an ingested ``--home``, in-process.
+
+    .venv/bin/python bench/locomo_sweep.py --home H --split A [--grid default|wide]
+
+Every prompt is recalled once, with a permissive threshold (the candidates and their signals do
+not depend on the weights); then each configuration re-scores the candidates, makes the
+relevance decision, chooses and renders the block exactly as the prompt hook does
+(``memd.inject.choose`` / ``render``), and judges it with ``bench/locomo_budget.py``'s rule.
+It prints, per configuration, the budgeted recall of categories 1-4 and the share of empty
+blocks for unrelated prompts, best first. Pick on one half; report the other with
+``bench/locomo.py --budgeted --reuse``.
+
+Nothing from LoCoMo is written anywhere but stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import itertools
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from locomo import DATA, load_conversations, parse_range
+from locomo_budget import UNRELATED_PROMPTS, Judge
+
+GRIDS: dict[str, dict[str, list[Any]]] = {
+    "default": {
+        "threshold": [0.25, 0.30, 0.35, 0.40],
+        "excerpt_margin": [0.0, 0.05, 0.10],
+        "semantic": [0.4, 0.5, 0.6],
+        "rank_mix": [0.25, 0.5],
+    },
+    "wide": {
+        "threshold": [0.2, 0.25, 0.3, 0.35, 0.4, 0.45],
+        "excerpt_margin": [0.0, 0.05, 0.1, 0.15],
+        "semantic": [0.3, 0.4, 0.5, 0.6, 0.7],
+        "rank_mix": [0.0, 0.25, 0.5, 0.75],
+    },
+}
+
+
+def rescore(results: list[dict[str, Any]], weights: Any, calibration: Any) -> list[dict[str, Any]]:
+    """The candidates scored and decided as ``retrieve.rank`` would with ``weights``."""
+    out = []
+    for r in results:
+        r = copy.copy(r)
+        b = dict(r["score_breakdown"])
+        semantic = calibration.scale(b["cosine"])
+        relevance = max(semantic, weights.semantic * semantic + weights.lexical * b["lexical"])
+        need = weights.threshold + (weights.excerpt_margin if r["kind"] == "excerpt" else 0.0)
+        total = (
+            weights.relevance * ((1 - weights.rank_mix) * relevance + weights.rank_mix * b["rrf"])
+            + weights.importance * b["importance"]
+            + weights.recency * b["recency"]
+            + (weights.pinned if b["pinned"] else 0.0)
+        )
+        b.update(semantic=semantic, relevance=relevance, threshold=need, total=total)
+        r.update(score=total, relevant=relevance >= need, score_breakdown=b)
+        out.append(r)
+    out.sort(key=lambda r: (-r["score"], r["id"]))
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--home", type=Path, required=True, help="an ingested bench/locomo.py --home")
+    p.add_argument("--split", choices=["A", "B"], default="A")
+    p.add_argument("--grid", choices=sorted(GRIDS), default="default")
+    p.add_argument("--budget", type=int, default=1500)
+    p.add_argument("--top", type=int, default=15)
+    args = p.parse_args()
+
+    import os
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from memd import inject, lexical, retrieve
+    from memd.app import App
+    from memd.settings import Settings
+
+    convs = [c for c in load_conversations(DATA, parse_range("1-10")) if c.half == args.split]
+    home = args.home.resolve()
+    settings = Settings(home=home / "home", config=home / "none.toml")
+    app = App(settings).open(writer=False)
+    vectors, queries = app.recall_cache()
+    calibration = retrieve.calibration_of(app.store.embedder)
+    model_id = app.store.embedder.model_id
+    permissive = replace(retrieve.DEFAULT_WEIGHTS, threshold=0.0, excerpt_margin=0.0)
+    asked: list[tuple[Judge, int, list[str], tuple[str, ...], list[dict[str, Any]], dict]] = []
+    t0 = time.perf_counter()
+    for conv in convs:
+        project = str(home / "projects" / conv.sample_id)
+        judge = Judge(conv)
+        prompts = [(q.category, q.text, q.gold) for q in conv.questions if q.gold]
+        prompts += [(0, text, []) for text in UNRELATED_PROMPTS]
+        for category, prompt, gold in prompts:
+            results = retrieve.recall(
+                app.store,
+                prompt,
+                [project],
+                depth=inject.SEARCH_DEPTH,
+                weights=permissive,
+                vectors=vectors,
+                embed_query=queries.embed_one,
+            )
+            typed = [r["id"] for r in results if r["kind"] in inject.SUPERSEDABLE]
+            vecs = vectors.vectors_of([project], typed) if len(typed) > 1 else {}
+            terms = lexical.terms(retrieve.normalize_query(prompt))
+            asked.append((judge, category, gold, terms, results, vecs))
+    print(f"recalled {len(asked)} prompts in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+    grid = GRIDS[args.grid]
+    rows = []
+    for values in itertools.product(*grid.values()):
+        params = dict(zip(grid, values, strict=True))
+        params["lexical"] = 1 - params["semantic"]
+        weights = replace(retrieve.DEFAULT_WEIGHTS, **params)
+        recalls, empty, unrelated, chars = [], 0, 0, []
+        for judge, category, gold, terms, results, vecs in asked:
+            scored = rescore(results, weights, calibration)
+            plan = inject.choose(scored, set(), args.budget, terms, False, vecs, model_id)
+            text = inject.render(plan.items, plan.footer)
+            if category == 0:
+                unrelated += 1
+                empty += text == ""
+                continue
+            chars.append(len(text))
+            recalls.append(judge.score(gold, text)[0])
+        rows.append(
+            (
+                sum(recalls) / len(recalls),
+                empty / max(1, unrelated),
+                sum(chars) / len(chars),
+                params,
+            )
+        )
+    rows.sort(key=lambda r: -r[0])
+    print(f"half {args.split}: budgeted recall (cat 1-4), unrelated empty share, mean chars")
+    for recall, empty_share, mean_chars, params in rows[: args.top]:
+        shown = ", ".join(f"{k}={v}" for k, v in params.items() if k != "lexical")
+        print(f"{recall:.3f}  {empty_share:.2f}  {mean_chars:5.0f}  {shown}")
+    app.close()
+
+
+if __name__ == "__main__":
+    main()
