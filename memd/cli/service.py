@@ -37,14 +37,14 @@ def service_install(ctx: click.Context, hooks: bool, service: bool, dry_run: boo
     from memd import install
     from memd import service as user_service
 
+    settings = settings_from(ctx)
     both = not hooks and not service
     if hooks or both:
-        change = install.install_hooks(dry_run=dry_run)
+        change = install.install_hooks(dry_run=dry_run, settings=settings)
         click.echo(change.message)
         if dry_run and change.diff:
             click.echo(change.diff, nl=False)
     if service or both:
-        settings = settings_from(ctx)
         echo_service(user_service.install_service(settings, dry_run=dry_run), dry_run=dry_run)
 
 
