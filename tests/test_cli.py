@@ -321,3 +321,41 @@ def test_status_without_the_daemon_shows_the_store_read_only(
         assert report["memories"]["by_kind"] == {"decision": 1, "preference": 1}
     finally:
         lock.release()
+
+
+HEAVY = {"pydantic", "pydantic_settings", "lancedb", "pyarrow", "numpy", "fastembed", "logging"}
+HEAVY_MEMD = {"memd.settings", "memd.app", "memd.store", "memd.models"}
+
+
+def modules_after(args: list[str], env: dict[str, str], cwd: Path) -> set[str]:
+    """The modules a `memd ARGS` process had loaded when it exited (and its exit code)."""
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('MODULES', sorted(sys.modules), file=sys.stderr))\n"
+        "sys.argv[0] = 'memd'\n"
+        "from memd.cli import main\n"
+        "main()\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    line = next(x for x in run.stderr.splitlines() if x.startswith("MODULES "))
+    return set(eval(line.removeprefix("MODULES ")))  # a printed list of str
+
+
+def test_daemon_backed_commands_import_nothing_heavy(served: tuple[DaemonProcess, Path]) -> None:
+    """`memd search` through the daemon: the socket found without pydantic, no store, no model."""
+    proc, root = served
+    repo = root / "light"
+    (repo / ".git").mkdir(parents=True)
+    assert proc.memd("add", "The CI runs on Buildkite agents", cwd=str(repo)).returncode == 0
+    for args in (["search", "which CI system"], ["list", "--json"], ["--help"], ["status"]):
+        loaded = modules_after(args, proc.env, repo)
+        heavy = {m for m in loaded if m.split(".")[0] in HEAVY} | (loaded & HEAVY_MEMD)
+        assert not heavy, (args, sorted(heavy))

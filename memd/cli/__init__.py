@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import sys
 from collections.abc import Callable
@@ -42,7 +41,6 @@ def handle_errors(func: F) -> F:
 @click.pass_context
 def main(ctx: click.Context, config: str | None, home: str | None) -> None:
     """memd: long-term memory for Claude Code."""
-    logging.basicConfig(level=logging.WARNING, format="memd: %(levelname)s %(name)s: %(message)s")
     # Paths are resolved here, in the user's directory, never in the daemon's.
     ctx.obj = {"config": absolute(config), "home": absolute(home)}
 
@@ -51,9 +49,18 @@ def absolute(path: str | None) -> str | None:
     return os.path.abspath(os.path.expanduser(path)) if path else path
 
 
+def setup_logging() -> None:
+    """Warnings of in-process work on stderr. Not done at start: `logging` costs an import
+    that a command answered by the daemon does not need."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="memd: %(levelname)s %(name)s: %(message)s")
+
+
 def settings_from(ctx: click.Context, **extra: Any) -> Any:
     from memd.settings import load_settings
 
+    setup_logging()
     overrides = {**(ctx.find_root().obj or {}), **extra}
     return load_settings(**overrides)
 
@@ -63,8 +70,13 @@ def target_from(ctx: click.Context) -> Any:
     building Settings; they are built only if the command has to run in this process."""
     from memd.client import Target
 
+    class CliTarget(Target):
+        def settings(self) -> Any:
+            setup_logging()
+            return super().settings()
+
     obj = ctx.find_root().obj or {}
-    return Target(home=obj.get("home"), config=obj.get("config"))
+    return CliTarget(home=obj.get("home"), config=obj.get("config"))
 
 
 def _register() -> None:

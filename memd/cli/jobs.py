@@ -10,7 +10,7 @@ import click
 
 from memd import client
 from memd.cli import handle_errors, target_from
-from memd.models import JOB_NAMES
+from memd.names import JOB_NAMES
 
 
 def echo_json(obj: Any) -> None:

@@ -10,7 +10,7 @@ import click
 
 from memd import client
 from memd.cli import handle_errors, settings_from, target_from
-from memd.models import KINDS, USER_SCOPE
+from memd.names import KINDS, USER_SCOPE
 
 
 def echo_json(obj: Any) -> None:

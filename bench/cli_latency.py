@@ -1,0 +1,144 @@
+"""CLI latency: wall time of `memd` commands against a running daemon, next to the interpreter floor.
+
+    .venv/bin/python bench/cli_latency.py [--memories 10000] [--runs 30] [--baseline DIR] [--record]
+
+A real `memd serve` runs on a temporary home filled with ``--memories`` memories (``bench/memory.py``'s
+``fill``: ``--distinct`` embedded texts, the others reuse their vectors with noise, 20 projects).
+Each round runs every command once, interleaved so they share the machine's noise:
+
+- the floor, ``python -c pass`` (the same interpreter, with ``site``, as a console script has);
+- ``memd --help``, ``memd status``, ``memd search QUERY --project P``, and
+  ``memd list --all-projects --json`` (the daemon answers; it prints its first 1,000 rows).
+
+``--baseline DIR`` also times another memd source tree (e.g. ``git archive <commit> memd | tar -x
+-C DIR``) with the same interpreter, ``python -c 'sys.path[:0] = [DIR]; memd.cli.main()' ARGS``,
+against the same daemon, and this tree the same way, so the two differ only in their code.
+Medians (and p90) in milliseconds go to stdout as Markdown; ``--record`` appends them to
+BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import ROOT, append_section, markdown_table, percentile
+from hook_latency import MEMD, Daemon, bench_env
+
+PROJECT = "/bench/project-03"
+QUERY = "which database do the billing invoices use"
+COMMANDS: dict[str, list[str]] = {
+    "memd --help": ["--help"],
+    "memd status": ["status"],
+    "memd search": ["search", QUERY, "--project", PROJECT],
+    "memd list --all-projects --json": ["list", "--all-projects", "--json"],
+}
+
+
+def fixtures_dir() -> Path:
+    """../shared/fixtures/transcripts, from the main checkout or from a worktree under wt/."""
+    for shared in (ROOT.parent / "shared", ROOT.parent.parent / "shared"):
+        if (shared / "fixtures" / "transcripts").is_dir():
+            return shared / "fixtures" / "transcripts"
+    raise SystemExit("../shared/fixtures/transcripts not found (the synthetic texts need it)")
+
+
+def fill_store(env: dict[str, str], memories: int, distinct: int) -> float:
+    """``bench/memory.py``'s fill, in a child process (this timing process stays small)."""
+    code = (
+        "import sys; from pathlib import Path\n"
+        f"sys.path.insert(0, {str(ROOT / 'bench')!r})\n"
+        f"import ingest; ingest.FIXTURES = Path({str(fixtures_dir())!r})\n"
+        "from memory import fill\n"
+        f"print(fill(Path({env['MEMD_HOME']!r}), 0, {memories}, {distinct}, {{}}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"filling the store failed:\n{out.stderr[-3000:]}")
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def via_source(tree: Path, args: list[str]) -> list[str]:
+    code = (
+        f"import sys; sys.path[:0] = [{str(tree)!r}]; sys.argv[0] = 'memd'; "
+        "from memd.cli import main; main()"
+    )
+    return [sys.executable, "-c", code, *args]
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, env=env, cwd="/tmp", check=False)
+    took = (time.perf_counter() - started) * 1000
+    if out.returncode != 0:
+        raise RuntimeError(f"{cmd[:4]} exited {out.returncode}: {out.stderr[-800:]!r}")
+    return took
+
+
+def main(argv: list[str] | None = None) -> str:
+    p = argparse.ArgumentParser(description="memd CLI wall time against a running daemon")
+    p.add_argument("--memories", type=int, default=10_000)
+    p.add_argument("--distinct", type=int, default=1000)
+    p.add_argument("--runs", type=int, default=30)
+    p.add_argument("--baseline", type=Path, help="another memd source tree to time as well")
+    p.add_argument("--record", action="store_true", help="append to BENCHMARKS.md")
+    args = p.parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="memd-cli-", dir="/tmp"))
+    env = bench_env(workdir)
+    cmds: dict[str, list[str]] = {"floor `python -c pass`": [sys.executable, "-c", "pass"]}
+    for name, words in COMMANDS.items():
+        cmds[name] = [MEMD, *words]
+    if args.baseline:
+        for name, words in COMMANDS.items():
+            cmds[f"{name} (this tree, -c)"] = via_source(ROOT, words)
+            cmds[f"{name} (baseline, -c)"] = via_source(args.baseline.resolve(), words)
+    times: dict[str, list[float]] = {name: [] for name in cmds}
+    try:
+        fill_s = fill_store(env, args.memories, min(args.distinct, args.memories))
+        daemon = Daemon(env, workdir / "daemon.log")
+        try:
+            for cmd in cmds.values():  # warm the page cache and the daemon's caches
+                timed(cmd, env)
+            for _ in range(args.runs):
+                for name, cmd in cmds.items():
+                    times[name].append(timed(cmd, env))
+        finally:
+            code = daemon.stop()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    floor = percentile(times["floor `python -c pass`"], 50)
+    rows = [
+        [
+            f"`{name}`" if not name.startswith("floor") else name,
+            f"{percentile(values, 50):.0f}",
+            f"{percentile(values, 90):.0f}",
+            f"{percentile(values, 50) / floor:.1f}x",
+        ]
+        for name, values in times.items()
+    ]
+    body = markdown_table(["command", "p50 ms", "p90 ms", "p50 / floor"], rows)
+    body += (
+        f"\n\n{args.runs} interleaved rounds against a running daemon on a store of "
+        f"{args.memories:,} memories ({args.distinct} embedded texts, 20 projects; fill "
+        f"{fill_s:.0f} s, daemon exit {code}); load average {os.getloadavg()[0]:.2f} at the end."
+    )
+    if args.baseline:
+        body += f" Baseline tree: `{args.baseline}`."
+    print(body)
+    if args.record:
+        append_section("CLI latency (memd commands through the daemon)", body)
+    return body
+
+
+if __name__ == "__main__":
+    main()
