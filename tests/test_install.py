@@ -532,8 +532,8 @@ def test_purge_refuses_the_home_directory(monkeypatch: pytest.MonkeyPatch) -> No
 def test_register_adds_the_three_commands() -> None:
     group = click.Group()
     register(group)
-    assert set(group.commands) == {"install", "uninstall", "doctor"}
-    assert {"install", "uninstall", "doctor"} <= set(main.commands)
+    assert set(group.commands) == {"install", "uninstall", "doctor", "upgrade"}
+    assert {"install", "uninstall", "doctor", "upgrade"} <= set(main.commands)
 
 
 def test_console_script_install_and_uninstall(settings_file: Path) -> None:
@@ -557,3 +557,41 @@ def test_console_script_install_and_uninstall(settings_file: Path) -> None:
     assert bad.returncode == 1
     assert bad.stderr.startswith("memd: ") and "line 1, column 2" in bad.stderr
     assert settings_file.read_text() == "{,}"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the CLI picks the service manager by OS")
+def test_upgrade_points_hooks_here_and_restarts_the_service(
+    settings_file: Path, fake_service_managers: Path
+) -> None:
+    """After a package upgrade: entries of the old install are replaced, the unit is refreshed
+    and the service restarted; nothing is added that the user had not installed."""
+    state = fake_service_managers
+    (state / "bus").touch()
+    settings = load_settings()
+    # The previous version: console-script hooks and a unit, both from another venv.
+    old = Path("/old/venv/bin")
+    install.install_hooks(hook_path=old / "memd-hook")
+    user_service.install_service(settings, system="Linux", memd_path=old / "memd")
+    before = len(calls(state))
+    code, out = run_cli("upgrade", "--wait", "0.5")
+    assert "installed hooks" in out and "wrote" in out, out
+    assert "systemctl --user restart memd.service" in calls(state)[before:]
+    assert code == 1 and "did not answer" in out  # no daemon came up (fake systemctl)
+    data = json.loads(settings_file.read_text())
+    (entry,) = memd_entries(data, "Stop")
+    assert entry["command"] == fast_command("stop")
+    assert f"ExecStart={Path(sys.executable).parent / 'memd'} serve" in (
+        user_service.unit_path().read_text()
+    )
+    # A second run: hooks already right, the unit unchanged, the service restarted again.
+    code, out = run_cli("upgrade", "--dry-run")
+    assert code == 0 and "hooks already installed" in out and "would run: systemctl" in out
+
+
+def test_upgrade_adds_nothing_that_was_not_installed(settings_file: Path) -> None:
+    before = settings_file.read_bytes()
+    code, out = run_cli("upgrade", "--wait", "0")
+    assert "no memd hooks" in out and "no service installed" in out, out
+    assert "no daemon is running" in out and code == 0
+    assert settings_file.read_bytes() == before
+    assert not user_service.unit_path().exists()
