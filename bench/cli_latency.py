@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, append_section, markdown_table, percentile
-from hook_latency import MEMD, Daemon, bench_env
+from hook_latency import MEMD, Daemon, bench_env, fill_store
 
 PROJECT = "/bench/project-03"
 QUERY = "which database do the billing invoices use"
@@ -41,31 +41,6 @@ COMMANDS: dict[str, list[str]] = {
     "memd search": ["search", QUERY, "--project", PROJECT],
     "memd list --all-projects --json": ["list", "--all-projects", "--json"],
 }
-
-
-def fixtures_dir() -> Path:
-    """../shared/fixtures/transcripts, from the main checkout or from a worktree under wt/."""
-    for shared in (ROOT.parent / "shared", ROOT.parent.parent / "shared"):
-        if (shared / "fixtures" / "transcripts").is_dir():
-            return shared / "fixtures" / "transcripts"
-    raise SystemExit("../shared/fixtures/transcripts not found (the synthetic texts need it)")
-
-
-def fill_store(env: dict[str, str], memories: int, distinct: int) -> float:
-    """``bench/memory.py``'s fill, in a child process (this timing process stays small)."""
-    code = (
-        "import sys; from pathlib import Path\n"
-        f"sys.path.insert(0, {str(ROOT / 'bench')!r})\n"
-        f"import ingest; ingest.FIXTURES = Path({str(fixtures_dir())!r})\n"
-        "from memory import fill\n"
-        f"print(fill(Path({env['MEMD_HOME']!r}), 0, {memories}, {distinct}, {{}}))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"filling the store failed:\n{out.stderr[-3000:]}")
-    return float(out.stdout.strip().splitlines()[-1])
 
 
 def via_source(tree: Path, args: list[str]) -> list[str]:
@@ -113,7 +88,7 @@ def main(argv: list[str] | None = None) -> str:
     times: dict[str, list[float]] = {name: [] for name in cmds}
     cpu: dict[str, list[float]] = {name: [] for name in cmds}
     try:
-        fill_s = fill_store(env, args.memories, min(args.distinct, args.memories))
+        fill_s = fill_store(env, 0, args.memories, min(args.distinct, args.memories))
         daemon = Daemon(env, workdir / "daemon.log")
         try:
             for cmd in cmds.values():  # warm the page cache and the daemon's caches
