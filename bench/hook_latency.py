@@ -7,8 +7,8 @@ timed. Each round runs, interleaved so they share the machine's noise:
 
 - the bare interpreter floor, ``python -I -S -c "import _socket"``;
 - ``memd-hook user-prompt-submit``, the pip console script (the venv's python, with site);
-- the fast form, ``python -I -S <site-packages>/memd/hook.py user-prompt-submit``
-  (``memd.hook.command()``), which skips site and the editable-install finder.
+- the installed form, ``python -I -S <site-packages>/memd/hook.py user-prompt-submit --socket
+  PATH`` (``memd.hook.command()``, what ``memd install`` writes), which skips site.
 
 Each hook call reads a varied prompt from stdin (synthetic text from the store's vocabulary, in
 one of 20 projects) and prints whatever the daemon injects. The daemon-side time alone is also
@@ -37,6 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, append_section, markdown_table, percentile
 from ingest import synthetic_text
+
+from memd.hook import command_argv as hook_command_argv
 
 BIN = Path(sys.executable).parent
 MEMD = str(BIN / "memd")
@@ -148,7 +150,8 @@ def measure(daemon: Daemon, env: dict[str, str], calls: int) -> dict[str, Any]:
     python = sys.executable
     floor_cmd = [python, "-I", "-S", "-c", "import _socket"]
     script_cmd = [MEMD_HOOK, "user-prompt-submit"]
-    fast_cmd = [python, "-I", "-S", HOOK_FILE, "user-prompt-submit"]
+    # Exactly what `memd install` writes: python -I -S .../memd/hook.py EVENT --socket PATH.
+    fast_cmd = hook_command_argv("user-prompt-submit", socket=env["MEMD_SOCKET"])
     for i in range(20):  # warm the page cache, the daemon's caches and the model
         timed(script_cmd, payload(-1 - i), env)
         timed(fast_cmd, payload(-100 - i), env)
@@ -252,7 +255,7 @@ def main(argv: list[str] | None = None) -> str:
             "floor `python -I -S -c 'import _socket'` p50 / p95 ms",
             "`memd-hook` (console script) p50 / p95 ms",
             "script / floor",
-            "`python -I -S memd/hook.py` p50 / p95 ms",
+            "installed `python -I -S memd/hook.py EVENT --socket S` p50 / p95 ms",
             "fast / floor",
             "daemon side (socket round trip) p50 / p95 ms",
             "calls with context",

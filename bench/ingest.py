@@ -30,7 +30,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, append_section, markdown_table
 
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "transcripts"
+FIXTURES = next(
+    (
+        shared / "fixtures" / "transcripts"
+        for shared in (ROOT.parent / "shared", ROOT.parent.parent / "shared")  # checkout, worktree
+        if (shared / "fixtures" / "transcripts").is_dir()
+    ),
+    ROOT.parent / "shared" / "fixtures" / "transcripts",
+)
 MEMD = ROOT / ".venv" / "bin" / "memd"
 
 

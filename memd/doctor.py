@@ -23,6 +23,8 @@ from typing import Any, Literal
 from memd import __version__, install, protocol
 from memd import service as user_service
 from memd.errors import LockedError, MemdError, ModelMismatch
+from memd.hook import locate as hook_locate
+from memd.hook import parse_args as hook_parse_args
 from memd.settings import Settings
 
 Level = Literal["ok", "warn", "fail"]
@@ -211,24 +213,42 @@ class Doctor:
         hooks = data.get("hooks") or {}
         problems: list[str] = []
         targets: set[str] = set()
+        commands: dict[str, str] = {}
+        want_socket, want_timeout = install.hook_options(self.settings)
         for event, (arg, _timeout) in install.HOOK_EVENTS.items():
-            argvs = [
-                install.hook_argv(entry)
+            entries = [
+                entry
                 for group in hooks.get(event) or []
                 if isinstance(group, dict) and isinstance(group.get("hooks"), list)
                 for entry in group["hooks"]
                 if install.is_memd_entry(entry)
             ]
-            if not argvs:
+            if not entries:
                 problems.append(f"{event} missing")
                 continue
-            argv = argvs[0] or []
-            exe = Path(argv[0])
-            targets.add(str(exe))
-            if not exe.is_absolute() or not exe.is_file() or not os.access(exe, os.X_OK):
-                problems.append(f"{event} runs {exe}, which is not an executable file")
-            elif argv[1:2] != [arg]:
-                problems.append(f"{event} passes {argv[1:]!r} instead of {arg!r}")
+            commands[event] = entries[0]["command"]
+            argv = install.hook_argv(entries[0]) or []
+            words = install.hook_words(argv) or []
+            runs = [Path(argv[0]), *[Path(w) for w in argv[1 : len(argv) - len(words)][-1:]]]
+            targets.add(shlex.join(str(p) for p in runs))
+            program = runs[0]
+            parsed = hook_parse_args(words)
+            if (
+                not program.is_absolute()
+                or not program.is_file()
+                or not os.access(program, os.X_OK)
+            ):
+                problems.append(f"{event} runs {program}, which is not an executable file")
+            elif len(runs) > 1 and not runs[1].is_file():
+                problems.append(f"{event} runs {runs[1]}, which does not exist")
+            elif parsed is None or parsed[0] != arg:
+                problems.append(f"{event} passes {words!r} instead of {arg!r}")
+            else:
+                dials = parsed[1] or hook_locate(os.environ.get)[0]
+                if os.path.normpath(dials) != os.path.normpath(want_socket):
+                    problems.append(
+                        f"{event} dials {dials} but the daemon listens on {want_socket}"
+                    )
         if problems:
             return Check("hooks", "fail", f"{path}: " + "; ".join(problems), "memd install --hooks")
         if data.get("disableAllHooks") is True:
@@ -239,18 +259,19 @@ class Doctor:
                 f"${{EDITOR:-vi}} {q(path)}",
             )
         detail = f"{len(install.HOOK_EVENTS)} events -> {', '.join(sorted(targets))}"
-        try:
-            ours = str(install.find_executable(install.HOOK_NAME))
-        except MemdError:
-            ours = None
-        if ours and targets != {ours}:
+        wanted = {
+            event: install.hook_entry(None, event, want_socket, want_timeout)["command"]
+            for event in install.HOOK_EVENTS
+        }
+        if commands != wanted:
+            ours = shlex.join(install.hook_command_argv("EVENT", want_socket, want_timeout)[:5])
             return Check(
                 "hooks",
                 "warn",
-                f"{detail}; this installation's hook is {ours}",
+                f"{detail}; this installation's hook is {ours} --socket {want_socket}",
                 "memd install --hooks",
             )
-        return Check("hooks", "ok", detail)
+        return Check("hooks", "ok", f"{detail} (socket {want_socket})")
 
     def check_service(self) -> Check:
         try:
@@ -373,7 +394,7 @@ class Doctor:
         return f"created {self.settings.transcripts_dir}"
 
     def repair_hooks(self) -> str:
-        return install.install_hooks().message
+        return install.install_hooks(settings=self.settings).message
 
     def repair_service(self) -> str:
         change = user_service.install_service(self.settings, system=self.system)

@@ -12,6 +12,13 @@ Rules, because a hook must never block or break Claude Code:
 - ``MEMD_DISABLE=1`` makes it do nothing at all.
 - Output is capped at Claude Code's 10,000 characters.
 
+Where the daemon listens: ``memd install`` writes the daemon's resolved socket (and a non-default
+timeout) into the hook command, ``hook.py EVENT --socket PATH [--timeout SECONDS]``, so the hook
+dials what the daemon binds however that was configured, without reading any file. Run by hand
+without ``--socket``, it follows the rule of ``Settings``: ``MEMD_SOCKET``, else ``socket`` in the
+config file, else ``$MEMD_HOME`` (or ``home`` in the config file, or the platform default) plus
+``/memd.sock`` (:func:`locate`, which the CLI uses too).
+
 Speed: the interpreter starts in ~7 ms; ``import socket, json`` alone would cost ~20 ms more. So
 this module imports only modules that are built in or already loaded (``sys``, ``posix``,
 ``_socket``, ``select``). It does not parse the payload, and it reads the daemon's hook reply,
@@ -21,6 +28,12 @@ it as ``python -I -S /path/to/memd/hook.py EVENT`` (see :func:`command`).
 
 import posix
 import sys
+
+TYPE_CHECKING = False  # typing itself would cost an import on every hook; mypy knows the name
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Getenv = Callable[[str], str | None]
 
 EVENTS = {
     "session-start": True,
@@ -45,33 +58,140 @@ def env(name: str) -> str:
     return value.decode("utf-8", "replace") if value else ""
 
 
-def socket_path() -> str:
-    """MEMD_SOCKET, else $MEMD_HOME/memd.sock: the rule ``Settings.socket_path`` follows."""
-    path = env("MEMD_SOCKET")
-    if path:
-        return expand(path)
-    home = env("MEMD_HOME")
-    if home:
-        return expand(home) + "/memd.sock"
-    if posix.uname().sysname == "Darwin":
-        return expand("~/Library/Application Support/memd/memd.sock")
-    data = env("XDG_DATA_HOME") or expand("~/.local/share")
-    return data + "/memd/memd.sock"
+def locate(getenv: "Getenv" = env, home: str = "", config: str = "") -> tuple[str, float]:
+    """The daemon's socket path and the hook timeout, by the precedence ``Settings`` follows:
+    flag (``home``, ``config``: the CLI's ``--home`` and ``--config``) > ``MEMD_*`` environment
+    > config file > default. The config file is read only when the environment leaves a gap.
+    """
+    file: dict[str, object] | None = None
+
+    def from_file(key: str) -> object:
+        nonlocal file
+        if file is None:
+            raw = config or getenv("MEMD_CONFIG") or ""
+            if raw:
+                path = expand(raw, getenv)
+            else:
+                base = getenv("XDG_CONFIG_HOME") or expand("~/.config", getenv)
+                path = base + "/memd/memd.toml"
+            file = read_config(path)
+        return file.get(key)
+
+    socket = getenv("MEMD_SOCKET") or from_file("socket")
+    if isinstance(socket, str) and socket:
+        socket = expand(socket, getenv)
+    else:
+        where = home or getenv("MEMD_HOME") or from_file("home")
+        if isinstance(where, str) and where:
+            base = expand(where, getenv)
+        elif posix.uname().sysname == "Darwin":
+            base = expand("~/Library/Application Support/memd", getenv)
+        else:
+            base = (getenv("XDG_DATA_HOME") or expand("~/.local/share", getenv)) + "/memd"
+        socket = base.rstrip("/") + "/memd.sock" if base.rstrip("/") else "/memd.sock"
+    raw_timeout = getenv("MEMD_HOOK_TIMEOUT") or getenv("MEMD_HOOK_TIMEOUT_SECONDS")
+    timeout = parse_timeout(raw_timeout or from_file("hook_timeout_seconds"))
+    return socket, timeout
 
 
-def expand(path: str) -> str:
-    if path.startswith("~"):
-        return env("HOME") + path[1:]
-    return path
+def read_config(path: str) -> dict[str, object]:
+    """The keys of the config file the hook needs; {} when it is missing or unreadable.
 
-
-def timeout_seconds() -> float:
-    raw = env("MEMD_HOOK_TIMEOUT") or env("MEMD_HOOK_TIMEOUT_SECONDS")
+    ``tomllib`` costs tens of milliseconds to import, so it is imported only when the file
+    mentions one of those keys.
+    """
     try:
-        value = float(raw) if raw else DEFAULT_TIMEOUT
-    except ValueError:
+        fd = posix.open(path, posix.O_RDONLY)
+    except OSError:
+        return {}
+    try:
+        chunks = []
+        while True:
+            chunk = posix.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:
+        return {}
+    finally:
+        posix.close(fd)
+    raw = b"".join(chunks)
+    if b"socket" not in raw and b"home" not in raw and b"hook_timeout" not in raw:
+        return {}
+    import tomllib
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except ValueError:  # TOMLDecodeError and UnicodeDecodeError: the daemon refuses it too
+        return {}
+    table = data.get("memd")
+    return {**data, **table} if isinstance(table, dict) else data
+
+
+def socket_path() -> str:
+    """Where this process would find the daemon (the environment and the config file)."""
+    return locate()[0]
+
+
+def expand(path: str, getenv: "Getenv" = env) -> str:
+    """``~`` and ``~user`` at the start, as ``Path.expanduser`` does."""
+    if not path.startswith("~"):
+        return path
+    name, sep, rest = path[1:].partition("/")
+    if name:
+        import pwd
+
+        try:
+            home = pwd.getpwnam(name).pw_dir
+        except KeyError:
+            return path
+    else:
+        home = getenv("HOME") or ""
+        if not home:
+            import pwd
+
+            home = pwd.getpwuid(posix.getuid()).pw_dir
+    return home.rstrip("/") + sep + rest if home.rstrip("/") else "/" + rest
+
+
+def parse_timeout(raw: object) -> float:
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        value = float(raw)
+    elif isinstance(raw, str) and raw:
+        try:
+            value = float(raw)
+        except ValueError:
+            return DEFAULT_TIMEOUT
+    else:
         return DEFAULT_TIMEOUT
     return value if 0 < value < 600 else DEFAULT_TIMEOUT
+
+
+def parse_args(args: list[str]) -> tuple[str, str, str] | None:
+    """``EVENT [--socket PATH] [--timeout SECONDS]`` as (event, socket, timeout); None if bad."""
+    event = socket = timeout = ""
+    i = 0
+    while i < len(args):
+        word = args[i]
+        name, eq, value = word.partition("=")
+        if name in ("--socket", "--timeout"):
+            if not eq:
+                if i + 1 >= len(args):
+                    return None
+                i += 1
+                value = args[i]
+            if name == "--socket":
+                socket = value
+            else:
+                timeout = value
+        elif word.startswith("-") or event:
+            return None
+        else:
+            event = word
+        i += 1
+    if event not in EVENTS:
+        return None
+    return event, socket, timeout
 
 
 def read_stdin(timeout: float) -> bytes:
@@ -160,17 +280,23 @@ def context_of(reply: bytes) -> str:
 def run(argv: list[str]) -> None:
     if env("MEMD_DISABLE").lower() in ("1", "true", "yes"):
         return
-    if len(argv) != 2 or argv[1] not in EVENTS:
+    args = parse_args(argv[1:])
+    if args is None:
         return
-    event = argv[1]
+    event, path, raw_timeout = args
     prints = EVENTS[event]
-    timeout = timeout_seconds()
+    if path:  # the installed form: everything it needs is on its command line
+        timeout = parse_timeout(raw_timeout or env("MEMD_HOOK_TIMEOUT"))
+    else:
+        path, timeout = locate()
+        if raw_timeout:
+            timeout = parse_timeout(raw_timeout)
     if not prints:
         timeout = min(timeout, NOTIFY_TIMEOUT)
     stdin = read_stdin(timeout)
     if not stdin.strip():
         return
-    reply = ask(socket_path(), request_line(event, stdin), timeout, want_reply=prints)
+    reply = ask(path, request_line(event, stdin), timeout, want_reply=prints)
     if not prints or not reply:
         return
     text = context_of(reply)[:MAX_OUTPUT]
@@ -203,11 +329,28 @@ def cli() -> None:
     posix._exit(0)
 
 
-def command(event: str) -> str:
-    """The fastest command line for a hook: this file run by this interpreter with ``-I -S``."""
+def command_argv(event: str, socket: str = "", timeout: float | None = None) -> list[str]:
+    """The fastest command line for a hook: this file run by this interpreter with ``-I -S``.
+
+    ``-I`` keeps the script's directory (memd's own modules) off ``sys.path``; ``-S`` skips
+    ``site`` and every ``.pth`` file. In a strict editable install this module is a link under
+    ``build/``: the command names the file it links to, which outlives a rebuild of ``build/``.
+    """
+    import os.path
+
+    argv = [sys.executable, "-I", "-S", os.path.realpath(__file__), event]
+    if socket:
+        argv += ["--socket", socket]
+    if timeout is not None and timeout != DEFAULT_TIMEOUT:
+        argv += ["--timeout", repr(float(timeout))]
+    return argv
+
+
+def command(event: str, socket: str = "", timeout: float | None = None) -> str:
+    """:func:`command_argv` as one shell-quoted line (what goes into settings.json)."""
     import shlex
 
-    return shlex.join([sys.executable, "-I", "-S", __file__, event])
+    return shlex.join(command_argv(event, socket, timeout))
 
 
 if __name__ == "__main__":

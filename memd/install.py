@@ -1,9 +1,13 @@
 """`memd install --hooks` / `memd uninstall --hooks`: memd's hooks in Claude Code's settings.json.
 
-memd's entries in ``~/.claude/settings.json`` (or ``$CLAUDE_CONFIG_DIR/settings.json``)
-are recognised by their command's first word having the basename ``memd-hook``. Everything
-else in the file (other keys, other tools' hooks, matcher groups) is kept as it is. A change
-is written atomically after a timestamped backup; no change means no write and no backup.
+Each entry runs ``<python> -I -S <path>/memd/hook.py EVENT --socket <the daemon's socket>``
+(see :func:`memd.hook.command_argv`): no ``site``, no ``.pth`` files, no config file to read,
+and the socket the daemon binds however it was configured. memd's entries in
+``~/.claude/settings.json`` (or ``$CLAUDE_CONFIG_DIR/settings.json``) are recognised by that
+``memd/hook.py`` word, or by a first word with the basename ``memd-hook`` (the console script,
+which earlier versions installed: a re-install replaces those). Everything else in the file
+(other keys, other tools' hooks, matcher groups) is kept as it is. A change is written
+atomically after a timestamped backup; no change means no write and no backup.
 The user service lives in ``memd.service``.
 """
 
@@ -25,9 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from memd.errors import UserError
+from memd.hook import command_argv as hook_command_argv
 from memd.settings import Settings
 
 HOOK_NAME = "memd-hook"
+HOOK_FILE = "memd/hook.py"
 HOOK_EVENTS: dict[str, tuple[str, int]] = {
     # Claude Code event: (memd-hook argument, timeout in seconds). SessionEnd hooks share a
     # 1.5 s budget, so `memd-hook session-end` only notifies the daemon and returns.
@@ -118,18 +124,40 @@ def hook_argv(entry: Any) -> list[str] | None:
         return entry["command"].split()
 
 
+def hook_words(argv: list[str] | None) -> list[str] | None:
+    """The hook's own arguments (``EVENT --socket PATH``...) when ``argv`` runs memd's hook:
+    ``memd-hook ...`` or ``<python> [flags] .../memd/hook.py ...``; None for any other command.
+    """
+    if not argv:
+        return None
+    if os.path.basename(argv[0]) == HOOK_NAME:
+        return argv[1:]
+    for i, word in enumerate(argv[1:5], start=1):
+        if word == HOOK_FILE or word.endswith("/" + HOOK_FILE):
+            return argv[i + 1 :]
+        if not word.startswith("-"):
+            return None
+    return None
+
+
 def is_memd_entry(entry: Any) -> bool:
-    argv = hook_argv(entry)
-    return bool(argv) and os.path.basename(argv[0]) == HOOK_NAME  # type: ignore[index]
+    return hook_words(hook_argv(entry)) is not None
 
 
-def hook_entry(hook_path: Path, event: str) -> dict[str, Any]:
-    arg, timeout = HOOK_EVENTS[event]
-    return {
-        "type": "command",
-        "command": f"{shlex.quote(str(hook_path))} {arg}",
-        "timeout": timeout,
-    }
+def hook_entry(
+    hook_path: Path | None, event: str, socket: str = "", timeout: float | None = None
+) -> dict[str, Any]:
+    """memd's entry for ``event``: the fast form, or ``hook_path`` (a ``memd-hook``) when given."""
+    arg, limit = HOOK_EVENTS[event]
+    argv = hook_command_argv(arg, socket, timeout)
+    if hook_path is not None:
+        argv = [str(hook_path), *argv[4:]]
+    return {"type": "command", "command": shlex.join(argv), "timeout": limit}
+
+
+def hook_options(settings: Settings) -> tuple[str, float]:
+    """What the installed hook command carries: the daemon's socket (absolute) and timeout."""
+    return str(Path(settings.socket_path).absolute()), settings.hook_timeout_seconds
 
 
 def without_memd(groups: list[Any], replacement: dict[str, Any] | None = None) -> list[Any]:
@@ -158,12 +186,14 @@ def without_memd(groups: list[Any], replacement: dict[str, Any] | None = None) -
     return kept
 
 
-def merge_hooks(data: dict[str, Any], hook_path: Path) -> dict[str, Any]:
+def merge_hooks(
+    data: dict[str, Any], hook_path: Path | None, socket: str = "", timeout: float | None = None
+) -> dict[str, Any]:
     """``data`` with exactly one memd entry per event (updated in place when one exists)."""
     new = copy.deepcopy(data)
     hooks = new.setdefault("hooks", {})
     for event in HOOK_EVENTS:
-        wanted = hook_entry(hook_path, event)
+        wanted = hook_entry(hook_path, event, socket, timeout)
         groups = hooks.get(event) or []
         placed = without_memd(groups) != groups
         merged = without_memd(groups, replacement=wanted)
@@ -262,18 +292,31 @@ def apply_settings(
 
 
 def install_hooks(
-    *, dry_run: bool = False, hook_path: Path | None = None, path: Path | None = None
+    *,
+    dry_run: bool = False,
+    hook_path: Path | None = None,
+    path: Path | None = None,
+    settings: Settings | None = None,
 ) -> SettingsChange:
+    """Merge memd's four entries. They dial ``settings``' socket (default: ``load_settings()``);
+    ``hook_path`` runs that ``memd-hook`` executable instead of the fast form."""
+    if settings is None:
+        from memd.settings import load_settings
+
+        settings = load_settings()
     path = path or claude_settings_path()
     data, text = read_claude_settings(path)
-    hook = hook_path or find_executable(HOOK_NAME)
-    new = merge_hooks(data, hook)
+    socket, timeout = hook_options(settings)
+    new = merge_hooks(data, hook_path, socket, timeout)
     if new == data and text is not None:
         return SettingsChange(path, False, f"hooks already installed in {path}")
     diff, backup = apply_settings(path, new, data, text, dry_run=dry_run)
     verb = "would install" if dry_run else "installed"
     events = ", ".join(HOOK_EVENTS)
-    msg = f"{verb} hooks ({events}) -> {hook} in {path}"
+    shown = shlex.join(
+        [str(hook_path)] if hook_path else hook_command_argv("EVENT", socket, timeout)[:5]
+    )
+    msg = f"{verb} hooks ({events}) -> {shown} (socket {socket}) in {path}"
     if backup:
         msg += f" (backup: {backup.name})"
     return SettingsChange(path, True, msg, diff, backup)

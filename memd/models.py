@@ -9,13 +9,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memd.errors import UserError
-
-KINDS = ("decision", "preference", "fact", "todo", "progress", "bugfix", "summary", "excerpt")
-STATUSES = ("active", "superseded", "archived")
-JOB_NAMES = ("decay", "dedupe", "cleanup", "optimize")
-"""The maintenance jobs (memd.jobs); here so the CLI can name them without importing the store."""
-USER_SCOPE = "user:global"
-"""The user-wide project: preferences that apply everywhere."""
+from memd.names import JOB_NAMES as JOB_NAMES  # re-exported: defined without imports there
+from memd.names import KINDS as KINDS
+from memd.names import STATUSES as STATUSES
+from memd.names import USER_SCOPE as USER_SCOPE
 
 
 def now_iso() -> str:

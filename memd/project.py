@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from memd.models import USER_SCOPE
+from memd.names import USER_SCOPE
 
 
 @lru_cache(maxsize=4096)

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TABLE = "memories"
+AMBIGUOUS_SHOWN = 10
+"""How many matches an ambiguous id prefix lists."""
 META_FILE = "memd-meta.json"
 READ_COLUMNS = [
     "id",
@@ -280,13 +282,22 @@ class MemoryStore:
     def get(self, ref: str) -> Memory:
         """A memory by id, or by a unique id prefix of at least 4 characters."""
         ref = ref.strip()
+        if re.fullmatch(r"[0-9a-f]{1,3}", ref):
+            raise NotFound(f"id prefix {ref!r} is too short: give at least 4 characters")
         if not re.fullmatch(r"[0-9a-f]{4,64}", ref):
             raise NotFound(f"no memory with id {ref!r}")
         found = self.query(f"id = {sql_str(ref)}", limit=1)
         if not found and len(ref) < 16:
-            found = self.query(f"starts_with(id, {sql_str(ref)})", limit=2)
+            found = self.query(f"starts_with(id, {sql_str(ref)})", limit=AMBIGUOUS_SHOWN + 1)
             if len(found) > 1:
-                raise NotFound(f"id prefix {ref!r} is ambiguous; give more characters")
+                more = " (and more)" if len(found) > AMBIGUOUS_SHOWN else ""
+                shown = "".join(
+                    f"\n  {m.id[:12]}  {m.kind:<10} {m.text[:70]}" for m in found[:AMBIGUOUS_SHOWN]
+                )
+                raise NotFound(
+                    f"id prefix {ref!r} matches several memories{more}; "
+                    f"give more characters:{shown}"
+                )
         if not found:
             raise NotFound(f"no memory with id {ref!r}")
         return found[0]

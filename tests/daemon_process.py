@@ -59,10 +59,19 @@ def remove_socket_dir(path: str) -> None:
 class DaemonProcess:
     """Start, talk to, and stop one `memd serve`."""
 
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        log_path: Path,
+        socket: str | None = None,
+        cwd: str | None = None,
+    ) -> None:
+        """``socket``: where it listens, when the environment does not say (a config file);
+        ``cwd``: the daemon's working directory."""
         self.env = env
-        self.socket = env["MEMD_SOCKET"]
+        self.socket = socket or env["MEMD_SOCKET"]
         self.log_path = log_path
+        self.cwd = cwd
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 60.0) -> DaemonProcess:
@@ -70,6 +79,7 @@ class DaemonProcess:
         self.proc = subprocess.Popen(
             [MEMD, "serve", "--log-level", "DEBUG"],
             env=self.env,
+            cwd=self.cwd,
             stdin=subprocess.DEVNULL,
             stdout=self.log_file,
             stderr=self.log_file,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import socketserver
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -194,6 +195,52 @@ def test_hooks_of_another_installation_warn(tmp_path: Path) -> None:
     check = doctor_for().check_hooks()
     assert check.level == "warn" and check.ok
     assert check.fix == "memd install --hooks"
+
+
+def test_hooks_dialing_another_socket_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon's socket moved (here: the config file says so) after `memd install`."""
+    install.install_hooks()
+    assert doctor_for().check_hooks().level == "ok"
+    config = Path(os.environ["MEMD_CONFIG"])
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'socket = "{tmp_path}/moved.sock"\n')
+    check = doctor_for().check_hooks()
+    assert_fails_with_fix(check, "memd install --hooks")
+    assert f"but the daemon listens on {tmp_path}/moved.sock" in check.detail
+    result = CliRunner().invoke(main, ["doctor"])
+    assert result.exit_code == 1
+    assert "fix: memd install --hooks" in result.output
+    install.install_hooks()
+    assert doctor_for().check_hooks().level == "ok"
+
+
+def test_old_console_script_hooks_warn_and_are_replaced(settings_path_exists: None) -> None:
+    """Entries of earlier versions (`memd-hook EVENT`) still dial the right socket (the hook
+    reads the environment and the config file), so doctor only warns; install replaces them."""
+    hook = Path(sys.executable).parent / "memd-hook"
+    path = install.claude_settings_path()
+    old = {
+        "hooks": {
+            event: [{"hooks": [{"type": "command", "command": f"{hook} {arg}", "timeout": t}]}]
+            for event, (arg, t) in install.HOOK_EVENTS.items()
+        }
+    }
+    path.write_text(json.dumps(old))
+    check = doctor_for().check_hooks()
+    assert check.level == "warn" and check.fix == "memd install --hooks", check
+    assert "-I -S" in check.detail
+    install.install_hooks()
+    data = json.loads(path.read_text())
+    for event in install.HOOK_EVENTS:
+        (group,) = data["hooks"][event]
+        (entry,) = group["hooks"]
+        assert "memd-hook" not in entry["command"] and "/memd/hook.py" in entry["command"]
+    assert doctor_for().check_hooks().level == "ok"
+
+
+@pytest.fixture
+def settings_path_exists() -> None:
+    install.claude_settings_path().parent.mkdir(parents=True, exist_ok=True)
 
 
 def test_hooks_with_invalid_settings_json() -> None:

@@ -298,6 +298,85 @@ def test_socket_path_follows_the_settings_rule(monkeypatch: pytest.MonkeyPatch) 
     from memd.settings import load_settings
 
     monkeypatch.delenv("MEMD_SOCKET", raising=False)
-    assert hook.socket_path() == str(load_settings().socket_path)
+    assert hook.locate(os.environ.get)[0] == str(load_settings().socket_path)
     monkeypatch.setenv("MEMD_SOCKET", "~/x/m.sock")
-    assert hook.socket_path() == os.path.expanduser("~/x/m.sock")
+    assert hook.locate(os.environ.get)[0] == os.path.expanduser("~/x/m.sock")
+
+
+SOCKET_CASES: list[tuple[str, dict[str, str], str, dict[str, str]]] = [
+    # (case, environment, config file text, CLI flags)
+    ("defaults", {}, "", {}),
+    ("MEMD_HOME", {"MEMD_HOME": "~/h1"}, "", {}),
+    ("MEMD_SOCKET beats everything", {"MEMD_SOCKET": "/tmp/a.sock"}, 'socket = "/tmp/f.sock"', {}),
+    ("file home", {}, 'home = "~/from file"', {}),
+    ("file socket", {}, "socket = '/tmp/file.sock'\nhome = '/tmp/fh'", {}),
+    ("[memd] table", {}, '[memd]\nhome = "/tmp/table home/"', {}),
+    ("file socket beats MEMD_HOME", {"MEMD_HOME": "/tmp/eh"}, 'socket = "/tmp/fs.sock"', {}),
+    ("MEMD_HOME beats file home", {"MEMD_HOME": "/tmp/eh"}, 'home = "/tmp/fh"', {}),
+    ("--home beats MEMD_HOME", {"MEMD_HOME": "/tmp/eh"}, "", {"home": "/tmp/flag"}),
+    ("file socket beats --home", {}, 'socket = "/tmp/fs.sock"', {"home": "/tmp/flag"}),
+    ("XDG_DATA_HOME", {"XDG_DATA_HOME": "/tmp/xdg"}, "", {}),
+    ("relative home", {}, 'home = "rel/h"', {}),
+    ("timeouts", {"MEMD_HOOK_TIMEOUT_SECONDS": "3.5"}, "hook_timeout_seconds = 9", {}),
+    ("file timeout", {}, "hook_timeout_seconds = 0.75\nsearch_limit = 5", {}),
+    ("no such keys", {}, "# home = '/nope'\nsearch_limit = 3", {}),
+]
+
+
+@pytest.mark.parametrize("where", ["MEMD_CONFIG", "default location", "--config"])
+@pytest.mark.parametrize(("case", "environ", "toml", "flags"), SOCKET_CASES)
+def test_locate_agrees_with_settings(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+    case: str,
+    environ: dict[str, str],
+    toml: str,
+    flags: dict[str, str],
+) -> None:
+    """The hook and the CLI's socket lookup (memd.hook.locate) must find what the daemon's
+    Settings find, whichever way a user configured it."""
+    from memd.settings import load_settings
+
+    monkeypatch.delenv("MEMD_HOME")
+    config = tmp_path / "cfg dir" / "memd.toml"
+    flags = dict(flags)
+    if where == "MEMD_CONFIG":
+        monkeypatch.setenv("MEMD_CONFIG", str(config))
+    elif where == "default location":
+        monkeypatch.delenv("MEMD_CONFIG")
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+        config = tmp_path / "xdg" / "memd" / "memd.toml"
+    else:
+        monkeypatch.setenv("MEMD_CONFIG", str(tmp_path / "not this one.toml"))
+        flags["config"] = str(config)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    if toml:
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(toml + "\n")
+    settings = load_settings(**flags)
+    socket, timeout = hook.locate(os.environ.get, **flags)
+    assert str(Path(socket)) == str(settings.socket_path), case
+    assert timeout == settings.hook_timeout_seconds, case
+
+
+def test_installed_form_carries_socket_and_timeout(fake: FakeDaemon, tmp_path: Path) -> None:
+    """`--socket` on the command line beats the environment: it is what `memd install` wrote."""
+    fake.reply = encode_reply({"ok": True, "context": "from the flag"}, hook=True)
+    cmd = hook.command("user-prompt-submit", socket=fake.path, timeout=1.5)
+    assert cmd.endswith(f"user-prompt-submit --socket {fake.path} --timeout 1.5")
+    env = {**os.environ, "MEMD_SOCKET": str(tmp_path / "elsewhere.sock")}
+    out = subprocess.run(
+        cmd, shell=True, input=json.dumps(PAYLOAD), capture_output=True, text=True, env=env
+    )
+    assert (out.returncode, out.stdout, out.stderr) == (0, "from the flag", "")
+    assert hook.command("stop", socket="/s") == hook.command("stop", socket="/s", timeout=2.0)
+
+
+def test_argument_parsing() -> None:
+    assert hook.parse_args(["stop"]) == ("stop", "", "")
+    assert hook.parse_args(["stop", "--socket", "/a b/m.sock"]) == ("stop", "/a b/m.sock", "")
+    assert hook.parse_args(["--socket=/m", "--timeout", "3", "stop"]) == ("stop", "/m", "3")
+    for bad in ([], ["stop", "--socket"], ["stop", "--verbose"], ["stop", "stop"], ["nope"]):
+        assert hook.parse_args(bad) is None, bad

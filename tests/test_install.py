@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
 from memd import install
 from memd import service as user_service
@@ -138,14 +139,21 @@ def run_cli(*args: str, input: str | None = None) -> tuple[int, str]:
 # ---------------------------------------------------------------- hooks
 
 
+def fast_command(arg: str, socket: Path | str | None = None) -> str:
+    """What `memd install` writes: this venv's python, isolated, running memd/hook.py."""
+    hook_file = os.path.realpath(install.hook_command_argv("x")[3])
+    assert hook_file.endswith("/memd/hook.py") and os.path.isfile(hook_file)
+    sock = str(socket or load_settings().socket_path)
+    return shlex.join([sys.executable, "-I", "-S", hook_file, arg, "--socket", sock])
+
+
 def test_install_merges_and_preserves_other_tools(settings_file: Path) -> None:
     change = install.install_hooks()
     assert change.changed
     data = json.loads(settings_file.read_text())
-    hook = Path(sys.executable).parent / "memd-hook"
     for event, (arg, timeout) in install.HOOK_EVENTS.items():
         entries = memd_entries(data, event)
-        assert entries == [{"type": "command", "command": f"{hook} {arg}", "timeout": timeout}], (
+        assert entries == [{"type": "command", "command": fast_command(arg), "timeout": timeout}], (
             event
         )
     # Everything that is not memd's is exactly as it was, in the same order.
@@ -261,10 +269,9 @@ def test_reinstall_updates_a_stale_entry_instead_of_adding_one(settings_file: Pa
     settings_file.write_text(json.dumps(data))
     install.install_hooks()
     new = json.loads(settings_file.read_text())
-    hook = str(Path(sys.executable).parent / "memd-hook")
     stop = new["hooks"]["Stop"]
     assert len(stop) == 1
-    assert stop[0]["hooks"][0]["command"] == f"{hook} stop"
+    assert stop[0]["hooks"][0]["command"] == fast_command("stop")
     assert stop[0]["hooks"][0]["timeout"] == 5
     assert stop[0]["hooks"][1] == {"type": "command", "command": "say done"}
     assert len(memd_entries(new, "SessionEnd")) == 1
@@ -276,13 +283,95 @@ def test_reinstall_updates_a_stale_entry_instead_of_adding_one(settings_file: Pa
     assert "SessionEnd" not in final["hooks"]
 
 
-def test_hook_path_with_spaces_is_quoted(tmp_path: Path) -> None:
+def test_hook_path_with_spaces_is_quoted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sock = tmp_path / "my home" / "memd.sock"
+    monkeypatch.setenv("MEMD_SOCKET", str(sock))
     hook = tmp_path / "my venv" / "bin" / "memd-hook"
     change = install.install_hooks(hook_path=hook)
     data = json.loads(change.path.read_text())
     (entry,) = memd_entries(data, "UserPromptSubmit")
-    assert shlex.split(entry["command"]) == [str(hook), "user-prompt-submit"]
+    assert shlex.split(entry["command"]) == [
+        str(hook),
+        "user-prompt-submit",
+        "--socket",
+        str(sock),
+    ]
     assert install.is_memd_entry(entry)
+    # The fast form, with spaces in the interpreter's, the file's and the socket's paths.
+    python = tmp_path / "my venv" / "bin" / "python"
+    source = tmp_path / "site packages" / "memd" / "hook.py"
+    entry = {
+        "type": "command",
+        "command": shlex.join([str(python), "-I", "-S", str(source), "stop"]),
+    }
+    assert install.is_memd_entry(entry)
+    assert install.hook_words(install.hook_argv(entry)) == ["stop"]
+    for other in (
+        "python3 ~/.claude/hooks/guard.py",
+        "python -I -S /x/notmemd/hook.py stop",
+        "npx -y other-memory-tool prompt",
+        "memd-hook-other stop",
+    ):
+        assert not install.is_memd_entry({"type": "command", "command": other}), other
+
+
+def test_installed_command_dials_the_daemon_configured_only_in_the_config_file(
+    tmp_path: Path,
+) -> None:
+    """Defect: the hook read only MEMD_SOCKET/MEMD_HOME, so a daemon whose home and socket come
+    from memd.toml got nothing. Here the config file is the only thing that says where."""
+    sock = short_socket_path()
+    env = daemon_env(tmp_path / "cfg", sock)
+    for name in ("MEMD_SOCKET", "MEMD_HOME", "MEMD_CONFIG"):
+        env.pop(name)  # the default config location, then only what the file says
+    config = Path(env["XDG_CONFIG_HOME"]) / "memd" / "memd.toml"
+    config.parent.mkdir(parents=True)
+    data_home = tmp_path / "cfg" / "data home"
+    config.write_text(f"[memd]\nhome = {json.dumps(str(data_home))}\nsocket = {json.dumps(sock)}\n")
+    repo = tmp_path / "cfg" / "shop"
+    (repo / ".git").mkdir(parents=True)
+    proc = DaemonProcess(env, tmp_path / "serve.log", socket=sock)
+    try:
+        proc.start()
+        added = proc.memd("add", "Invoices are stored in PostgreSQL 16.", cwd=str(repo))
+        assert added.returncode == 0, added.stderr
+        installed = proc.memd("install", "--hooks")
+        assert installed.returncode == 0, installed.stderr
+        settings = json.loads((Path(env["HOME"]) / ".claude" / "settings.json").read_text())
+        (entry,) = [e for g in settings["hooks"]["UserPromptSubmit"] for e in g["hooks"]]
+        assert " -I -S " in entry["command"] and "--socket" in entry["command"]
+        payload = json.dumps(
+            {
+                "session_id": "s1",
+                "transcript_path": "/nonexistent/t.jsonl",
+                "cwd": str(repo),
+                "hook_event_name": "UserPromptSubmit",
+                "prompt": "Which database holds the invoices?",
+            }
+        )
+        # As Claude Code runs it: through the shell, in an environment without MEMD_*.
+        out = subprocess.run(
+            entry["command"],
+            shell=True,
+            input=payload,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=30,
+        )
+        assert (out.returncode, out.stderr) == (0, "")
+        assert "PostgreSQL 16" in out.stdout
+        # `memd-hook` called by hand, without --socket, reads the config file too.
+        by_hand = proc.hook("user-prompt-submit", payload.replace("s1", "s2"))
+        assert "PostgreSQL 16" in by_hand.stdout
+        assert (data_home / "store").is_dir()
+        doctor = proc.memd("doctor", "--json")
+        hooks = next(c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "hooks")
+        assert hooks["level"] == "ok", hooks
+    finally:
+        if proc.proc is not None:
+            proc.stop()
+        remove_socket_dir(sock)
 
 
 def test_claude_config_dir_is_respected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -443,8 +532,8 @@ def test_purge_refuses_the_home_directory(monkeypatch: pytest.MonkeyPatch) -> No
 def test_register_adds_the_three_commands() -> None:
     group = click.Group()
     register(group)
-    assert set(group.commands) == {"install", "uninstall", "doctor"}
-    assert {"install", "uninstall", "doctor"} <= set(main.commands)
+    assert set(group.commands) == {"install", "uninstall", "doctor", "upgrade"}
+    assert {"install", "uninstall", "doctor", "upgrade"} <= set(main.commands)
 
 
 def test_console_script_install_and_uninstall(settings_file: Path) -> None:
@@ -468,3 +557,41 @@ def test_console_script_install_and_uninstall(settings_file: Path) -> None:
     assert bad.returncode == 1
     assert bad.stderr.startswith("memd: ") and "line 1, column 2" in bad.stderr
     assert settings_file.read_text() == "{,}"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the CLI picks the service manager by OS")
+def test_upgrade_points_hooks_here_and_restarts_the_service(
+    settings_file: Path, fake_service_managers: Path
+) -> None:
+    """After a package upgrade: entries of the old install are replaced, the unit is refreshed
+    and the service restarted; nothing is added that the user had not installed."""
+    state = fake_service_managers
+    (state / "bus").touch()
+    settings = load_settings()
+    # The previous version: console-script hooks and a unit, both from another venv.
+    old = Path("/old/venv/bin")
+    install.install_hooks(hook_path=old / "memd-hook")
+    user_service.install_service(settings, system="Linux", memd_path=old / "memd")
+    before = len(calls(state))
+    code, out = run_cli("upgrade", "--wait", "0.5")
+    assert "installed hooks" in out and "wrote" in out, out
+    assert "systemctl --user restart memd.service" in calls(state)[before:]
+    assert code == 1 and "did not answer" in out  # no daemon came up (fake systemctl)
+    data = json.loads(settings_file.read_text())
+    (entry,) = memd_entries(data, "Stop")
+    assert entry["command"] == fast_command("stop")
+    assert f"ExecStart={Path(sys.executable).parent / 'memd'} serve" in (
+        user_service.unit_path().read_text()
+    )
+    # A second run: hooks already right, the unit unchanged, the service restarted again.
+    code, out = run_cli("upgrade", "--dry-run")
+    assert code == 0 and "hooks already installed" in out and "would run: systemctl" in out
+
+
+def test_upgrade_adds_nothing_that_was_not_installed(settings_file: Path) -> None:
+    before = settings_file.read_bytes()
+    code, out = run_cli("upgrade", "--wait", "0")
+    assert "no memd hooks" in out and "no service installed" in out, out
+    assert "no daemon is running" in out and code == 0
+    assert settings_file.read_bytes() == before
+    assert not user_service.unit_path().exists()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-import logging
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -41,15 +41,42 @@ def handle_errors(func: F) -> F:
 @click.pass_context
 def main(ctx: click.Context, config: str | None, home: str | None) -> None:
     """memd: long-term memory for Claude Code."""
+    # Paths are resolved here, in the user's directory, never in the daemon's.
+    ctx.obj = {"config": absolute(config), "home": absolute(home)}
+
+
+def absolute(path: str | None) -> str | None:
+    return os.path.abspath(os.path.expanduser(path)) if path else path
+
+
+def setup_logging() -> None:
+    """Warnings of in-process work on stderr. Not done at start: `logging` costs an import
+    that a command answered by the daemon does not need."""
+    import logging
+
     logging.basicConfig(level=logging.WARNING, format="memd: %(levelname)s %(name)s: %(message)s")
-    ctx.obj = {"config": config, "home": home}
 
 
 def settings_from(ctx: click.Context, **extra: Any) -> Any:
     from memd.settings import load_settings
 
+    setup_logging()
     overrides = {**(ctx.find_root().obj or {}), **extra}
     return load_settings(**overrides)
+
+
+def target_from(ctx: click.Context) -> Any:
+    """Where a daemon-first command goes (``memd.client.Target``): the socket is found without
+    building Settings; they are built only if the command has to run in this process."""
+    from memd.client import Target
+
+    class CliTarget(Target):
+        def settings(self) -> Any:
+            setup_logging()
+            return super().settings()
+
+    obj = ctx.find_root().obj or {}
+    return CliTarget(home=obj.get("home"), config=obj.get("config"))
 
 
 def _register() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from memd.cli import settings_from
+from memd.cli import settings_from, target_from
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -46,26 +46,92 @@ def daemon_status(ctx: click.Context, as_json: bool) -> None:
     from memd.client import daemon_request
     from memd.errors import MemdError
 
-    settings = settings_from(ctx)
+    target = target_from(ctx)
     try:
-        reply = daemon_request(settings, "status", timeout=10.0)
+        reply = daemon_request(target, "status", timeout=10.0)
     except MemdError as exc:
+        stopped = stopped_status(target, exc)
         if as_json:
-            click.echo(
-                json.dumps(
-                    {"running": False, "socket": str(settings.socket_path), "error": str(exc)},
-                    indent=2,
-                )
-            )
+            click.echo(json.dumps(stopped, ensure_ascii=False, indent=2))
         else:
-            click.echo(f"memd is not running ({exc})")
-            click.echo("start it with `memd serve`, or `memd install --service`")
+            click.echo(human_stopped(stopped))
         sys.exit(1)
     reply.pop("ok", None)
     if as_json:
         click.echo(json.dumps(reply, ensure_ascii=False, indent=2))
         return
     click.echo(human_status(reply))
+
+
+def stopped_status(target: Any, error: Exception) -> dict[str, Any]:
+    """What can be said without the daemon: the store's counts, read without the writer lock
+    and without loading the embedding model, and how to start it."""
+    from memd.errors import MemdError
+
+    out: dict[str, Any] = {
+        "running": False,
+        "socket": str(target.socket_path),
+        "error": str(error),
+    }
+    try:
+        settings = target.settings()
+        out["home"] = str(settings.home)
+        out["start"] = start_command(settings)
+        out["memories"] = stored_counts(settings)
+    except MemdError as exc:
+        out["store_error"] = str(exc)
+    except Exception as exc:  # a damaged table raises whatever lancedb raises
+        out["store_error"] = f"the store does not open: {exc} (see `memd doctor`)"
+    return out
+
+
+def stored_counts(settings: Any) -> dict[str, Any] | None:
+    """The store's counts by status, kind and project, or None when there is no store yet."""
+    from memd.app import App
+
+    if not (settings.home / "store").is_dir():
+        return None
+    app = App(settings).open(writer=False, check_model=False)  # a reader: no lock, no model
+    try:
+        return dict(app.store.stats())
+    finally:
+        app.close()
+
+
+def start_command(settings: Any) -> str:
+    from memd.doctor import Doctor
+
+    return Doctor(settings).start_command()
+
+
+def human_stopped(s: dict[str, Any]) -> str:
+    lines = [f"memd is not running ({s['error']})"]
+    mem = s.get("memories")
+    if s.get("store_error"):
+        lines.append(f"store:      {s['store_error']}")
+    elif mem is None:
+        lines.append(f"store:      none yet in {s.get('home')}")
+    else:
+        lines.append(
+            f"store:      {mem.get('total', 0)} memories, {mem.get('active', 0)} active, "
+            f"in {s.get('home')} (read without the daemon)"
+        )
+        lines += counts_lines(mem)
+    start = s.get("start") or "memd serve"
+    lines.append(f"start it with `{start}` (or `memd serve` in the foreground)")
+    return "\n".join(lines)
+
+
+def counts_lines(mem: dict[str, Any]) -> list[str]:
+    lines = []
+    for kind, n in sorted(mem.get("by_kind", {}).items()):
+        lines.append(f"            {n:>7}  {kind}")
+    by_project = sorted(mem.get("by_project", {}).items(), key=lambda kv: -kv[1])
+    for project, n in by_project[:10]:
+        lines.append(f"            {n:>7}  {project}")
+    if len(by_project) > 10:
+        lines.append(f"            ... and {len(by_project) - 10} more projects")
+    return lines
 
 
 def human_status(s: dict[str, Any]) -> str:
@@ -78,13 +144,7 @@ def human_status(s: dict[str, Any]) -> str:
         f"home:       {s.get('home')}",
         f"memories:   {mem.get('total', 0)} total, {mem.get('active', 0)} active",
     ]
-    for kind, n in sorted(mem.get("by_kind", {}).items()):
-        lines.append(f"            {n:>7}  {kind}")
-    by_project = sorted(mem.get("by_project", {}).items(), key=lambda kv: -kv[1])
-    for project, n in by_project[:10]:
-        lines.append(f"            {n:>7}  {project}")
-    if len(by_project) > 10:
-        lines.append(f"            ... and {len(by_project) - 10} more projects")
+    lines += counts_lines(mem)
     lines.append(
         f"sessions:   {ses.get('pending', 0)} pending, {ses.get('extracted', 0)} extracted, "
         f"{ses.get('open', 0)} open, {ses.get('failed', 0)} failed"

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from memd import client
-from memd.cli import handle_errors, settings_from
+from memd.cli import handle_errors, target_from
 
 
 class ProgressBar:
@@ -54,18 +54,18 @@ class ProgressBar:
 @handle_errors
 def ingest_run(ctx: click.Context, paths: tuple[str, ...], as_json: bool) -> None:
     """Read transcripts now, as finished sessions (works with and without a daemon)."""
-    settings = settings_from(ctx)
+    target = target_from(ctx)
     abs_paths = [os.path.abspath(p) for p in paths]
     bar = ProgressBar(enabled=sys.stderr.isatty() and not as_json)
     try:
         if bar.enabled:
             sys.stderr.write("handing the work over to the running daemon...\n")
         # A backfill can take long: wait for the daemon as long as it works.
-        reply = client.daemon_request(settings, "ingest", timeout=None, paths=abs_paths)
+        reply = client.daemon_request(target, "ingest", timeout=None, paths=abs_paths)
         reply.pop("ok", None)
         reply["via"] = "daemon"
     except client.DaemonUnavailable:
-        reply = ingest_local(settings, abs_paths, bar)
+        reply = ingest_local(target.settings(), abs_paths, bar)
     bar.done()
     if as_json:
         click.echo(json.dumps(reply, ensure_ascii=False, indent=2))

@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from memd import client
-from memd.cli import handle_errors, settings_from
-from memd.models import JOB_NAMES
+from memd.cli import handle_errors, target_from
+from memd.names import JOB_NAMES
 
 
 def echo_json(obj: Any) -> None:
@@ -67,12 +67,12 @@ def jobs_list(ctx: click.Context, as_json: bool) -> None:
     """List the maintenance jobs with their next and last run and result."""
     if ctx.invoked_subcommand is not None:
         return
-    settings = settings_from(ctx)
+    target = target_from(ctx)
     try:
-        jobs = client.daemon_request(settings, "jobs")["jobs"]
+        jobs = client.daemon_request(target, "jobs")["jobs"]
         running = True
     except client.DaemonUnavailable:
-        jobs = local_status(settings)
+        jobs = local_status(target.settings())
         running = False
     if as_json:
         echo_json(jobs)
@@ -95,12 +95,12 @@ def jobs_list(ctx: click.Context, as_json: bool) -> None:
 @handle_errors
 def jobs_run(ctx: click.Context, name: str, as_json: bool) -> None:
     """Run job NAME now (through the daemon when it runs, else in this process)."""
-    settings = settings_from(ctx)
+    target = target_from(ctx)
     try:
-        reply = client.daemon_request(settings, "jobs_run", name=name)
+        reply = client.daemon_request(target, "jobs_run", name=name)
         record = reply.get("job") or {k: v for k, v in reply.items() if k != "ok"}
     except client.DaemonUnavailable:
-        record = local_run(settings, name)
+        record = local_run(target.settings(), name)
     if as_json:
         echo_json(record)
     else:

@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from memd import client
-from memd.cli import handle_errors, settings_from
-from memd.models import KINDS
+from memd.cli import handle_errors, settings_from, target_from
+from memd.names import KINDS, USER_SCOPE
 
 
 def echo_json(obj: Any) -> None:
@@ -19,6 +19,19 @@ def echo_json(obj: Any) -> None:
 
 def cwd() -> str:
     return os.getcwd()
+
+
+def project_dir(value: str | None) -> str | None:
+    """``--project``: resolved here to its git root (the daemon runs in another directory)."""
+    if not value or value == USER_SCOPE or value.startswith("user:"):
+        return value
+    from memd.project import resolve_project
+
+    return resolve_project(os.path.abspath(os.path.expanduser(value)))
+
+
+def count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def short(memory: dict[str, Any]) -> str:
@@ -48,16 +61,13 @@ def memories_search(
     explain: bool,
 ) -> None:
     """Search memories of this project (and user-wide ones)."""
-    from memd.retrieve import explain as explain_line
-
-    settings = settings_from(ctx)
     reply = client.run(
-        settings,
+        target_from(ctx),
         "search",
         writer=False,
         query=" ".join(query),
         cwd=cwd(),
-        project=project,
+        project=project_dir(project),
         limit=limit,
         kinds=list(kinds) or None,
         include_all=include_all,
@@ -71,6 +81,8 @@ def memories_search(
     for r in results:
         click.echo(f"{r['score']:.3f}  {short(r)}")
         if explain:
+            from memd.retrieve import explain as explain_line
+
             click.echo(f"       why: {explain_line(r)}")
             for s in r["sources"][:3]:
                 click.echo(
@@ -98,12 +110,12 @@ def memories_add(
 ) -> None:
     """Remember TEXT (secrets are redacted first)."""
     reply = client.run(
-        settings_from(ctx),
+        target_from(ctx),
         "add",
         writer=True,
         text=" ".join(text),
         cwd=cwd(),
-        project=project,
+        project=project_dir(project),
         kind=kind,
         pin=pin,
         topic=topic,
@@ -136,11 +148,11 @@ def memories_list(
 ) -> None:
     """List memories of this project (and user-wide ones)."""
     reply = client.run(
-        settings_from(ctx),
+        target_from(ctx),
         "list",
         writer=False,
         cwd=cwd(),
-        project=project,
+        project=project_dir(project),
         kind=kind,
         include_all=include_all,
         all_projects=all_projects,
@@ -150,7 +162,7 @@ def memories_list(
         return
     for m in reply["memories"]:
         click.echo(short(m))
-    click.echo(f"{reply['total']} memories")
+    click.echo(count(reply["total"], "memory", "memories"))
 
 
 @click.command(name="show")
@@ -160,7 +172,7 @@ def memories_list(
 @handle_errors
 def memories_show(ctx: click.Context, id: str, as_json: bool) -> None:
     """Show one memory with its provenance and history."""
-    memory = client.run(settings_from(ctx), "show", writer=False, id=id)["memory"]
+    memory = client.run(target_from(ctx), "show", writer=False, id=id)["memory"]
     if as_json:
         echo_json(memory)
         return
@@ -174,7 +186,10 @@ def memories_show(ctx: click.Context, id: str, as_json: bool) -> None:
         "updated_at",
         "last_used_at",
     ):
-        click.echo(f"  {key}: {memory.get(key)}")
+        value = memory.get(key)
+        if isinstance(value, float):  # stored as float32: 0.7 reads back as 0.699999988...
+            value = round(value, 3)
+        click.echo(f"  {key}: {value}")
     if memory.get("keywords"):
         click.echo(f"  keywords: {', '.join(memory['keywords'])}")
     if memory.get("superseded_by"):
@@ -195,7 +210,7 @@ def _id_command(name: str, cmd: str, verb: str, help: str, **fixed: Any) -> clic
     @click.pass_context
     @handle_errors
     def command(ctx: click.Context, id: str) -> None:
-        reply = client.run(settings_from(ctx), cmd, writer=True, id=id, **fixed)
+        reply = client.run(target_from(ctx), cmd, writer=True, id=id, **fixed)
         memory = reply.get("memory") or {
             "id": reply.get("forgotten", id),
             "text": reply.get("text", ""),
@@ -222,7 +237,7 @@ memories_restore = _id_command(
 def memories_import(ctx: click.Context, path: str, as_json: bool) -> None:
     """Import a JSONL file (one memory per line) or a directory written by `memd export`."""
     reply = client.run(
-        settings_from(ctx), "import_memories", writer=True, path=os.path.abspath(path), cwd=cwd()
+        target_from(ctx), "import_memories", writer=True, path=os.path.abspath(path), cwd=cwd()
     )
     reply.pop("ok", None)
     if as_json:
@@ -240,9 +255,10 @@ def memories_import(ctx: click.Context, path: str, as_json: bool) -> None:
 @handle_errors
 def memories_export(ctx: click.Context, path: str) -> None:
     """Write readable Markdown per project, plus index.json, to PATH."""
-    reply = client.run(settings_from(ctx), "export", writer=False, path=os.path.abspath(path))
+    reply = client.run(target_from(ctx), "export", writer=False, path=os.path.abspath(path))
     click.echo(
-        f"exported {reply['memories']} memories of {reply['projects']} projects to {reply['dir']}"
+        f"exported {count(reply['memories'], 'memory', 'memories')} of "
+        f"{count(reply['projects'], 'project', 'projects')} to {reply['dir']}"
     )
 
 

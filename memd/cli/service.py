@@ -1,4 +1,4 @@
-"""Set-up commands: install, uninstall (hooks and the user service) and doctor."""
+"""Set-up commands: install, uninstall (hooks and the user service), doctor and upgrade."""
 
 from __future__ import annotations
 
@@ -37,14 +37,14 @@ def service_install(ctx: click.Context, hooks: bool, service: bool, dry_run: boo
     from memd import install
     from memd import service as user_service
 
+    settings = settings_from(ctx)
     both = not hooks and not service
     if hooks or both:
-        change = install.install_hooks(dry_run=dry_run)
+        change = install.install_hooks(dry_run=dry_run, settings=settings)
         click.echo(change.message)
         if dry_run and change.diff:
             click.echo(change.diff, nl=False)
     if service or both:
-        settings = settings_from(ctx)
         echo_service(user_service.install_service(settings, dry_run=dry_run), dry_run=dry_run)
 
 
@@ -109,6 +109,26 @@ def doctor_run(ctx: click.Context, as_json: bool, repair: bool) -> None:
     ctx.exit(0 if healthy else 1)
 
 
+@click.command(name="upgrade")
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--wait", type=float, default=30.0, show_default=True, help="Seconds to wait.")
+@click.pass_context
+@handle_errors
+def service_upgrade(ctx: click.Context, dry_run: bool, wait: float) -> None:
+    """After upgrading the memd package: point the hooks at this installation and restart the
+    service (the daemon migrates the store as it starts). Exit 1 if the new daemon is not up."""
+    from memd.upgrade import upgrade
+
+    report = upgrade(settings_from(ctx), dry_run=dry_run, wait=wait)
+    for line in report.messages:
+        click.echo(line)
+    if report.todo:
+        click.echo("Run these commands to finish:")
+        for cmd in report.todo:
+            click.echo(f"  {cmd}")
+    ctx.exit(0 if report.ok else 1)
+
+
 def register(group: click.Group) -> None:
-    for command in (service_install, service_uninstall, doctor_run):
+    for command in (service_install, service_uninstall, doctor_run, service_upgrade):
         group.add_command(command)
