@@ -74,6 +74,9 @@ def main() -> None:
     p.add_argument("--grid", choices=sorted(GRIDS), default="default")
     p.add_argument("--budget", type=int, default=1500)
     p.add_argument("--top", type=int, default=15)
+    p.add_argument(
+        "--projects", type=Path, help="the project dirs as ingested (default HOME/projects)"
+    )
     args = p.parse_args()
 
     import os
@@ -94,7 +97,7 @@ def main() -> None:
     asked: list[tuple[Judge, int, list[str], tuple[str, ...], list[dict[str, Any]], dict]] = []
     t0 = time.perf_counter()
     for conv in convs:
-        project = str(home / "projects" / conv.sample_id)
+        project = str((args.projects or home / "projects") / conv.sample_id)
         judge = Judge(conv)
         prompts = [(q.category, q.text, q.gold) for q in conv.questions if q.gold]
         prompts += [(0, text, []) for text in UNRELATED_PROMPTS]
