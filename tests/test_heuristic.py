@@ -9,7 +9,7 @@ import pytest
 from labelled import TYPED_KINDS, load_labelled, score
 
 from memd.extract import get_extractor
-from memd.extract.heuristic import WINDOW_CHARS, HeuristicExtractor, words
+from memd.extract.heuristic import WINDOW_CHARS, HeuristicExtractor, clear_caches
 from memd.extract.rules import classify
 from memd.models import KINDS, Segment, ToolCall, Turn
 from memd.settings import Settings
@@ -324,7 +324,7 @@ def test_speed_at_least_500_turns_per_second() -> None:
     ][:1500]
     segments = [seg(*turns[i : i + 40]) for i in range(0, len(turns), 40)]
     ext = HeuristicExtractor()
-    words.cache_clear()
+    clear_caches()
     start = time.perf_counter()
     for s in segments:
         ext.extract(s)
