@@ -464,3 +464,22 @@ def test_topics_and_keywords_never_come_from_markup_or_redaction_labels() -> Non
     (summary,) = by_kind(cands, "summary")
     assert "span" not in summary.text and "https" not in summary.text
     assert summary.text.startswith("Asked: Please fix the status colour on the billing page")
+
+
+@pytest.mark.parametrize(
+    ("command", "family"),
+    [
+        ("uv run pytest -q", "test"),
+        ("make test", "test"),
+        ("ruff check .", "lint"),
+        ("ruff format .", "format"),
+        ("pnpm run build", "build"),
+        ("make build", "build"),
+        ("make", None),  # the default target may be anything: no purpose is guessed
+        ("make serve", None),
+    ],
+)
+def test_command_families_only_where_the_command_says_it(command: str, family: str | None) -> None:
+    from memd.extract.vocabulary import command_family
+
+    assert command_family(command) == family
