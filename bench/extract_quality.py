@@ -8,6 +8,9 @@ measured blind, the first time, they gave precision 0.93 / recall 0.84 over all 
 (bugfix 0.33 / 0.33, preference 1.00 / 0.60, the rest 1.00 / >= 0.94). Three general fixes
 followed (a fix statement takes the sentence before it as its cause; "no more X" and
 "…, please" preferences; turbo/nx build commands), so the holdout is no longer blind.
+In issue #12 the extractor stopped inferring tools the turns never name ("Python" from a ``.py``
+edit, "Node.js" from ``package.json``): 16 such fact labels were dropped, and a personal-chat
+session (``en_personal_chat``, small talk around one real preference) was added.
 A memory counts when its kind is right, its text holds the labelled words, and its provenance
 includes the labelled turn. An LLM backend is only run when asked for: it spends tokens.
 """

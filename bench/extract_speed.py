@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from labelled import load_labelled  # noqa: E402
 
-from memd.extract.heuristic import HeuristicExtractor, words  # noqa: E402
+from memd.extract.heuristic import HeuristicExtractor, clear_caches  # noqa: E402
 from memd.models import Segment, Turn  # noqa: E402
 from memd.redact import redact  # noqa: E402
 
@@ -63,7 +63,7 @@ def main() -> int:
     rates, per_segment = [], []
     candidates = 0
     for _ in range(args.repeat):
-        words.cache_clear()
+        clear_caches()
         start = time.perf_counter()
         candidates = 0
         for seg in segments:

@@ -105,19 +105,20 @@ class Pipeline:
         results: list[UpsertResult] = []
         for start in range(0, len(memories), 256):
             results += upsert(self.app.store, memories[start : start + 256])
-        self.close_todos(memories, results)
+        self.close_todos(memories)
         self.state.mark_extracted(segment.key)
         self.stats["segments"] += 1
         self.stats["memories"] += sum(r.action == "inserted" for r in results)
         return results
 
-    def close_todos(self, memories: list[Memory], results: list[UpsertResult]) -> None:
-        """Close the TODOs that this segment's new memories say are done, right away: a TODO
-        done in a later session is then never offered as open (the cleanup job sweeps too)."""
-        inserted = {r.id for r in results if r.action == "inserted"}
-        new = [m for m in memories if m.id in inserted]
+    def close_todos(self, memories: list[Memory]) -> None:
+        """Close the TODOs that this segment's memories say are done, right away: a TODO done
+        in a later session is then never offered as open (the cleanup job sweeps too).
+
+        All of the segment's memories are passed, not only the inserted ones: after a crash
+        between the store and this step, the replay finds them unchanged and still closes."""
         try:
-            closed = close_done_by(self.app.store, self.settings, new)
+            closed = close_done_by(self.app.store, self.settings, memories)
         except Exception as exc:  # the memories are stored; the cleanup job retries this
             log.warning("closing done TODOs failed: %s", exc)
             return

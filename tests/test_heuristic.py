@@ -9,7 +9,7 @@ import pytest
 from labelled import TYPED_KINDS, load_labelled, score
 
 from memd.extract import get_extractor
-from memd.extract.heuristic import WINDOW_CHARS, HeuristicExtractor, words
+from memd.extract.heuristic import WINDOW_CHARS, HeuristicExtractor, clear_caches
 from memd.extract.rules import classify
 from memd.models import KINDS, Segment, ToolCall, Turn
 from memd.settings import Settings
@@ -324,7 +324,7 @@ def test_speed_at_least_500_turns_per_second() -> None:
     ][:1500]
     segments = [seg(*turns[i : i + 40]) for i in range(0, len(turns), 40)]
     ext = HeuristicExtractor()
-    words.cache_clear()
+    clear_caches()
     start = time.perf_counter()
     for s in segments:
         ext.extract(s)
@@ -464,3 +464,22 @@ def test_topics_and_keywords_never_come_from_markup_or_redaction_labels() -> Non
     (summary,) = by_kind(cands, "summary")
     assert "span" not in summary.text and "https" not in summary.text
     assert summary.text.startswith("Asked: Please fix the status colour on the billing page")
+
+
+@pytest.mark.parametrize(
+    ("command", "family"),
+    [
+        ("uv run pytest -q", "test"),
+        ("make test", "test"),
+        ("ruff check .", "lint"),
+        ("ruff format .", "format"),
+        ("pnpm run build", "build"),
+        ("make build", "build"),
+        ("make", None),  # the default target may be anything: no purpose is guessed
+        ("make serve", None),
+    ],
+)
+def test_command_families_only_where_the_command_says_it(command: str, family: str | None) -> None:
+    from memd.extract.vocabulary import command_family
+
+    assert command_family(command) == family

@@ -120,3 +120,18 @@ def test_the_same_todo_said_three_times_is_stored_once_citing_all_three(
     )
     (todo,) = app.store.query("kind = 'todo'")
     assert sorted(s.uuid for s in todo.sources) == ["s1-0", "s1-2", "s1-3"]
+
+
+def test_a_replay_after_a_crash_before_closing_still_closes_the_todo(
+    app: App, pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline.process(session("s1", 20, ("user", "TODO: finish the v0.5.0 release checklist.")))
+    done = session("s2", 21, ("user", "The v0.5.0 release checklist is done."))
+    # The daemon dies after the memories are stored, before the TODO step: nothing closed,
+    # and the segment is not marked extracted, so it is processed again on restart.
+    with monkeypatch.context() as m:
+        m.setattr(pipeline, "close_todos", lambda memories: None)
+        pipeline.process(done)
+    assert any("release checklist." in t for t in active(app, "todo"))
+    pipeline.process(done)  # the replay: its memories are all "unchanged" now
+    assert not any("release checklist." in t for t in active(app, "todo"))

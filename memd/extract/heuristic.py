@@ -87,6 +87,7 @@ _NOT_WORDS = re.compile(
 )
 
 
+@lru_cache(maxsize=1024)
 def keyword_text(text: str) -> str:
     """``text`` without redaction labels, markup tags, fenced code and URLs: what words,
     topics and summaries may be taken from."""
@@ -102,6 +103,13 @@ def top_keywords(texts: list[str], n: int = 8) -> list[str]:
             weight = 2 if ("_" in w or "." in w or "/" in w or w.lower() in vocab.TECH) else 1
             counts[w] += weight
     return [w for w, c in counts.most_common(n * 2) if c >= 1][:n]
+
+
+def clear_caches() -> None:
+    """Forget the memoised words, keyword texts and content keys (benchmarks start cold)."""
+    words.cache_clear()
+    keyword_text.cache_clear()
+    content_key.cache_clear()
 
 
 # --- facts from tools ---------------------------------------------------------------------

@@ -138,7 +138,7 @@ _FAMILIES: list[tuple[str, re.Pattern[str]]] = [
         ("format", r"^(?:ruff format|black|isort|prettier|cargo fmt|gofmt|go fmt|(?:npm|pnpm|yarn) (?:run )?format)"),
         ("lint", r"^(?:ruff(?: check)?\b|eslint|flake8|pylint|cargo clippy|golangci-lint|(?:npm|pnpm|yarn|bun) (?:run )?lint)"),
         ("test", r"^(?:pytest|py\.test|jest|vitest|mocha|rspec|tox|unittest|cargo test|go test|(?:npm|pnpm|yarn|bun) (?:run )?test|make test)"),
-        ("build", r"^(?:cargo build|go build|docker build|docker compose build|build\b|make(?: build)?$|(?:(?:npm|pnpm|yarn|bun) )?(?:(?:run|turbo|turbo run|nx|nx run) )?build\b)"),
+        ("build", r"^(?:cargo build|go build|docker build|docker compose build|build\b|make build$|(?:(?:npm|pnpm|yarn|bun) )?(?:(?:run|turbo|turbo run|nx|nx run) )?build\b)"),
     )
 ]  # fmt: skip
 FAMILY_TEXT = {
