@@ -127,7 +127,10 @@ def clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
 
 
 def day_of(memory: dict[str, Any]) -> str:
-    return (memory.get("updated_at") or memory.get("created_at") or "")[:10]
+    """The day of what the memory says: its newest source turn's, else when it was stored."""
+    said = [str(s.get("timestamp") or "") for s in memory.get("sources") or []]
+    said = [t for t in said if t]
+    return (max(said) if said else memory.get("updated_at") or memory.get("created_at") or "")[:10]
 
 
 def line_for(item: Item) -> str:
