@@ -174,7 +174,7 @@ def test_every_response_forbids_inline_script_and_framing(stack: dict[str, Any],
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "unsafe-eval" not in csp
     assert "frame-ancestors 'none'" in csp
     assert reply.headers["x-frame-options"] == "DENY"
-    assert reply.headers["referrer-policy"] == "no-referrer"
+    assert reply.headers["referrer-policy"] == "same-origin"
     assert reply.headers["x-content-type-options"] == "nosniff"
     tags = parse(reply.text)
     assert not tags.script_text, "inline script"

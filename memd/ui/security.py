@@ -6,7 +6,7 @@
   and redirects to the same URL without the token; any other request without that cookie gets 401.
 - Every POST must carry the CSRF token in its form (and a same-origin Origin when one is sent).
 - Every response forbids inline scripts and framing (Content-Security-Policy, X-Frame-Options),
-  sniffing, referrers and caching.
+  sniffing, cross-site referrers and caching.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ HEADERS = {
     "content-security-policy": CSP,
     "x-frame-options": "DENY",
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",  # "no-referrer" makes Chromium send Origin: null
     "cache-control": "no-store",
     "cross-origin-opener-policy": "same-origin",
     "cross-origin-resource-policy": "same-origin",
