@@ -38,14 +38,17 @@ def synthetic(n: int, seed: int = 7, weeks: int = 30) -> list[Memory]:
     now = datetime.now(UTC)
     out = []
     session = ""
+    base = now
+    project = PROJECTS[0]
     for i in range(n):
-        if i % 25 == 0:
+        if i % 25 == 0:  # a session: one project, memories minutes apart
             session = f"sess-{seed}-{i // 25:05d}"
-        created = now - timedelta(minutes=rng.randrange(weeks * 7 * 24 * 60))
+            base = now - timedelta(minutes=rng.randrange(weeks * 7 * 24 * 60))
+            project = USER_SCOPE if rng.random() < 0.05 else rng.choice(PROJECTS)
+        created = min(now, base + timedelta(minutes=(i % 25) * rng.randrange(1, 6)))
         status = rng.choices(["active", "superseded", "archived"], [85, 10, 5])[0]
         hits = int(rng.expovariate(0.3)) if rng.random() < 0.6 else 0
         used = min(now, created + timedelta(hours=rng.randrange(1, 24 * 14))) if hits else None
-        project = USER_SCOPE if rng.random() < 0.05 else rng.choice(PROJECTS)
         text = (
             f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} "
             f"{rng.choice(REASONS)} (note {i})"
@@ -72,7 +75,7 @@ def synthetic(n: int, seed: int = 7, weeks: int = 30) -> list[Memory]:
     return out
 
 
-def fill(app: Any, n: int, seed: int = 7) -> int:
+def fill(app: Any, n: int, seed: int = 7) -> list[Memory]:
     """Write ``n`` synthetic memories into ``app``'s store (writer held), then optimize it."""
     rng = np.random.default_rng(seed)
     memories = synthetic(n, seed)
@@ -83,7 +86,7 @@ def fill(app: Any, n: int, seed: int = 7) -> int:
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
         app.store.write(chunk, {m.id: v.tolist() for m, v in zip(chunk, vecs, strict=True)})
     app.store.optimize()
-    return n
+    return memories
 
 
 SHOP = "/demo/shop"
