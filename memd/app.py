@@ -164,7 +164,9 @@ class App:
         """`memd stats`: counts by project, kind and status, weekly growth, hits, disk use."""
         from memd import stats
 
-        full = stats.collect(self.store, self.settings.home)
+        full = stats.cached(
+            self.store, "stats", lambda: stats.collect(self.store, self.settings.home)
+        )
         keys = ("total", "by_project", "by_kind", "by_status", "active")
         return {
             "memories": {k: full[k] for k in keys},  # what store.stats() gives, in one scan

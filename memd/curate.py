@@ -7,9 +7,10 @@ paging through 100k memories never materialises them all.
 
 from __future__ import annotations
 
-import contextlib
 from datetime import UTC, datetime
 from typing import Any
+
+import pyarrow.compute as pc
 
 from memd import archive
 from memd.errors import UserError
@@ -162,7 +163,11 @@ def excerpts_for(store: MemoryStore, memory: Memory, limit: int = 3) -> list[dic
 
 def projects_of(store: MemoryStore) -> list[str]:
     """Every project with memories, the user-wide scope first."""
-    names: set[str] = set()
-    with contextlib.suppress(Exception):
-        names = set(store.stats()["by_project"])
-    return sorted(names, key=lambda p: (p != USER_SCOPE, p))
+    from memd.stats import cached, scan
+
+    def compute() -> list[str]:
+        table = scan(store, ["project"])
+        names = set() if table is None else set(pc.unique(table.column("project")).to_pylist())
+        return sorted(names, key=lambda p: (p != USER_SCOPE, p))
+
+    return list(cached(store, "projects", compute))
