@@ -337,3 +337,52 @@ def test_pages_say_when_the_daemon_is_down(tmp_path: Path):
         assert reply.status_code == 503
         assert "The memd daemon is not running" in reply.text
         assert "memd serve" in reply.text
+
+
+def test_memd_ui_prints_its_url_serves_on_loopback_and_stops_on_ctrl_c(tmp_path: Path):
+    import http.client
+    import select
+    import signal
+    import socket
+    import subprocess
+
+    from daemon_process import MEMD, daemon_env
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    env = daemon_env(tmp_path, str(tmp_path / "none.sock"))
+    proc = subprocess.Popen(
+        [MEMD, "ui", "--port", str(port), "--no-browser"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert select.select([proc.stdout], [], [], 60)[0], "no URL printed"
+        url = proc.stdout.readline().strip()
+        assert re.fullmatch(rf"http://127\.0\.0\.1:{port}/\?token=[\w-]{{40,}}", url), url
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("GET", url.split(str(port), 1)[1])
+        login = conn.getresponse()
+        login.read()
+        assert login.status == 303 and login.getheader("location") == "/"
+        cookie = (login.getheader("set-cookie") or "").split(";")[0]
+        conn.request("GET", "/memories?q=anything", headers={"Cookie": cookie})
+        page = conn.getresponse()
+        assert page.status == 503 and "memd serve" in page.read().decode()
+        conn.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            code = proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+    assert code == 0

@@ -49,5 +49,7 @@ def run(settings: Settings, port: int, open_browser: bool, announce: Callable[[s
         threading.Timer(0.5, webbrowser.open, (url,)).start()
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # uvicorn re-raises the Ctrl-C it handled: a clean stop, exit 0
     finally:
         sock.close()
