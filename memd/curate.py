@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from memd import archive
@@ -25,6 +26,8 @@ ORDERS = {
 }
 """``kind`` is `memd list`'s order: pinned first, then by kind, oldest first."""
 MAX_PAGE = 1000
+READ_AHEAD = 200
+"""A page's top-k selection keeps this many more ids, so the next pages are a slice."""
 EXCERPT_SCAN = 20_000
 """An excerpt lookup reads at most this many excerpt rows of the memory's project."""
 
@@ -58,20 +61,39 @@ def page(
         raise UserError(f"unknown order {order!r}; choose one of: {', '.join(ORDERS)}")
     if offset < 0 or limit < 0:
         raise UserError("offset and limit must not be negative")
-    tbl = store.table
-    if tbl is None:
-        return [], 0
-    total = store.count(where)
-    if total == 0 or limit == 0 or offset >= total:
+    if store.table is None or limit == 0:
+        return [], store.count(where) if store.table is not None else 0
+    from memd.stats import cached
+
+    keys = cached(store, "page", lambda: {})  # {(where, order): (ids, total)} per store version
+    want = offset + min(limit, MAX_PAGE)
+    ids, total = keys.get((where, order), (None, 0))
+    if ids is None or (len(ids) < want and len(ids) < total):
+        ids, total = sorted_ids(store, where, order, want)
+        keys.clear()  # one listing at a time: its next pages are then a slice
+        keys[(where, order)] = (ids, total)
+    chosen = ids.slice(offset, min(limit, MAX_PAGE)).to_pylist()
+    if not chosen:
         return [], total
-    keys = ["id", *{k for k, _ in ORDERS[order]} - {"id"}]
-    q = tbl.search().select(keys)
+    rows = {m.id: m for m in store.query(sql_in("id", chosen), limit=len(chosen))}
+    return [rows[i] for i in chosen if i in rows], total
+
+
+def sorted_ids(store: MemoryStore, where: str | None, order: str, k: int) -> tuple[pa.Array, int]:
+    """The first ``k`` ids (at least a few pages' worth) of the memories matching ``where`` in
+    ``order``, and how many match: one scan of the sort keys and a top-k selection."""
+    columns = ["id", *{key for key, _ in ORDERS[order]} - {"id"}]
+    q = store.table.search().select(columns)
     if where:
         q = q.where(where)
-    arrow = q.limit(total).to_arrow().sort_by(ORDERS[order])
-    ids = arrow.column("id").slice(offset, min(limit, MAX_PAGE)).to_pylist()
-    rows = {m.id: m for m in store.query(sql_in("id", ids), limit=len(ids))}
-    return [rows[i] for i in ids if i in rows], total
+    table = q.limit(max(1, store.count())).to_arrow()
+    total = table.num_rows
+    if total == 0:
+        return pa.array([], pa.string()), 0
+    k += READ_AHEAD
+    if k < total:
+        table = table.take(pc.select_k_unstable(table, k, ORDERS[order]))
+    return table.sort_by(ORDERS[order]).column("id").combine_chunks(), total
 
 
 def edit(

@@ -180,12 +180,22 @@ def collect(store: MemoryStore, home: Path, top: int = 5) -> dict[str, Any]:
         "used": int(pc.sum(pc.greater(hits, 0)).as_py() or 0),
         "buckets": hit_buckets(hits),
     }
-    by_hits = table.sort_by([("hits", "descending"), ("updated_at", "descending")])
-    out["most_used"] = brief(store, by_hits.column("id").slice(0, top).to_pylist())
+    out["most_used"] = brief(
+        store, top_ids(table, top, [("hits", "descending"), ("updated_at", "descending")])
+    )
     active = table.filter(pc.equal(table.column("status"), "active"))
-    least = active.sort_by([("hits", "ascending"), ("created_at", "ascending")])
-    out["least_used"] = brief(store, least.column("id").slice(0, top).to_pylist())
+    out["least_used"] = brief(
+        store, top_ids(active, top, [("hits", "ascending"), ("created_at", "ascending")])
+    )
     return out
+
+
+def top_ids(table: pa.Table, k: int, keys: list[tuple[str, str]]) -> list[str]:
+    """The ids of the first ``k`` rows in ``keys`` order, without sorting the whole table."""
+    if table.num_rows == 0:
+        return []
+    picked = table.take(pc.select_k_unstable(table, min(k, table.num_rows), keys))
+    return [str(i) for i in picked.sort_by(keys).column("id").to_pylist()]
 
 
 def hit_buckets(hits: pa.ChunkedArray) -> list[dict[str, Any]]:
@@ -223,18 +233,15 @@ def per_project(table: pa.Table) -> list[dict[str, Any]]:
     return sorted(rows.values(), key=lambda r: r["last_activity"], reverse=True)
 
 
-def sessions(
-    store: MemoryStore,
-    project: str | None = None,
-    offset: int = 0,
-    limit: int = 20,
-    per_session: int = 12,
-) -> dict[str, Any]:
-    """Sessions newest first, each with the memories learned from it (from their sources)."""
+def session_lines(
+    store: MemoryStore, project: str | None
+) -> tuple[pa.Table | None, pa.Table | None]:
+    """Every (session, time, memory, project) of the memories' sources, and one row per session
+    (first and last time, memories, project), newest first."""
     where = f"project = {sql_str(project)}" if project else None
     table = scan(store, ["id", "project", "sources"], where)
     if table is None:
-        return {"sessions": [], "total": 0}
+        return None, None
     src = table.column("sources").combine_chunks()
     parents = pc.list_parent_indices(src)
     flat = pc.list_flatten(src)
@@ -247,11 +254,27 @@ def sessions(
         }
     ).filter(pc.not_equal(flat.field("session_id"), ""))
     if lines.num_rows == 0:
-        return {"sessions": [], "total": 0}
+        return None, None
     grouped = lines.group_by("session").aggregate(
         [("ts", "min"), ("ts", "max"), ("id", "count_distinct"), ("project", "min")]
     )
     grouped = grouped.sort_by([("ts_max", "descending"), ("session", "ascending")])
+    return lines, grouped
+
+
+def sessions(
+    store: MemoryStore,
+    project: str | None = None,
+    offset: int = 0,
+    limit: int = 20,
+    per_session: int = 12,
+) -> dict[str, Any]:
+    """Sessions newest first, each with the memories learned from it (from their sources)."""
+    lines, grouped = cached(
+        store, f"sessions:{project or ''}", lambda: session_lines(store, project)
+    )
+    if grouped is None:
+        return {"sessions": [], "total": 0}
     total = grouped.num_rows
     chosen = grouped.slice(offset, limit).to_pylist()
     names = [r["session"] for r in chosen]

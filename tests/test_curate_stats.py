@@ -177,3 +177,20 @@ def test_memd_stats_reads_the_store_without_a_daemon(store: dict[str, Any]):
     assert text.returncode == 0, text.stderr
     assert f"{N + 3} memories" in text.stdout and "by kind:" in text.stdout
     assert "most used:" in text.stdout
+
+
+def test_cached_listings_and_stats_follow_every_write(store: dict[str, Any]):
+    app = store["app"]
+    before = app.list(all_projects=True, order="recent", limit=5)["memories"]
+    stats_before = app.stats()["stats"]
+    oldest = app.list(all_projects=True, order="recent", limit=1, offset=N - 100)["memories"][0]
+    app.edit(oldest["id"], importance=0.55)  # bumps updated_at: now the most recent
+    after = app.list(all_projects=True, order="recent", limit=5)["memories"]
+    assert after[0]["id"] == oldest["id"] and after[1]["id"] == before[0]["id"]
+    app.archive(oldest["id"])
+    stats_after = app.stats()["stats"]
+    assert stats_after["by_status"]["archived"] == stats_before["by_status"].get("archived", 0) + 1
+    assert oldest["id"] not in [
+        m["id"] for m in app.list(all_projects=True, order="recent", limit=5)["memories"]
+    ]
+    app.restore(oldest["id"])

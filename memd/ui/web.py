@@ -32,7 +32,7 @@ from memd.ui.security import CSRF_FIELD, Guard, GuardMiddleware
 
 HERE = Path(__file__).resolve().parent
 PAGE_SIZE = 50
-SEARCH_LIMIT = 50
+SEARCH_LIMIT = 20
 TIMEOUT = 30.0
 
 
