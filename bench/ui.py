@@ -8,8 +8,10 @@ sessions and dates over 30 weeks; random unit vectors instead of embeddings, whi
 printed token and requests each page ``--repeat`` times after one warm-up request.
 
 Reported per page: the median and p90 wall time of the HTTP request (client side, loopback) and
-the median of the app's own ``Server-Timing`` (socket calls to the daemon + template rendering).
-The target is <= 200 ms server-side per page.
+the median of the app's own ``Server-Timing`` (socket calls to the daemon + template rendering),
+warm (repeated requests: the daemon's per-version caches answer) and cold (each request right
+after a write through the socket, a pin toggle, so those caches are rebuilt). The target is
+<= 200 ms server-side per page.
 """
 
 from __future__ import annotations
@@ -195,7 +197,8 @@ def main() -> None:
     if args.record:
         body = (
             f"{args.rows:,} memories (tests/ui_data.py, random vectors), a real `memd serve` and "
-            f"`memd ui`; {args.repeat} requests per page after one warm-up, one at a time. "
+            f"`memd ui`; {args.repeat} requests per page after one warm-up, one at a time, then "
+            f"{max(3, args.repeat // 2)} each right after a write (a pin toggle over the socket). "
             "Server = the app's Server-Timing (daemon socket calls + rendering); wall = HTTP "
             "request on loopback. The machine is shared (2 cores, other jobs running): noisy.\n\n"
             + table
