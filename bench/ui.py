@@ -146,17 +146,30 @@ def main() -> None:
             ("Sessions, one project", f"/sessions?project={shop}"),
             ("Health", "/health"),
         ]
+        from memd import protocol
+
+        pinned = False
+
+        def write() -> None:
+            nonlocal pinned
+            pinned = not pinned
+            protocol.request(sock, {"cmd": "pin", "id": ids["excerpt"], "pinned": pinned})
+
         rows = []
         for name, path in pages:
             timed(port, cookie, path)  # warm-up
-            walls, apps = [], []
+            walls, apps, colds = [], [], []
             for _ in range(args.repeat):
                 wall, app_ms, status = timed(port, cookie, path)
                 if status != 200:
                     raise SystemExit(f"{path}: HTTP {status}")
                 walls.append(wall)
                 apps.append(app_ms)
+            for _ in range(max(3, args.repeat // 2)):
+                write()
+                colds.append(timed(port, cookie, path)[1])
             med = statistics.median(apps)
+            cold = statistics.median(colds)
             rows.append(
                 [
                     name,
@@ -164,11 +177,13 @@ def main() -> None:
                     f"{statistics.median(walls):.1f}",
                     f"{percentile(walls, 90):.1f}",
                     f"{med:.1f}",
-                    "yes" if med <= TARGET_MS else "**no**",
+                    f"{cold:.1f}",
+                    "yes" if max(med, cold) <= TARGET_MS else "**no**",
                 ]
             )
             print(
-                f"{name:40s} wall p50 {statistics.median(walls):7.1f} ms  app p50 {med:7.1f} ms",
+                f"{name:36s} wall p50 {statistics.median(walls):7.1f}  server warm {med:7.1f}  "
+                f"cold {cold:7.1f} ms",
                 flush=True,
             )
     finally:
@@ -188,7 +203,8 @@ def main() -> None:
             "path (P = /demo/shop)",
             "wall p50 ms",
             "wall p90 ms",
-            "server p50 ms",
+            "server p50 ms, warm",
+            "server p50 ms, after a write",
             "<= 200 ms",
         ],
         rows,

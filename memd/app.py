@@ -160,12 +160,18 @@ class App:
             out["excerpts"] = curate.excerpts_for(self.store, memory)
         return {"memory": out}
 
-    def stats(self) -> dict[str, Any]:
-        """`memd stats`: counts by project, kind and status, weekly growth, hits, disk use."""
+    def stats(self, fresh: bool = True) -> dict[str, Any]:
+        """`memd stats`: counts by project, kind and status, weekly growth, hits, disk use.
+
+        ``fresh=False`` (the UI) may answer with the figures of a moment ago while they are
+        recomputed (``stats.computed_at`` says when)."""
         from memd import stats
 
         full = stats.cached(
-            self.store, "stats", lambda: stats.collect(self.store, self.settings.home)
+            self.store,
+            "stats",
+            lambda: stats.collect(self.store, self.settings.home),
+            stale_ok=not fresh,
         )
         keys = ("total", "by_project", "by_kind", "by_status", "active")
         return {
@@ -175,19 +181,18 @@ class App:
         }
 
     def sessions(
-        self, project: str | None = None, offset: int = 0, limit: int = 20
+        self, project: str | None = None, offset: int = 0, limit: int = 20, fresh: bool = True
     ) -> dict[str, Any]:
         """Sessions newest first, with what was learned from each (the UI's timeline)."""
         from memd import stats
 
-        return stats.sessions(
-            self.store, project_of(None, project) if project else None, offset, limit
-        )
+        scope = project_of(None, project) if project else None
+        return stats.sessions(self.store, scope, offset, limit, stale_ok=not fresh)
 
-    def projects(self) -> dict[str, Any]:
+    def projects(self, fresh: bool = True) -> dict[str, Any]:
         from memd import curate
 
-        return {"projects": curate.projects_of(self.store)}
+        return {"projects": curate.projects_of(self.store, stale_ok=not fresh)}
 
     # ---- writes
     def add(

@@ -90,10 +90,30 @@ def sorted_ids(store: MemoryStore, where: str | None, order: str, k: int) -> tup
     total = table.num_rows
     if total == 0:
         return pa.array([], pa.string()), 0
+    table, keys = as_times(table, ORDERS[order])
     k += READ_AHEAD
-    if k < total:
-        table = table.take(pc.select_k_unstable(table, k, ORDERS[order]))
-    return table.sort_by(ORDERS[order]).column("id").combine_chunks(), total
+    if k < total // 4:
+        table = table.take(pc.select_k_unstable(table, k, keys))
+    return table.sort_by(keys).column("id").combine_chunks(), total
+
+
+def as_times(
+    table: pa.Table, keys: list[tuple[str, str]]
+) -> tuple[pa.Table, list[tuple[str, str]]]:
+    """Sort keys with the ISO ``*_at`` strings cast to timestamps (sorting 100k strings costs
+    ~10x more); the strings stay when one does not parse."""
+    out = []
+    for name, direction in keys:
+        if name.endswith("_at"):
+            try:
+                stamps = pc.cast(table.column(name), pa.timestamp("ms", tz="UTC"))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                out.append((name, direction))
+                continue
+            table = table.append_column(f"{name}_ts", stamps)
+            name = f"{name}_ts"
+        out.append((name, direction))
+    return table, out
 
 
 def edit(
@@ -183,7 +203,7 @@ def excerpts_for(store: MemoryStore, memory: Memory, limit: int = 3) -> list[dic
     return [{"id": m.id, "text": m.text, "sources": [s.__dict__ for s in m.sources]} for m in found]
 
 
-def projects_of(store: MemoryStore) -> list[str]:
+def projects_of(store: MemoryStore, stale_ok: bool = False) -> list[str]:
     """Every project with memories, the user-wide scope first."""
     from memd.stats import cached, scan
 
@@ -192,4 +212,4 @@ def projects_of(store: MemoryStore) -> list[str]:
         names = set() if table is None else set(pc.unique(table.column("project")).to_pylist())
         return sorted(names, key=lambda p: (p != USER_SCOPE, p))
 
-    return list(cached(store, "projects", compute))
+    return list(cached(store, "projects", compute, stale_ok))

@@ -6,6 +6,7 @@ Projects and Health pages and its Sessions timeline stay fast at 100k memories.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -16,7 +17,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memd.models import now_iso
 from memd.store import MemoryStore, sql_in, sql_str
+
+log = logging.getLogger(__name__)
 
 WEEKS = 26
 """Weekly series cover this many weeks, ending with the newest one that has data."""
@@ -125,26 +129,51 @@ def brief(store: MemoryStore, ids: list[str]) -> list[dict[str, Any]]:
 
 _CACHE: dict[str, tuple[int, int, Any]] = {}
 _CACHE_LOCK = threading.Lock()
+_REFRESHING: set[str] = set()
 
 
-def cached(store: MemoryStore, name: str, compute: Callable[[], Any]) -> Any:
+def cached(
+    store: MemoryStore, name: str, compute: Callable[[], Any], stale_ok: bool = False
+) -> Any:
     """``compute()``, reused until this process changes the store (``store.mutations``).
 
-    In the daemon, the only writer, that is exact: any write, hit flush or job bumps it."""
+    In the daemon, the only writer, that is exact: any write, hit flush or job bumps it. With
+    ``stale_ok`` an outdated value is returned at once while one background thread recomputes
+    it (the UI's dashboards: figures a moment old rather than a page that waits)."""
     key = (id(store), store.mutations)
     with _CACHE_LOCK:
         hit = _CACHE.get(name)
-    if hit is not None and hit[:2] == key:
-        return hit[2]
+        if hit is not None and hit[:2] == key:
+            return hit[2]
+        if stale_ok and hit is not None and hit[0] == key[0]:
+            if name not in _REFRESHING:
+                _REFRESHING.add(name)
+                threading.Thread(
+                    target=_refresh, args=(name, key, compute), name="memd-stats", daemon=True
+                ).start()
+            return hit[2]
     value = compute()
     with _CACHE_LOCK:
         _CACHE[name] = (*key, value)
     return value
 
 
+def _refresh(name: str, key: tuple[int, int], compute: Callable[[], Any]) -> None:
+    try:
+        value = compute()
+        with _CACHE_LOCK:
+            _CACHE[name] = (*key, value)
+    except Exception as exc:  # the stale value stays; the next request tries again
+        log.warning("recomputing %s failed: %s", name, exc)
+    finally:
+        with _CACHE_LOCK:
+            _REFRESHING.discard(name)
+
+
 def collect(store: MemoryStore, home: Path, top: int = 5) -> dict[str, Any]:
     """Everything `memd stats` prints: counts, per project, weekly growth, hits, disk use."""
     out: dict[str, Any] = {
+        "computed_at": now_iso(),
         "total": 0,
         "active": 0,
         "by_project": {},
@@ -268,10 +297,11 @@ def sessions(
     offset: int = 0,
     limit: int = 20,
     per_session: int = 12,
+    stale_ok: bool = False,
 ) -> dict[str, Any]:
     """Sessions newest first, each with the memories learned from it (from their sources)."""
     lines, grouped = cached(
-        store, f"sessions:{project or ''}", lambda: session_lines(store, project)
+        store, f"sessions:{project or ''}", lambda: session_lines(store, project), stale_ok
     )
     if grouped is None:
         return {"sessions": [], "total": 0}

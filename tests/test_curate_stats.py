@@ -194,3 +194,24 @@ def test_cached_listings_and_stats_follow_every_write(store: dict[str, Any]):
         m["id"] for m in app.list(all_projects=True, order="recent", limit=5)["memories"]
     ]
     app.restore(oldest["id"])
+
+
+def test_ui_figures_answer_at_once_then_catch_up(store: dict[str, Any]):
+    import time
+
+    app = store["app"]
+    before = app.stats()["stats"]  # exact, and cached for this version of the store
+    mid = store["ids"]["xss"]
+    app.archive(mid)
+    stale = app.stats(fresh=False)["stats"]
+    assert stale["computed_at"] == before["computed_at"]  # the last figures, no waiting
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        now = app.stats(fresh=False)["stats"]
+        if now["computed_at"] != before["computed_at"]:
+            break
+        time.sleep(0.05)
+    archived = before["by_status"].get("archived", 0) + 1
+    assert now["by_status"]["archived"] == archived  # recomputed in the background
+    assert app.stats()["stats"]["by_status"]["archived"] == archived
+    app.restore(mid)

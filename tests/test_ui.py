@@ -312,10 +312,13 @@ def test_unknown_memory_is_a_404_page(stack: dict[str, Any]):
 
 
 def test_sessions_timeline_lists_what_each_session_taught(stack: dict[str, Any]):
-    html = client_for(stack).get(f"/sessions?project={SHOP}").text
+    client = client_for(stack)
+    html = client.get(f"/sessions?project={SHOP}").text
     assert "sessions taught memd something" in html
-    assert 'id="s-sess-' in html
-    assert "page 1 of" in html
+    assert 'id="s-sess-demo-locks"' in html and "Postgres advisory locks" in html
+    every = client.get("/sessions").text
+    assert "page 1 of 5" in every  # 2,000 memories in sessions of 25, + the known one
+    assert every.count('<li id="s-') == 20
 
 
 def test_health_shows_jobs_lag_spend_and_charts(stack: dict[str, Any]):

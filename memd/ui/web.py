@@ -83,6 +83,7 @@ def make_env() -> Environment:
     env.filters["short_project"] = short_project
     env.filters["bytes"] = human_bytes
     env.filters["when"] = when
+    env.filters["when_s"] = lambda stamp: str(stamp or "").replace("T", " ")[:19]
     env.filters["explain"] = explain
     env.globals.update(KINDS=KINDS, STATUSES=STATUSES, USER_SCOPE=USER_SCOPE, quote=quote)
     return env
@@ -127,11 +128,11 @@ class UI:
             return self.failed(request, exc)
 
     async def projects_list(self) -> list[str]:
-        return list((await self.daemon("projects"))["projects"])
+        return list((await self.daemon("projects", fresh=False))["projects"])
 
     # ---- pages
     async def projects(self, request: Request) -> Response:
-        reply = await self.daemon("stats")
+        reply = await self.daemon("stats", fresh=False)
         return self.render(
             "projects.html", request, stats=reply["stats"], table=reply.get("table", {})
         )
@@ -271,7 +272,11 @@ class UI:
         per_page = 20
         projects = await self.projects_list()
         reply = await self.daemon(
-            "sessions", project=project or None, offset=(page_no - 1) * per_page, limit=per_page
+            "sessions",
+            project=project or None,
+            offset=(page_no - 1) * per_page,
+            limit=per_page,
+            fresh=False,
         )
         total = int(reply["total"])
         return self.render(
@@ -290,7 +295,7 @@ class UI:
 
     async def health(self, request: Request) -> Response:
         status = await self.daemon("status")
-        stats = (await self.daemon("stats"))["stats"]
+        stats = (await self.daemon("stats", fresh=False))["stats"]
         return self.render(
             "health.html",
             request,
