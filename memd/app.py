@@ -111,7 +111,7 @@ class App:
             limit=limit if pinned is None else max(limit * 4, 100),
             kinds=[kind] if kind else None,
             statuses=(status,) if status else STATUSES,
-            cache=self.vector_cache,
+            cache=None,  # the hooks' cache: rebuilding it for every project costs more here
         )
         if pinned is not None:
             results = [r for r in results if bool(r["pinned"]) == pinned][:limit]
