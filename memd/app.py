@@ -99,6 +99,38 @@ class App:
         )
         return {"results": results}
 
+    def find(
+        self,
+        query: str,
+        project: str | None = None,
+        kind: str | None = None,
+        status: str | None = "active",
+        pinned: bool | None = None,
+        limit: int = 50,
+    ) -> dict[str, Any]:
+        """`search` over one project or all of them (``project`` None), with the list's filters;
+        the results carry the same ``score_breakdown`` as `memd search --explain`."""
+        from memd import curate
+        from memd.models import STATUSES
+
+        if not query or not query.strip():
+            raise UserError("the search query is empty")
+        if status is not None and status not in STATUSES:
+            raise UserError(f"unknown status {status!r}; choose one of: {', '.join(STATUSES)}")
+        projects = [project_of(None, project)] if project else curate.projects_of(self.store)
+        results = retrieve.search(
+            self.store,
+            query,
+            projects or [USER_SCOPE],
+            limit=limit if pinned is None else max(limit * 4, 100),
+            kinds=[kind] if kind else None,
+            statuses=(status,) if status else STATUSES,
+            cache=None,  # the hooks' cache: rebuilding it for every project costs more here
+        )
+        if pinned is not None:
+            results = [r for r in results if bool(r["pinned"]) == pinned][:limit]
+        return {"results": results}
+
     def list(
         self,
         cwd: str | None = None,
@@ -107,19 +139,28 @@ class App:
         include_all: bool = False,
         all_projects: bool = False,
         limit: int = 1000,
+        offset: int = 0,
+        status: str | None = None,
+        pinned: bool | None = None,
+        order: str = "kind",
     ) -> dict[str, Any]:
+        """One page of memories; ``status`` (else active, or every status with ``include_all``),
+        ``pinned`` and ``order`` (kind, recent, hits) narrow and sort it."""
+        from memd import curate
+
         parts = []
         if not all_projects:
             parts.append(sql_in("project", [project_of(cwd, project), USER_SCOPE]))
         if kind:
             parts.append(f"kind = {sql_str(check_kind(kind))}")
-        if not include_all:
-            parts.append("status = 'active'")
-        memories = self.store.query(" AND ".join(parts) or None)
-        memories.sort(key=lambda m: (not m.pinned, m.kind, m.created_at))
-        return {"memories": [m.to_dict() for m in memories[:limit]], "total": len(memories)}
+        if status is None and not include_all:
+            status = "active"
+        parts.append(curate.where_for(None, None, status, pinned) or "")
+        where = " AND ".join(p for p in parts if p) or None
+        memories, total = curate.page(self.store, where, offset, limit, order)
+        return {"memories": [m.to_dict() for m in memories], "total": total}
 
-    def show(self, id: str) -> dict[str, Any]:
+    def show(self, id: str, excerpts: bool = False) -> dict[str, Any]:
         memory = self.store.get(id)
         out = memory.to_dict()
         if memory.superseded_by:
@@ -127,10 +168,45 @@ class App:
                 out["superseded_by_text"] = self.store.get(memory.superseded_by).text
         replaced = self.store.query(f"superseded_by = {sql_str(memory.id)}")
         out["supersedes"] = [{"id": m.id, "text": m.text} for m in replaced]
+        if excerpts:
+            from memd import curate
+
+            out["excerpts"] = curate.excerpts_for(self.store, memory)
         return {"memory": out}
 
-    def stats(self) -> dict[str, Any]:
-        return {"memories": self.store.stats(), "table": self.store.table_stats()}
+    def stats(self, fresh: bool = True) -> dict[str, Any]:
+        """`memd stats`: counts by project, kind and status, weekly growth, hits, disk use.
+
+        ``fresh=False`` (the UI) may answer with the figures of a moment ago while they are
+        recomputed (``stats.computed_at`` says when)."""
+        from memd import stats
+
+        full = stats.cached(
+            self.store,
+            "stats",
+            lambda: stats.collect(self.store, self.settings.home),
+            stale_ok=not fresh,
+        )
+        keys = ("total", "by_project", "by_kind", "by_status", "active")
+        return {
+            "memories": {k: full[k] for k in keys},  # what store.stats() gives, in one scan
+            "table": self.store.table_stats(),
+            "stats": full,
+        }
+
+    def sessions(
+        self, project: str | None = None, offset: int = 0, limit: int = 20, fresh: bool = True
+    ) -> dict[str, Any]:
+        """Sessions newest first, with what was learned from each (the UI's timeline)."""
+        from memd import stats
+
+        scope = project_of(None, project) if project else None
+        return stats.sessions(self.store, scope, offset, limit, stale_ok=not fresh)
+
+    def projects(self, fresh: bool = True) -> dict[str, Any]:
+        from memd import curate
+
+        return {"projects": curate.projects_of(self.store, stale_ok=not fresh)}
 
     # ---- writes
     def add(
@@ -171,6 +247,35 @@ class App:
         memory = self.store.get(id)
         self.store.update_fields({memory.id: {"pinned": pinned, "updated_at": now_iso()}})
         return {"memory": self.store.get(memory.id).to_dict()}
+
+    def edit(
+        self,
+        id: str,
+        text: str | None = None,
+        kind: str | None = None,
+        importance: float | None = None,
+    ) -> dict[str, Any]:
+        """Change text (re-embedded), kind or importance; the old values stay in the history."""
+        from memd import curate
+
+        self._need_writer()
+        memory = curate.edit(
+            self.store,
+            id,
+            text=text,
+            kind=kind,
+            importance=importance,
+            redact_patterns=self.settings.redact_patterns,
+        )
+        return {"memory": memory.to_dict()}
+
+    def archive(self, id: str, reason: str = "archived by hand") -> dict[str, Any]:
+        """Out of the active set (and into the readable archive); ``restore`` brings it back."""
+        from memd import curate
+
+        self._need_writer()
+        memory = curate.archive_by_hand(self.store, self.settings.home, id, reason)
+        return {"memory": memory.to_dict()}
 
     def restore(self, id: str) -> dict[str, Any]:
         self._need_writer()

@@ -503,6 +503,21 @@ class Server:
     async def cmd_stats(self, **args: Any) -> dict[str, Any]:
         return await self.call_app("stats", args, write=False)
 
+    async def cmd_find(self, **args: Any) -> dict[str, Any]:
+        return await self.call_app("find", args, write=False)
+
+    async def cmd_sessions(self, **args: Any) -> dict[str, Any]:
+        return await self.call_app("sessions", args, write=False)
+
+    async def cmd_projects(self, **args: Any) -> dict[str, Any]:
+        return await self.call_app("projects", args, write=False)
+
+    async def cmd_edit(self, **args: Any) -> dict[str, Any]:
+        return await self.call_app("edit", args, write=True)
+
+    async def cmd_archive(self, **args: Any) -> dict[str, Any]:
+        return await self.call_app("archive", args, write=True)
+
     async def cmd_export(self, **args: Any) -> dict[str, Any]:
         return await self.call_app("export", args, write=False)
 

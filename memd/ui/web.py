@@ -1,0 +1,335 @@
+"""The UI's pages: each handler makes one or two socket requests to the daemon and renders a template.
+
+Pages: Projects (``/``), Memories (``/memories``, ``?q=`` searches), a memory
+(``/memories/{id}``, with edit / pin / unpin / forget / restore / delete forms), Preview
+(``/preview``), Sessions (``/sessions``) and Health (``/health``). When the daemon is down every
+page says so, and how to start it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode
+
+import anyio.to_thread
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from memd import client
+from memd.errors import DaemonUnavailable, MemdError
+from memd.models import KINDS, STATUSES, USER_SCOPE
+from memd.retrieve import explain
+from memd.settings import Settings
+from memd.ui import charts
+from memd.ui.security import CSRF_FIELD, Guard, GuardMiddleware
+
+HERE = Path(__file__).resolve().parent
+PAGE_SIZE = 50
+SEARCH_LIMIT = 20
+TIMEOUT = 30.0
+
+
+class Daemon:
+    """Socket requests to the daemon, off the event loop."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    async def __call__(self, cmd: str, **args: Any) -> dict[str, Any]:
+        def call() -> dict[str, Any]:
+            return client.daemon_request(self.settings, cmd, timeout=TIMEOUT, **args)
+
+        return await anyio.to_thread.run_sync(call)
+
+
+def short_project(project: str) -> str:
+    """The last two path parts of a project (the full path is in the title attribute)."""
+    if project.startswith("user:"):
+        return project
+    parts = [p for p in project.split("/") if p]
+    return "/".join(parts[-2:]) or project
+
+
+def human_bytes(n: int | float | None) -> str:
+    value = float(n or 0)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def when(stamp: str | None) -> str:
+    """An ISO stamp as ``YYYY-MM-DD HH:MM`` (UTC)."""
+    if not stamp:
+        return "never"
+    return str(stamp).replace("T", " ")[:16]
+
+
+def make_env() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(HERE / "templates")),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["short_project"] = short_project
+    env.filters["bytes"] = human_bytes
+    env.filters["when"] = when
+    env.filters["when_s"] = lambda stamp: str(stamp or "").replace("T", " ")[:19]
+    env.filters["explain"] = explain
+    env.globals.update(KINDS=KINDS, STATUSES=STATUSES, USER_SCOPE=USER_SCOPE, quote=quote)
+    return env
+
+
+class UI:
+    def __init__(self, settings: Settings, guard: Guard) -> None:
+        self.settings = settings
+        self.guard = guard
+        self.daemon = Daemon(settings)
+        self.env = make_env()
+
+    # ---- rendering
+    def render(self, name: str, request: Request, code: int = 200, **ctx: Any) -> HTMLResponse:
+        started = request.scope.get("memd.started", time.perf_counter())
+        ctx.setdefault("page", name.removesuffix(".html"))
+        html = self.env.get_template(name).render(
+            csrf=self.guard.csrf,
+            csrf_field=CSRF_FIELD,
+            socket=str(self.settings.socket_path),
+            request_path=request.url.path,
+            **ctx,
+        )
+        ms = (time.perf_counter() - started) * 1000
+        return HTMLResponse(html, status_code=code, headers={"server-timing": f"app;dur={ms:.1f}"})
+
+    def down(self, request: Request, exc: Exception) -> HTMLResponse:
+        return self.render("down.html", request, code=503, error=str(exc), page="down")
+
+    def failed(self, request: Request, exc: MemdError) -> HTMLResponse:
+        text = str(exc)
+        status = 404 if "no memory with id" in text else 400
+        return self.render("error.html", request, code=status, error=text, page="error")
+
+    async def page(self, request: Request, build: Any) -> Response:
+        request.scope["memd.started"] = time.perf_counter()
+        try:
+            return await build(request)
+        except DaemonUnavailable as exc:
+            return self.down(request, exc)
+        except MemdError as exc:
+            return self.failed(request, exc)
+
+    async def projects_list(self) -> list[str]:
+        return list((await self.daemon("projects", fresh=False))["projects"])
+
+    # ---- pages
+    async def projects(self, request: Request) -> Response:
+        reply = await self.daemon("stats", fresh=False)
+        return self.render(
+            "projects.html", request, stats=reply["stats"], table=reply.get("table", {})
+        )
+
+    async def memories(self, request: Request) -> Response:
+        p = request.query_params
+        q = p.get("q", "").strip()
+        project = p.get("project", "")
+        kind = p.get("kind", "") or None
+        status = p.get("status", "active")
+        pinned = {"yes": True, "no": False}.get(p.get("pinned", ""))
+        order = p.get("order", "recent")
+        try:
+            page_no = max(1, int(p.get("page", "1")))
+        except ValueError:
+            page_no = 1
+        projects = await self.projects_list()
+        filters = {
+            "q": q,
+            "project": project,
+            "kind": kind or "",
+            "status": status,
+            "pinned": p.get("pinned", ""),
+            "order": order,
+        }
+        if q:
+            reply = await self.daemon(
+                "find",
+                query=q,
+                project=project or None,
+                kind=kind,
+                status=status or None,
+                pinned=pinned,
+                limit=SEARCH_LIMIT,
+            )
+            rows, total, pages = reply["results"], len(reply["results"]), 1
+        else:
+            reply = await self.daemon(
+                "list",
+                project=project or None,
+                all_projects=not project,
+                kind=kind,
+                include_all=True,
+                status=status or None,
+                pinned=pinned,
+                offset=(page_no - 1) * PAGE_SIZE,
+                limit=PAGE_SIZE,
+                order=order,
+            )
+            rows, total = reply["memories"], int(reply["total"])
+            pages = max(1, math.ceil(total / PAGE_SIZE))
+        keep = {k: v for k, v in filters.items() if v}
+        return self.render(
+            "memories.html",
+            request,
+            rows=rows,
+            total=total,
+            page_no=page_no,
+            pages=pages,
+            filters=filters,
+            projects=projects,
+            searching=bool(q),
+            page_url=lambda n: "/memories?" + urlencode({**keep, "page": n}),
+        )
+
+    async def memory(self, request: Request) -> Response:
+        mid = request.path_params["id"]
+        memory = (await self.daemon("show", id=mid, excerpts=True))["memory"]
+        return self.render(
+            "memory.html",
+            request,
+            m=memory,
+            notice=request.query_params.get("done", ""),
+        )
+
+    async def memory_action(self, request: Request) -> Response:
+        mid = request.path_params["id"]
+        action = request.path_params["action"]
+        form = dict(parse_qsl((await request.body()).decode("utf-8", "replace")))
+        if action == "edit":
+            args: dict[str, Any] = {"id": mid}
+            if "text" in form:
+                args["text"] = form["text"]
+            if form.get("kind"):
+                args["kind"] = form["kind"]
+            if form.get("importance", "").strip():
+                try:
+                    args["importance"] = float(form["importance"])
+                except ValueError:
+                    raise MemdError("importance must be a number between 0 and 1") from None
+            await self.daemon("edit", **args)
+        elif action in ("pin", "unpin"):
+            await self.daemon("pin", id=mid, pinned=action == "pin")
+        elif action == "forget":
+            await self.daemon("archive", id=mid, reason="forgotten in memd ui")
+        elif action == "restore":
+            await self.daemon("restore", id=mid)
+        elif action == "delete":
+            reply = await self.daemon("forget", id=mid)
+            return self.render(
+                "deleted.html", request, forgotten=reply["forgotten"], text=reply.get("text", "")
+            )
+        else:
+            return self.render(
+                "error.html", request, code=404, error=f"no action {action!r}", page="error"
+            )
+        return RedirectResponse(f"/memories/{quote(mid)}?done={quote(action)}", status_code=303)
+
+    async def preview(self, request: Request) -> Response:
+        p = request.query_params
+        project = p.get("project", "")
+        prompt = p.get("prompt", "")
+        event = p.get("event", "user-prompt-submit")
+        if event not in ("user-prompt-submit", "session-start"):
+            event = "user-prompt-submit"
+        projects = await self.projects_list()
+        result = None
+        if project and (prompt.strip() or event == "session-start"):
+            result = await self.daemon("context", cwd=project, prompt=prompt, event=event)
+        return self.render(
+            "preview.html",
+            request,
+            projects=[x for x in projects if x != USER_SCOPE],
+            project=project,
+            prompt=prompt,
+            event=event,
+            result=result,
+        )
+
+    async def sessions(self, request: Request) -> Response:
+        p = request.query_params
+        project = p.get("project", "")
+        try:
+            page_no = max(1, int(p.get("page", "1")))
+        except ValueError:
+            page_no = 1
+        per_page = 20
+        projects = await self.projects_list()
+        reply = await self.daemon(
+            "sessions",
+            project=project or None,
+            offset=(page_no - 1) * per_page,
+            limit=per_page,
+            fresh=False,
+        )
+        total = int(reply["total"])
+        return self.render(
+            "sessions.html",
+            request,
+            sessions=reply["sessions"],
+            total=total,
+            page_no=page_no,
+            pages=max(1, math.ceil(total / per_page)),
+            project=project,
+            projects=projects,
+            page_url=lambda n: (
+                "/sessions?" + urlencode({**({"project": project} if project else {}), "page": n})
+            ),
+        )
+
+    async def health(self, request: Request) -> Response:
+        status = await self.daemon("status")
+        stats = (await self.daemon("stats", fresh=False))["stats"]
+        return self.render(
+            "health.html",
+            request,
+            status=status,
+            stats=stats,
+            growth=charts.stacked(stats["growth"]),
+            archived=charts.stacked(stats["archived_per_week"]),
+            used=charts.stacked(stats["used_per_week"]),
+            hits=charts.bars(stats["hits"]["buckets"]),
+        )
+
+    # ---- app
+    def routes(self) -> list[Route | Mount]:
+        def wrap(build: Any) -> Any:
+            async def endpoint(request: Request) -> Response:
+                return await self.page(request, build)
+
+            return endpoint
+
+        return [
+            Route("/", wrap(self.projects)),
+            Route("/projects", wrap(self.projects)),
+            Route("/memories", wrap(self.memories)),
+            Route("/memories/{id}", wrap(self.memory)),
+            Route("/memories/{id}/{action}", wrap(self.memory_action), methods=["POST"]),
+            Route("/preview", wrap(self.preview)),
+            Route("/sessions", wrap(self.sessions)),
+            Route("/health", wrap(self.health)),
+            Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
+        ]
+
+
+def create_app(settings: Settings, guard: Guard) -> Any:
+    """The ASGI app: the pages behind the guard middleware."""
+    ui = UI(settings, guard)
+    app = Starlette(routes=ui.routes())
+    return GuardMiddleware(app, guard)

@@ -1,0 +1,254 @@
+"""`memd ui` in a real headless Chromium (Debian's package, driven by Playwright for Python).
+
+A real daemon over 3,000 memories, the real `memd ui --port 0 --no-browser` process: open the
+printed URL, search, open a memory, edit, pin, forget, restore, delete, preview an injection, and
+check each result through `memd show` and the daemon. Screenshots of every page go to
+``$MEMD_UI_SCREENSHOTS`` (else a temporary directory).
+
+Skipped when Chromium or Playwright is missing, except under CI=true, where that is a failure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import select
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from daemon_process import MEMD, DaemonProcess, remove_socket_dir, short_socket_path
+from ui_data import SHOP, XSS_TEXT, build_home
+
+CHROMIUM = os.environ.get("MEMD_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+
+
+def missing() -> str | None:
+    if importlib.util.find_spec("playwright") is None:
+        return "playwright is not installed (pip install playwright)"
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    return None
+
+
+if (why := missing()) is not None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"browser tests must run in CI: {why}", pytrace=False)
+    pytest.skip(why, allow_module_level=True)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def read_url(proc: subprocess.Popen[str], timeout: float = 60.0) -> str:
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    if not ready:
+        raise RuntimeError("memd ui printed no URL")
+    return proc.stdout.readline().strip()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    from playwright.sync_api import sync_playwright
+
+    root = tmp_path_factory.mktemp("uibrowser")
+    shots = Path(os.environ.get("MEMD_UI_SCREENSHOTS") or root / "screenshots")
+    shots.mkdir(parents=True, exist_ok=True)
+    sock = short_socket_path()
+    env, ids = build_home(root, sock, 3000)
+    daemon = DaemonProcess(env, root / "serve.log").start()
+    ui_log = open(root / "ui.log", "wb")
+    ui = subprocess.Popen(
+        [MEMD, "ui", "--port", "0", "--no-browser"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=ui_log,
+        text=True,
+    )
+    try:
+        url = read_url(ui)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            context = browser.new_context(viewport={"width": 1200, "height": 760})
+            page = context.new_page()
+            console: list[str] = []
+            dialogs: list[str] = []
+            page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+            page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+
+            def on_dialog(dialog: Any) -> None:
+                dialogs.append(f"{dialog.type}: {dialog.message}")
+                dialog.accept() if dialog.type == "confirm" else dialog.dismiss()
+
+            page.on("dialog", on_dialog)
+            yield {
+                "daemon": daemon,
+                "ids": ids,
+                "url": url,
+                "base": url.split("/?")[0],
+                "page": page,
+                "context": context,
+                "shots": shots,
+                "console": console,
+                "dialogs": dialogs,
+            }
+            browser.close()
+    finally:
+        ui.terminate()
+        ui.wait(30)
+        assert ui.stdout is not None
+        ui.stdout.close()
+        ui_log.close()
+        code = daemon.stop()
+        remove_socket_dir(sock)
+        assert code == 0, daemon.log()
+
+
+def shot(stack: dict[str, Any], name: str) -> None:
+    stack["page"].screenshot(path=str(stack["shots"] / f"{name}.png"))
+
+
+def show(stack: dict[str, Any], mid: str) -> dict[str, Any]:
+    out = stack["daemon"].memd("show", mid, "--json")
+    assert out.returncode == 0, out.stderr
+    return dict(json.loads(out.stdout))
+
+
+def test_the_printed_url_logs_in_and_drops_the_token(stack: dict[str, Any]):
+    page = stack["page"]
+    assert stack["url"].startswith("http://127.0.0.1:") and "token=" in stack["url"]
+    page.goto(stack["url"])
+    assert page.url == stack["base"] + "/"  # redirected: no token left in the address bar
+    assert page.locator("h1").inner_text() == "Projects"
+    assert page.locator("table.projects").inner_text().count("demo/") == 4
+    cookie = next(c for c in stack["context"].cookies() if c["name"] == "memd_ui_session")
+    assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
+    shot(stack, "projects")
+
+
+def test_search_then_open_a_memory(stack: dict[str, Any]):
+    page = stack["page"]
+    page.fill("header input[name=q]", "advisory locks for the job queue")
+    page.press("header input[name=q]", "Enter")
+    page.wait_for_url("**/memories?q=*")
+    first = page.locator("tr.memory-row").first
+    assert "We chose Postgres advisory locks" in first.inner_text()
+    assert "semantic" in first.locator(".why").inner_text()
+    shot(stack, "search")
+    first.locator("a.memlink").click()
+    page.wait_for_url(f"**/memories/{stack['ids']['locks']}")
+    assert "Excerpt of the source turns" in page.content()
+    shot(stack, "memory")
+
+
+def test_edit_a_memory(stack: dict[str, Any]):
+    page = stack["page"]
+    mid = stack["ids"]["locks"]
+    page.goto(f"{stack['base']}/memories/{mid}")
+    page.fill("#edit-text", "The job queue takes Postgres advisory locks (no Redis locks)")
+    page.select_option("#edit-kind", "fact")
+    page.fill("#edit-importance", "0.9")
+    page.click("#save")
+    page.wait_for_url("**?done=edit")
+    assert "Done: edit" in page.locator("#notice").inner_text()
+    assert page.locator("#memory-text").inner_text().startswith("The job queue takes Postgres")
+    memory = show(stack, mid)
+    assert memory["text"] == "The job queue takes Postgres advisory locks (no Redis locks)"
+    assert memory["kind"] == "fact" and abs(memory["importance"] - 0.9) < 1e-6
+    assert memory["history"][-1]["was"]["kind"] == "decision"
+
+
+def test_pin_it_and_the_session_brief_has_it(stack: dict[str, Any]):
+    page = stack["page"]
+    mid = stack["ids"]["locks"]
+    page.goto(f"{stack['base']}/memories/{mid}")
+    page.click("#pin")
+    page.wait_for_url("**?done=pin")
+    assert page.locator("#memory-pinned").is_visible()
+    assert show(stack, mid)["pinned"] is True
+    brief = stack["daemon"].request(
+        {"cmd": "context", "cwd": SHOP, "prompt": "", "event": "session-start"}
+    )
+    assert "The job queue takes Postgres advisory locks" in brief["context"]
+
+
+def test_forget_and_restore(stack: dict[str, Any]):
+    page = stack["page"]
+    mid = stack["ids"]["locks"]
+    page.goto(f"{stack['base']}/memories/{mid}")
+    page.click("#forget")
+    page.wait_for_url("**?done=forget")
+    assert page.locator("#memory-status").inner_text().startswith("archived")
+    assert show(stack, mid)["status"] == "archived"
+    found = stack["daemon"].request({"cmd": "search", "query": "advisory locks", "cwd": SHOP})
+    assert mid not in [r["id"] for r in found["results"]]
+    page.click("#restore")
+    page.wait_for_url("**?done=restore")
+    assert page.locator("#memory-status").inner_text().startswith("active")
+    assert show(stack, mid)["status"] == "active"
+    found = stack["daemon"].request({"cmd": "search", "query": "advisory locks", "cwd": SHOP})
+    assert found["results"][0]["id"] == mid
+
+
+def test_preview_an_injection(stack: dict[str, Any]):
+    page = stack["page"]
+    page.goto(f"{stack['base']}/preview")
+    page.select_option("select[name=project]", SHOP)
+    prompt = "should the job queue take advisory locks?"
+    page.fill("#preview-prompt", prompt)
+    page.click("#preview-go")
+    page.wait_for_url("**/preview?*")
+    injected = page.locator("#preview-context").inner_text()
+    expected = stack["daemon"].request({"cmd": "context", "cwd": SHOP, "prompt": prompt})
+    assert injected.strip() == expected["context"].strip()
+    assert "The job queue takes Postgres advisory locks" in injected
+    chosen = page.locator("tr.chosen").all_inner_texts()
+    assert len(chosen) == len(expected["chosen"]) and "total" in chosen[0]
+    shot(stack, "preview")
+
+
+def test_sessions_and_health_pages(stack: dict[str, Any]):
+    page = stack["page"]
+    page.goto(f"{stack['base']}/sessions?project={SHOP}")
+    assert page.locator("ol.timeline > li").count() == 20
+    shot(stack, "sessions")
+    page.goto(f"{stack['base']}/health")
+    assert page.locator("svg.chart").count() == 4
+    assert page.locator("#jobs tbody tr").count() == 4
+    shot(stack, "health")
+    page.goto(f"{stack['base']}/memories?project={SHOP}")
+    assert "page 1 of" in page.locator(".pager").first.inner_text()
+    shot(stack, "memories")
+
+
+def test_hostile_text_stays_text_and_delete_for_good(stack: dict[str, Any]):
+    page = stack["page"]
+    mid = stack["ids"]["xss"]
+    page.goto(f"{stack['base']}/memories/{mid}")
+    assert page.locator("#memory-text").inner_text() == XSS_TEXT
+    page.hover("#memory-text")
+    assert not [d for d in stack["dialogs"] if d.startswith("alert")]
+    page.click("#delete")  # the confirm dialog is accepted by the fixture
+    page.wait_for_url(f"**/memories/{mid}/delete")
+    assert "Deleted for good" in page.locator("h1").inner_text()
+    assert stack["dialogs"][-1].startswith("confirm: Delete this memory for good")
+    gone = stack["daemon"].memd("show", mid)
+    assert gone.returncode != 0 and "no memory" in gone.stderr
+
+
+def test_no_script_errors_or_csp_violations(stack: dict[str, Any]):
+    bad = [m for m in stack["console"] if m.startswith(("error", "pageerror"))]
+    assert not bad, bad
