@@ -27,21 +27,29 @@ daemon on that home, with the code of the checkout it runs from (or ``--memd``),
 ``--daemon-socket PATH`` asks a daemon that is already running on it instead. The raw baselines'
 vectors are cached in ``bench/.cache/``. ``--record`` appends the summary to BENCHMARKS.md.
 
-Commands (from the repository root; ``H`` is a folder outside the repository):
+Commands (from the repository root; ``H`` is a folder outside the repository, e.g. the home
+ingested from main ``83c250f``: ``/work/wt/bench-homes/main-20261130``):
 
-    # ingest once with this checkout's extraction code, then ask (the whole run)
+    # the whole run: ingest with this checkout's memd into a new home, then ask
     .venv/bin/python bench/locomo.py --budgeted --home H
-    # (b) re-ask with new injection code: start a daemon of this checkout on the ingested home
+    # (b) new injection code: a daemon of this checkout on the kept home, ask (~5 min)
     .venv/bin/python bench/locomo.py --budgeted --home H --reuse
-    # (a) re-ingest with another checkout's extraction code (its memd, this harness), into a new
-    #     home; --memd also works with --reuse, to ask that checkout's daemon
+    #     the fastest loop while tuning: memd only, one half (the baselines do not change)
+    .venv/bin/python bench/locomo.py --budgeted --home H --reuse --skip-baselines --split A
+    # (a) new extraction code: ingest into a NEW home. From that checkout once it has this
+    #     harness, as above; else with this harness and that checkout's memd (ingest and serve;
+    #     the baselines keep this checkout's embedder):
     .venv/bin/python bench/locomo.py --budgeted --home H2 --memd /other/checkout/.venv/bin/memd
-    # a daemon you started yourself on H/home (e.g. under a debugger)
+    #     and later re-ask it with that checkout's code:
+    .venv/bin/python bench/locomo.py --budgeted --home H2 --reuse --memd /other/.venv/bin/memd
+    # a daemon you started yourself on H/home (MEMD_HOME=H/home, e.g. under a debugger)
     .venv/bin/python bench/locomo.py --budgeted --home H --daemon-socket H/home/memd.sock
-    # half A only, memd only (fastest loop while tuning)
-    .venv/bin/python bench/locomo.py --budgeted --home H --reuse --split A --skip-baselines
-    # the window mode on the same home
+    # the window mode (search/citation recall) on the same home
     .venv/bin/python bench/locomo.py --home H --reuse
+    # add --record to append the summary to BENCHMARKS.md (command, commit, machine)
+
+Per prompt, ``H/runs/budgeted-<time>.jsonl`` keeps the block memd returned and the gold turns it
+missed. A home is refused without ``--reuse`` once ingested (``H/ingest.json`` exists).
 
 LoCoMo is CC BY-NC 4.0: it is read in place and nothing derived from it is written into the
 repository except figures; transcripts, homes and per-prompt blocks stay in ``--home``.

@@ -86,13 +86,26 @@ def term_set(text: str) -> frozenset[str]:
     return frozenset(terms(text))
 
 
-def coverage(query_terms: Iterable[str], text_terms: frozenset[str]) -> float:
-    """The share of the query's distinct terms that ``text_terms`` holds (0 when the query has
-    none). Identifiers and numbers ("v0.5.0", "8080", "make_deploy") count double: a prompt
-    that names one is about it."""
+def idf_weights(n_docs: int, counts: dict[str, int]) -> dict[str, float]:
+    """Inverse document frequency of each term in a project of ``n_docs`` memories: a term
+    that most memories hold (a speaker's name, the project's name) weighs little."""
+    import math
+
+    return {t: math.log((n_docs + 1) / (df + 0.5)) for t, df in counts.items()}
+
+
+def coverage(
+    query_terms: Iterable[str], text_terms: frozenset[str], idf: dict[str, float] | None = None
+) -> float:
+    """The weighted share of the query's distinct terms that ``text_terms`` holds (0 when the
+    query has none). A term weighs its ``idf`` in the project (1 without one); identifiers and
+    numbers ("v0.5.0", "8080", "make_deploy") count double: a prompt that names one is about
+    it."""
     total = hit = 0.0
     for term in dict.fromkeys(query_terms):
         weight = 2.0 if any(c.isdigit() or c in "._/#+" for c in term) else 1.0
+        if idf is not None:
+            weight *= max(0.05, idf.get(term, 1.0))
         total += weight
         if term in text_terms:
             hit += weight
@@ -119,12 +132,15 @@ def query_terms(query: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
 
 
 def best_coverage(
-    whole: tuple[str, ...], segments: list[tuple[str, ...]], text_terms: frozenset[str]
+    whole: tuple[str, ...],
+    segments: list[tuple[str, ...]],
+    text_terms: frozenset[str],
+    idf: dict[str, float] | None = None,
 ) -> float:
     """Coverage of the whole query, or a little less than that of its best-covered sentence."""
-    best = coverage(whole, text_terms)
+    best = coverage(whole, text_terms, idf)
     for segment in segments:
-        best = max(best, SEGMENT_FACTOR * coverage(segment, text_terms))
+        best = max(best, SEGMENT_FACTOR * coverage(segment, text_terms, idf))
     return best
 
 

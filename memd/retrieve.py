@@ -9,8 +9,9 @@ show the same numbers for the same memory.
    project plus the user-wide scope) and status.
 2. **Signals.** For every candidate: ``semantic``, its cosine to the query mapped onto the
    model's calibrated scale (0 = what unrelated texts score with this model, 1 = what clearly
-   related ones score), and ``lexical``, the share of the query's meaningful terms it carries
-   (:mod:`memd.lexical`). Both are absolute: neither depends on the other candidates.
+   related ones score), and ``lexical``, the share of the query's meaningful terms it carries,
+   each term weighted by how rare it is among the project's memories (:mod:`memd.lexical`).
+   Both are absolute: neither depends on the other candidates.
 3. **Relevance** = the semantic signal, raised by the mean of both when the words match too. A memory is *relevant* when its relevance reaches
    ``relevance_threshold`` (excerpts, being raw turns, need ``excerpt_margin`` more). Only
    relevant memories are searched out or injected: an unrelated prompt gets nothing.
@@ -175,8 +176,21 @@ def recall(
         still = [i for i in missing if i not in cosines]
         if still:
             cosines.update(store.cosines(vector, still))
+    whole, segments = lexical.query_terms(query)
+    wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
+    stats = vectors.document_frequencies(scope, wanted) if cacheable and vectors else None
+    if stats is None and wanted:
+        stats = store.document_frequencies(where, wanted)
+    idf = lexical.idf_weights(*stats) if stats else None
     return rank(
-        by_vec, by_text, query, cosines, weights, calibration_of(store.embedder), datetime.now(UTC)
+        by_vec,
+        by_text,
+        query,
+        cosines,
+        weights,
+        calibration_of(store.embedder),
+        datetime.now(UTC),
+        idf,
     )
 
 
@@ -234,8 +248,10 @@ def rank(
     weights: Weights = DEFAULT_WEIGHTS,
     calibration: Calibration = DEFAULT_CALIBRATION,
     now: datetime | None = None,
+    idf: dict[str, float] | None = None,
 ) -> list[dict[str, Any]]:
-    """Fuse both candidate lists; score, decide and explain every candidate."""
+    """Fuse both candidate lists; score, decide and explain every candidate. ``idf`` weighs
+    the query's terms by how rare they are in the project (see :func:`lexical.idf_weights`)."""
     now = now or datetime.now(UTC)
     whole, segments = lexical.query_terms(query)
     memories: dict[str, Memory] = {}
@@ -256,7 +272,7 @@ def rank(
     for mid, memory in memories.items():
         cosine = max(0.0, cosines.get(mid, 0.0))
         semantic = calibration.scale(cosine)
-        lex = lexical.best_coverage(whole, segments, lexical.term_set(memory.text))
+        lex = lexical.best_coverage(whole, segments, lexical.term_set(memory.text), idf)
         relevance = max(semantic, weights.semantic * semantic + weights.lexical * lex)
         need = weights.threshold + (weights.excerpt_margin if memory.kind == "excerpt" else 0.0)
         fused = rrf[mid] / best_rrf

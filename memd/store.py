@@ -268,6 +268,15 @@ class MemoryStore:
         rows = self._table.search().where(sql_in("id", ids)).limit(len(ids)).to_list()
         return {r["id"]: r for r in rows}
 
+    def document_frequencies(self, where: str, terms: list[str]) -> tuple[int, dict[str, int]]:
+        """(rows matching ``where``, how many of them contain each term in their text, as a
+        lower-cased substring): the table's answer when no vector cache holds the project."""
+        total = self.count(where)
+        counts = {}
+        for term in terms:  # ("_" in an identifier matches any one character here: close enough)
+            counts[term] = self.count(f"{where} AND lower(text) LIKE {sql_str('%' + term + '%')}")
+        return total, counts
+
     def cosines(self, vector: Sequence[float], ids: Iterable[str]) -> dict[str, float]:
         """The cosine of each stored memory in ``ids`` to ``vector`` (stored vectors are unit)."""
         import numpy as np

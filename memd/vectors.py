@@ -77,6 +77,8 @@ class VectorCache:
         self.builds = 0
         self._entries: OrderedDict[str, tuple[Any, Any, Any, float]] = OrderedDict()
         self._indexes: dict[str, tuple[Any, dict[str, int]]] = {}
+        self._terms: dict[str, tuple[Any, Any, dict[str, int]]] = {}
+        """Per project: (the entry's rows, their texts lower-cased, term -> document count)."""
         """Per project: (the entry's rows, id -> row number), built on first use."""
         self._lock = threading.Lock()
 
@@ -85,6 +87,7 @@ class VectorCache:
             self.generation += 1
             self._entries.clear()
             self._indexes.clear()
+            self._terms.clear()
 
     def signature(self) -> Any:
         return (self.generation, id(self.store.table), self.store.mutations)
@@ -147,6 +150,40 @@ class VectorCache:
 
     def cached_rows(self) -> int:
         return sum(entry[1].num_rows for entry in self._entries.values())
+
+    def document_frequencies(
+        self, projects: list[str], terms: list[str]
+    ) -> tuple[int, dict[str, int]] | None:
+        """(active memories, how many of them contain each term) over ``projects``; None when a
+        project is too big to cache. A term counts where it occurs as a substring of the
+        lower-cased text (terms are stems and bigrams, so "deploy" counts "deploys"); counts
+        are cached until the project's entry changes."""
+        import pyarrow.compute as pc
+
+        total = 0
+        counts = dict.fromkeys(terms, 0)
+        for project in dict.fromkeys(projects):
+            got = self.rows(project)
+            if got is None:
+                return None
+            rows = got[0]
+            total += rows.num_rows
+            if rows.num_rows == 0:
+                continue
+            with self._lock:
+                cached = self._terms.get(project)
+                if cached is None or cached[0] is not rows:
+                    cached = (rows, pc.utf8_lower(rows.column("text")), {})
+                    self._terms[project] = cached
+            _, lower, known = cached
+            for term in terms:
+                n = known.get(term)
+                if n is None:
+                    n = int(pc.sum(pc.match_substring(lower, term)).as_py() or 0)
+                    if len(known) < 50_000:
+                        known[term] = n
+                counts[term] += n
+        return total, counts
 
     def vectors_of(self, projects: list[str], ids: list[str]) -> dict[str, Any]:
         """The (dequantized) vector of each cached memory in ``ids`` (those of ``projects``)."""

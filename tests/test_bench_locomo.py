@@ -340,3 +340,39 @@ def test_budgeted_run_and_report(conv: locomo.Conversation, tmp_path: Path) -> N
     assert "| memd-hook | A | 3 | 0.333 [" in report
     assert "| memd-hook | 100.0% (1/1) | 0 |" in report  # the trap question gets nothing
     assert "- home: /h" in report and "memd-hook − raw-bm25, half A:" in report
+
+
+def test_budgeted_cli_ingests_once_then_reuses_the_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole ``--budgeted`` path on the invented sample: a real ``memd serve``, ``memd
+    ingest``, the ``context`` socket command; then ``--reuse`` asks a new daemon the same."""
+    monkeypatch.setenv("MEMD_DECAY_INTERVAL_MINUTES", "60")  # restored after the test
+    data = tmp_path / "toy.json"
+    data.write_text(json.dumps([SAMPLE]))
+    home = tmp_path / "bench"
+    argv = ["--budgeted", "--data", str(data), "--home", str(home), "--skip-baselines"]
+    first = locomo.main(argv)
+    report = json.loads((home / locomo.INGEST_REPORT).read_text())["ingest"]
+    assert report["turns"] == 5 and report["extraction_failures"] == 0
+    hook = [r for r in first["rows"] if r.system == "memd-hook"]
+    assert len(hook) == 3 + 1 + len(locomo_budget.UNRELATED_PROMPTS)
+    assert all(r.chars <= locomo.PROMPT_BUDGET and r.ms is not None for r in hook)
+    details = sorted(home.joinpath("runs").glob("budgeted-*.jsonl"))
+    lines = [json.loads(x) for x in details[0].read_text().splitlines()]
+    assert [x["prompt"] for x in lines] == [
+        p for _, p, _ in locomo_budget.prompts_of(locomo.parse_conversation(1, SAMPLE))
+    ]
+    judge = locomo_budget.Judge(locomo.parse_conversation(1, SAMPLE))
+    for line, row in zip(lines, hook, strict=True):  # the figures are the blocks' figures
+        assert row.chars == len(line["context"])
+        if line["gold"]:
+            assert row.recall == judge.score(line["gold"], line["context"])[0]
+        if line["context"]:
+            assert line["context"].startswith("<memd-context>")
+    with pytest.raises(SystemExit):  # an ingested home is never ingested twice
+        locomo.main(argv)
+    again = locomo.main([*argv, "--reuse"])
+    assert [(r.category, r.chars, r.recall) for r in again["rows"] if r.system == "memd-hook"] == [
+        (r.category, r.chars, r.recall) for r in hook
+    ]
