@@ -29,12 +29,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from locomo import DATA, load_conversations, parse_range
 from locomo_budget import UNRELATED_PROMPTS, Judge
 
+from memd.retrieve import BROAD_KINDS
+
 GRIDS: dict[str, dict[str, list[Any]]] = {
     "default": {
-        "threshold": [0.25, 0.30, 0.35, 0.40],
-        "excerpt_margin": [0.0, 0.05, 0.10],
-        "semantic": [0.4, 0.5, 0.6],
-        "rank_mix": [0.25, 0.5],
+        "threshold": [0.30, 0.35, 0.45],
+        "excerpt_margin": [0.0, 0.10],
+        "semantic": [0.3, 0.5],
+        "rank_mix": [0.25, 0.6],
+        "unrelated": [0.15, 0.25],
     },
     "wide": {
         "threshold": [0.2, 0.25, 0.3, 0.35, 0.4, 0.45],
@@ -53,7 +56,8 @@ def rescore(results: list[dict[str, Any]], weights: Any, calibration: Any) -> li
         b = dict(r["score_breakdown"])
         semantic = calibration.scale(b["cosine"])
         relevance = max(semantic, weights.semantic * semantic + weights.lexical * b["lexical"])
-        need = weights.threshold + (weights.excerpt_margin if r["kind"] == "excerpt" else 0.0)
+        margin = weights.excerpt_margin if r["kind"] in BROAD_KINDS else 0.0
+        need = weights.threshold + margin
         total = (
             weights.relevance * ((1 - weights.rank_mix) * relevance + weights.rank_mix * b["rrf"])
             + weights.importance * b["importance"]
@@ -122,10 +126,12 @@ def main() -> None:
     for values in itertools.product(*grid.values()):
         params = dict(zip(grid, values, strict=True))
         params["lexical"] = 1 - params["semantic"]
+        calib = replace(calibration, unrelated=params.pop("unrelated", calibration.unrelated))
         weights = replace(retrieve.DEFAULT_WEIGHTS, **params)
+        params["unrelated"] = calib.unrelated
         recalls, empty, unrelated, chars = [], 0, 0, []
         for judge, category, gold, terms, results, vecs in asked:
-            scored = rescore(results, weights, calibration)
+            scored = rescore(results, weights, calib)
             plan = inject.choose(scored, set(), args.budget, terms, False, vecs, model_id)
             text = inject.render(plan.items, plan.footer)
             if category == 0:
@@ -134,6 +140,7 @@ def main() -> None:
                 continue
             chars.append(len(text))
             recalls.append(judge.score(gold, text)[0])
+        print(f"{sum(recalls) / len(recalls):.3f} {params}", file=sys.stderr, flush=True)
         rows.append(
             (
                 sum(recalls) / len(recalls),

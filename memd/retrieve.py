@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from memd.vectors import VectorCache
 
 RRF_K = 60
+BROAD_KINDS = ("excerpt", "summary")
+"""Raw turns and session summaries: broad texts that share words with many prompts, so they
+need ``excerpt_margin`` more relevance than a typed memory."""
 TEXT_SEARCH = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memd-fts")
 QUERY_HEAD = 400
 QUERY_TAIL = 200
@@ -70,7 +73,7 @@ class Weights:
     another language) is found, and a memory that only shares a word or two is not."""
     threshold: float = 0.35
     excerpt_margin: float = 0.10
-    """Excerpts (raw turns) need this much more relevance than typed memories."""
+    """Excerpts (raw turns) and summaries need this much more relevance than typed memories."""
     vector: float = 0.5
     text: float = 1.0
     """Rank-fusion weights of the two candidate lists."""
@@ -274,7 +277,7 @@ def rank(
         semantic = calibration.scale(cosine)
         lex = lexical.best_coverage(whole, segments, lexical.term_set(memory.text), idf)
         relevance = max(semantic, weights.semantic * semantic + weights.lexical * lex)
-        need = weights.threshold + (weights.excerpt_margin if memory.kind == "excerpt" else 0.0)
+        need = weights.threshold + (weights.excerpt_margin if memory.kind in BROAD_KINDS else 0.0)
         fused = rrf[mid] / best_rrf
         recency = math.pow(
             0.5,
