@@ -76,6 +76,15 @@ def test_a_lexical_match_is_injected_with_its_correction(daemon: DaemonProcess) 
         "decision",
     )
     add(daemon, p, "The billing service stores invoices in PostgreSQL 16.", "--kind", "fact")
+    for other in (  # a project holds more than the memories a prompt is about
+        "Background jobs run on Celery with a Redis broker.",
+        "The API returns errors as RFC 7807 problem+json documents.",
+        "Frontend components are tested with Vitest and Testing Library.",
+        "Log lines are structured JSON with a request id.",
+        "Feature flags are created in LaunchDarkly with an owner.",
+        "Time zones: store UTC in the database and convert at the edge.",
+    ):
+        add(daemon, p, other, "--kind", "fact")
     text = prompt(daemon, p, "How do I deploy the billing service to production?", "lex-1")
     assert "GitHub Actions release workflow" in text
     reply = preview(daemon, p, "How do I deploy the billing service to production?")
