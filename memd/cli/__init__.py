@@ -53,9 +53,9 @@ def settings_from(ctx: click.Context, **extra: Any) -> Any:
 
 
 def _register() -> None:
-    from memd.cli import daemon, ingest, jobs, memories, service
+    from memd.cli import connect, daemon, ingest, jobs, memories, service
 
-    for module in (memories, ingest, daemon, jobs, service):
+    for module in (memories, ingest, daemon, jobs, service, connect):
         module.register(main)
 
 

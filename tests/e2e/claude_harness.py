@@ -340,9 +340,16 @@ class World:
         assert found, f"no transcript for session {session_id}"
         return found[0]
 
+    def request(self, cmd: str, **args: Any) -> dict[str, Any]:
+        """One request to the daemon over its socket (what the `memd` commands send)."""
+        assert self.daemon is not None, "the daemon is not running"
+        reply = self.daemon.request({"cmd": cmd, **args}, timeout=300)
+        assert reply.get("ok"), reply
+        return reply
+
     def ingest(self, session_id: str) -> dict[str, Any]:
-        """Read the session's transcript now, as a finished session (through the daemon)."""
-        return dict(self.memd_json("ingest", str(self.transcript(session_id))))
+        """Read the session's transcript now, as a finished session: `memd ingest PATH`."""
+        return self.request("ingest", paths=[str(self.transcript(session_id))])
 
     def settle(self, *session_ids: str, timeout: float = 60) -> None:
         """Extract the sessions now (`memd ingest` through the daemon), then wait until the
@@ -352,14 +359,15 @@ class World:
         assert self.daemon is not None
         deadline = time.monotonic() + timeout
         while True:
-            sessions = self.daemon.request({"cmd": "status"})["sessions"]
+            sessions = self.request("status")["sessions"]
             if not sessions.get("open") and not sessions.get("pending"):
                 return
             assert time.monotonic() < deadline, f"segments still waiting: {sessions}"
             time.sleep(0.1)
 
     def memories(self) -> list[dict[str, Any]]:
-        return list(self.memd_json("list", "--all-projects", "--all"))
+        """Every memory of every project and status: `memd list --all-projects --all`."""
+        return list(self.request("list", all_projects=True, include_all=True)["memories"])
 
     def memd_files_contain(self, needle: str) -> list[Path]:
         """Files under the memd data directory whose bytes contain ``needle``."""
