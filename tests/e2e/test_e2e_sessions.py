@@ -98,7 +98,7 @@ def test_resume_and_continue(world: World) -> None:
 
 def test_compaction_and_the_session_after(world: World) -> None:
     summary = "SUMMARY-OF-EARLIER-WORK: the team discussed the orders service."
-    world.api.script([{"when": "summary", "reply": {"text": summary}}])
+    world.api.script([{"when": "detailed summary", "reply": {"text": summary}}])
     s = world.session(DECISION).check()
     for i in range(4):
         world.session(f"Step {i}: keep going with the orders service.", resume=s.session_id)
