@@ -119,7 +119,10 @@ def record(version: str) -> None:
                         },
                     },
                 },
-                {"when": "detailed summary", "reply": {"text": "Summary: orders cart work so far."}},
+                {
+                    "when": "detailed summary",
+                    "reply": {"text": "Summary: orders cart work so far."},
+                },
             ]
         )
         tools = world.session(prompt, tools=("Bash", "Read", "Edit")).check()
