@@ -290,6 +290,9 @@ class World:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_ERROR_REPORTING": "1",
+            # -p mode waits for MCP servers (`memd mcp` takes a few seconds to start) before
+            # the first request instead of offering their tools only once connected.
+            "MCP_CONNECTION_NONBLOCKING": "0",
             **extra,
         }
 

@@ -88,7 +88,7 @@ def test_plugin_session_gets_hooks_and_tools(world: World) -> None:
     world.memd_ok("add", "--kind", "fact", FACT)
     prompt = PROMPT
     tool = "mcp__plugin_memd_memd__memory_search"
-    world.api.script(call_then_answer(prompt, tool, {"query": "invoices"}, "toolu_plugin_1"))
+    world.api.script(call_then_answer(prompt, tool, {"query": "invoices"}, "toolu_pg_1"))
     s = world.session(prompt, tools=(tool, WAIT), extra=("--plugin-dir", str(PLUGIN))).check()
     contexts = hook_contexts(request_for(world.api.model_requests(), prompt))
     labels = {label.split(":")[0].split(" ")[0] for label, _, _ in contexts}
@@ -96,7 +96,7 @@ def test_plugin_session_gets_hooks_and_tools(world: World) -> None:
     brief = [b for label, b, _ in contexts if label.startswith("SessionStart")]
     on_prompt = [b for label, b, _ in contexts if label.startswith("UserPromptSubmit")]
     assert "PostgreSQL 16" in brief[0] and "invoices_v2" in on_prompt[0], contexts
-    results = tool_results(world, "toolu_plugin_1")
+    results = tool_results(world, "toolu_pg_1")
     assert results and "PostgreSQL 16" in results[0], results
     # Its SessionEnd hook reached the daemon too: the session is known to memd.
     world.settle(s.session_id)
