@@ -47,7 +47,7 @@ SKIP_TYPES = frozenset(
         "agent-name",
         "summary",
         "attachment",
-        # Claude Code 2.1.197 and 2.1.332 (tests/transcripts/claude-code-*): request copies and
+        # Claude Code 2.1.197 and 2.1.332 (tests/real_transcripts/claude-code-*): request copies and
         # bookkeeping, some of them large, skipped before parsing.
         "mode",
         "api-request",

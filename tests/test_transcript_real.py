@@ -13,7 +13,7 @@ import pytest
 
 from memd.transcript import SKIP_TYPES, ParseStats, Signal, parse_items, parse_lines
 
-ROOT = Path(__file__).parent / "transcripts"
+ROOT = Path(__file__).parent / "real_transcripts"
 VERSIONS = ("2.1.197", "2.1.332")
 FILES = [
     ROOT / f"claude-code-{v}" / name for v in VERSIONS for name in ("tools.jsonl", "compact.jsonl")

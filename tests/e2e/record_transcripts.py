@@ -9,7 +9,7 @@ real daemon with memd's hooks (so memd's own context is in them):
 
 Scrubbed to stay small and machine-independent: the scratch root becomes ``@ROOT@`` (``-ROOT-`` in a project directory name), and in
 metadata lines (anything but user/assistant lines and hook attachments) long strings are cut to
-200 characters and long lists to 3 items. Written to ``tests/transcripts/claude-code-<version>/``.
+200 characters and long lists to 3 items. Written to ``tests/real_transcripts/claude-code-<version>/``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 from claude_harness import SONNET, VERSIONS, World, install_claude, mangle  # noqa: E402
 
-OUT = HERE.parent / "transcripts"
+OUT = HERE.parent / "real_transcripts"
 KEEP_WHOLE_ATTACHMENTS = {"hook_additional_context", "hook_success"}
 
 
