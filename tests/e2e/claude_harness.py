@@ -246,7 +246,11 @@ class World:
         self.daemon: DaemonProcess | None = None
         self.api = FakeAPI(self.root)
         if hooks:
-            self.memd_ok("install", "--hooks")
+            try:
+                self.memd_ok("install", "--hooks")
+            except BaseException:
+                self.close()  # never leave the fake API running
+                raise
 
     # -- processes
 

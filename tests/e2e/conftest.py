@@ -33,8 +33,8 @@ def netns_ok() -> None:
 @pytest.fixture
 def world(claude_bin: Path, netns_ok: None) -> Iterator[World]:
     w = World(claude_bin)
-    w.start_daemon()
     try:
+        w.start_daemon()
         yield w
     finally:
         w.close()
