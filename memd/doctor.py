@@ -69,7 +69,8 @@ class Doctor:
             ("store", self.check_store, self.repair_store),
             ("model", self.check_model, None),
             ("transcripts", self.check_transcripts, self.repair_transcripts),
-            ("hooks", self.check_hooks, self.repair_hooks),
+            ("hooks", self.check_hooks_or_plugin, self.repair_hooks),
+            ("mcp", self.check_mcp, None),
             ("service", self.check_service, self.repair_service),
             ("inotify", self.check_inotify, None),
             ("disk", self.check_disk, None),
@@ -272,6 +273,56 @@ class Doctor:
                 "memd install --hooks",
             )
         return Check("hooks", "ok", f"{detail} (socket {want_socket})")
+
+    def check_hooks_or_plugin(self) -> Check:
+        """The hooks check, unless the enabled memd plugin runs the hooks (then check that)."""
+        path = install.claude_settings_path()
+        try:
+            data, _ = install.read_claude_settings(path)
+        except MemdError:
+            return self.check_hooks()  # it reports the bad file
+        plugin = install.enabled_plugin(data)
+        if not plugin:
+            return self.check_hooks()
+        if install.has_memd_hooks(data):
+            return Check(
+                "hooks",
+                "warn",
+                f"the memd plugin ({plugin}) and {path} both register memd's hooks; "
+                "the plugin's stand down",
+                "memd uninstall --hooks",
+            )
+        if shutil.which("memd-hook") is None:
+            return Check(
+                "hooks",
+                "fail",
+                f"the memd plugin ({plugin}) runs `memd-hook`, which is not on PATH",
+                f"{sys.executable} -m pip install memd (or put {Path(sys.executable).parent} on PATH)",
+            )
+        return Check(
+            "hooks", "ok", f"from the memd plugin ({plugin}) -> {shutil.which('memd-hook')}"
+        )
+
+    def check_mcp(self) -> Check:
+        """`memd mcp` registered for Claude Code (optional: the hooks work without it)."""
+        path = install.claude_json_path()
+        try:
+            data, _ = install.read_mcp_servers(path)
+            settings, _ = install.read_claude_settings(install.claude_settings_path())
+        except MemdError as exc:
+            return Check("mcp", "warn", str(exc), "")
+        plugin = install.enabled_plugin(settings)
+        entry = (data.get("mcpServers") or {}).get(install.MCP_NAME)
+        if plugin and not entry:
+            return Check("mcp", "ok", f"from the memd plugin ({plugin})")
+        if entry is None:
+            return Check("mcp", "ok", f"not registered in {path} (optional)", "memd install --mcp")
+        command = Path(str(entry.get("command", "")))
+        if not install.is_memd_mcp(entry) or not command.is_file():
+            return Check(
+                "mcp", "fail", f"{path}: {install.MCP_NAME!r} runs {entry!r}", "memd install --mcp"
+            )
+        return Check("mcp", "ok", f"{command} mcp, registered in {path}")
 
     def check_service(self) -> Check:
         try:

@@ -22,7 +22,8 @@ config file, else ``$MEMD_HOME`` (or ``home`` in the config file, or the platfor
 Speed: the interpreter starts in ~7 ms; ``import socket, json`` alone would cost ~20 ms more. So
 this module imports only modules that are built in or already loaded (``sys``, ``posix``,
 ``_socket``, ``select``). It does not parse the payload, and it reads the daemon's hook reply,
-``{"ok":true,"context":"..."}`` with ASCII escapes, without ``json``. For the fastest start, run
+``{"ok":true,"context":"..."}`` with ASCII escapes, without ``json``. UserPromptSubmit context is
+printed in Claude Code's JSON form (see :func:`rendered`). For the fastest start, run
 it as ``python -I -S /path/to/memd/hook.py EVENT`` (see :func:`command`).
 """
 
@@ -302,8 +303,33 @@ def run(argv: list[str]) -> None:
     text = context_of(reply)[:MAX_OUTPUT]
     if text:
         out = sys.stdout.buffer
-        out.write(text.encode("utf-8", "replace"))
+        out.write(rendered(event, text))
         out.flush()
+
+
+def rendered(event: str, text: str) -> bytes:
+    """What Claude Code reads on stdout for ``text``.
+
+    SessionStart's plain stdout reaches the model. UserPromptSubmit's does not (the real CLI,
+    2.1.197 and 2.1.332, keeps it as a ``hook_success`` note it never sends), so that event gets
+    the JSON form, whose ``additionalContext`` is sent with the prompt.
+    """
+    if event != "user-prompt-submit":
+        return text.encode("utf-8", "replace")
+    return (
+        b'{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"'
+        + json_string(text).encode("utf-8", "replace")
+        + b'"}}'
+    )
+
+
+def json_string(text: str) -> str:
+    """``text`` escaped as the inside of a JSON string (without importing json)."""
+    text = text.replace("\\", "\\\\").replace('"', '\\"')
+    text = text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    if min(text, default=" ") < " ":
+        text = "".join(c if c >= " " else f"\\u{ord(c):04x}" for c in text)
+    return text
 
 
 def main() -> int:

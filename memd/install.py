@@ -345,3 +345,160 @@ def purge_home(settings: Settings) -> Path:
     if home.exists():
         shutil.rmtree(home)
     return home
+
+
+# ---------------------------------------------------------------- MCP server, commands, plugin
+# `memd install --mcp` registers `memd mcp` in Claude Code's user config; `--commands` writes
+# /remember, /recall and /forget; the memd plugin (plugin/ in the repository) brings both and
+# the hooks, so `memd install` leaves the hooks to it when it is enabled.
+
+MCP_NAME = "memd"
+PLUGIN_NAME = "memd"
+
+
+def claude_json_path() -> Path:
+    """Claude Code's user config holding user-scope ``mcpServers``: ``~/.claude.json``, or
+    ``$CLAUDE_CONFIG_DIR/.claude.json`` when that variable is set."""
+    raw = os.environ.get("CLAUDE_CONFIG_DIR")
+    return (Path(raw).expanduser() if raw else Path.home()) / ".claude.json"
+
+
+def mcp_entry(memd_path: Path) -> dict[str, Any]:
+    """What ``claude mcp add --scope user memd -- MEMD mcp`` writes."""
+    return {"type": "stdio", "command": str(memd_path), "args": ["mcp"], "env": {}}
+
+
+def is_memd_mcp(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("command"), str)
+        and os.path.basename(entry["command"]) == "memd"
+        and entry.get("args") == ["mcp"]
+    )
+
+
+def read_mcp_servers(path: Path) -> tuple[dict[str, Any], str | None]:
+    data, text = read_claude_settings(path)
+    servers = data.get("mcpServers")
+    if servers is not None and not isinstance(servers, dict):
+        raise UserError(f'{path}: "mcpServers" is not a JSON object; memd changed nothing')
+    return data, text
+
+
+def install_mcp(
+    *, dry_run: bool = False, memd_path: Path | None = None, path: Path | None = None
+) -> SettingsChange:
+    """Register `memd mcp` as the user-scope MCP server ``memd`` (other servers are kept)."""
+    path = path or claude_json_path()
+    data, text = read_mcp_servers(path)
+    wanted = mcp_entry(memd_path or find_executable("memd"))
+    current = (data.get("mcpServers") or {}).get(MCP_NAME)
+    if current == wanted:
+        return SettingsChange(path, False, f"MCP server {MCP_NAME!r} already registered in {path}")
+    if current is not None and not is_memd_mcp(current):
+        raise UserError(
+            f"{path}: an MCP server named {MCP_NAME!r} exists and is not memd's; "
+            "memd changed nothing (rename or remove it first)"
+        )
+    new = copy.deepcopy(data)
+    new.setdefault("mcpServers", {})[MCP_NAME] = wanted
+    diff, backup = apply_settings(path, new, data, text, dry_run=dry_run)
+    verb = "would register" if dry_run else "registered"
+    msg = f"{verb} MCP server {MCP_NAME!r} ({wanted['command']} mcp) in {path}"
+    if backup:
+        msg += f" (backup: {backup.name})"
+    return SettingsChange(path, True, msg, diff, backup)
+
+
+def uninstall_mcp(*, dry_run: bool = False, path: Path | None = None) -> SettingsChange:
+    path = path or claude_json_path()
+    data, text = read_mcp_servers(path)
+    if not is_memd_mcp((data.get("mcpServers") or {}).get(MCP_NAME)):
+        return SettingsChange(path, False, f"no memd MCP server in {path}")
+    new = copy.deepcopy(data)
+    del new["mcpServers"][MCP_NAME]
+    diff, backup = apply_settings(path, new, data, text, dry_run=dry_run)
+    verb = "would remove" if dry_run else "removed"
+    msg = f"{verb} MCP server {MCP_NAME!r} from {path}"
+    if backup:
+        msg += f" (backup: {backup.name})"
+    return SettingsChange(path, True, msg, diff, backup)
+
+
+def enabled_plugin(data: dict[str, Any]) -> str | None:
+    """The key of the enabled memd plugin in settings.json (``memd@<marketplace>``), if any."""
+    plugins = data.get("enabledPlugins")
+    if isinstance(plugins, dict):
+        for key, on in plugins.items():
+            if isinstance(key, str) and key.split("@")[0] == PLUGIN_NAME and on is True:
+                return key
+    return None
+
+
+def has_memd_hooks(data: dict[str, Any]) -> bool:
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    return any(
+        is_memd_entry(entry)
+        for groups in hooks.values()
+        if isinstance(groups, list)
+        for group in groups
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+        for entry in group["hooks"]
+    )
+
+
+def plugin_owning_hooks(path: Path | None = None) -> str | None:
+    """The enabled memd plugin, when there is one: then `memd install` adds no hooks."""
+    data, _ = read_claude_settings(path or claude_settings_path())
+    return enabled_plugin(data)
+
+
+def install_commands(*, dry_run: bool = False, directory: Path | None = None) -> SettingsChange:
+    """Write /remember, /recall and /forget to ``~/.claude/commands`` (memd's files only)."""
+    from memd.claude_commands import COMMANDS, render
+
+    directory = directory or claude_dir() / "commands"
+    written = []
+    for name in COMMANDS:
+        target = directory / f"{name}.md"
+        text = render(name, f"mcp__{MCP_NAME}__")
+        try:
+            if target.read_text(encoding="utf-8") == text:
+                continue
+        except FileNotFoundError:
+            pass
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"cannot read {target}: {exc}") from exc
+        if not dry_run:
+            if target.exists():
+                backup_file(target)
+            write_atomic(target, text, default_mode=0o644)
+        written.append(f"/{name}")
+    if not written:
+        return SettingsChange(directory, False, f"commands already installed in {directory}")
+    verb = "would install" if dry_run else "installed"
+    return SettingsChange(directory, True, f"{verb} {', '.join(written)} in {directory}")
+
+
+def uninstall_commands(*, dry_run: bool = False, directory: Path | None = None) -> SettingsChange:
+    """Remove memd's command files (only those still exactly as memd wrote them)."""
+    from memd.claude_commands import COMMANDS, render
+
+    directory = directory or claude_dir() / "commands"
+    removed = []
+    for name in COMMANDS:
+        target = directory / f"{name}.md"
+        try:
+            ours = target.read_text(encoding="utf-8") == render(name, f"mcp__{MCP_NAME}__")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if ours:
+            if not dry_run:
+                target.unlink()
+            removed.append(f"/{name}")
+    if not removed:
+        return SettingsChange(directory, False, f"no memd commands in {directory}")
+    verb = "would remove" if dry_run else "removed"
+    return SettingsChange(directory, True, f"{verb} {', '.join(removed)} from {directory}")

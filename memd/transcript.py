@@ -47,6 +47,15 @@ SKIP_TYPES = frozenset(
         "agent-name",
         "summary",
         "attachment",
+        # Claude Code 2.1.197 and 2.1.332 (tests/real_transcripts/claude-code-*): request copies and
+        # bookkeeping, some of them large, skipped before parsing.
+        "mode",
+        "api-request",
+        "api-request-blob",
+        "api-request-shape",
+        "cost-state",
+        "atis-latch",
+        "tools-used",
     }
 )
 """Top-level line types that are never conversation."""

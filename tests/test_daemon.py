@@ -123,7 +123,12 @@ def prompt(
         "hook_event_name": "UserPromptSubmit",
         "prompt": text,
     }
-    return proc.hook("user-prompt-submit", payload)
+    out = proc.hook("user-prompt-submit", payload)
+    if out.stdout:  # Claude Code's JSON form: the context is its additionalContext
+        reply = json.loads(out.stdout)["hookSpecificOutput"]
+        assert reply["hookEventName"] == "UserPromptSubmit"
+        out.stdout = reply["additionalContext"]
+    return out
 
 
 def test_status_json_reports_health(daemon: DaemonProcess) -> None:

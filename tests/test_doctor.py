@@ -135,6 +135,7 @@ def test_healthy_setup_exits_zero_with_every_check_ok(healthy: StandInDaemon) ->
             "model",
             "transcripts",
             "hooks",
+            "mcp",
             "service",
             "inotify",
             "disk",

@@ -195,16 +195,29 @@ def test_payload_is_forwarded_as_it_came(fake: FakeDaemon) -> None:
 def test_context_is_printed_exactly(fake: FakeDaemon) -> None:
     text = '<memd-context>\n# memd: x\nDecisions:\n- 使用 PostgreSQL 😀 "q" \\ end\n</memd-context>'
     fake.reply = encode_reply({"ok": True, "context": text}, hook=True)
-    for event in ("user-prompt-submit", "session-start"):
-        out, _ = run_hook(event, json.dumps(PAYLOAD), fake.path)
-        assert out.returncode == 0
-        assert out.stdout == text
+    out, _ = run_hook("session-start", json.dumps(PAYLOAD), fake.path)
+    assert (out.returncode, out.stdout) == (0, text)
+    # UserPromptSubmit: Claude Code's JSON form (its plain stdout never reaches the model).
+    out, _ = run_hook("user-prompt-submit", json.dumps(PAYLOAD), fake.path)
+    assert out.returncode == 0
+    assert json.loads(out.stdout) == {
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}
+    }
+
+
+def test_prompt_context_with_control_characters_is_valid_json(fake: FakeDaemon) -> None:
+    text = "tab\there\r\x01\x1f \u2028 end"
+    fake.reply = encode_reply({"ok": True, "context": text}, hook=True)
+    out, _ = run_hook("user-prompt-submit", json.dumps(PAYLOAD), fake.path)
+    assert json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] == text
 
 
 def test_output_is_capped_at_10000_chars(fake: FakeDaemon) -> None:
     fake.reply = encode_reply({"ok": True, "context": "x" * 25_000}, hook=True)
-    out, _ = run_hook("user-prompt-submit", json.dumps(PAYLOAD), fake.path)
+    out, _ = run_hook("session-start", json.dumps(PAYLOAD), fake.path)
     assert out.stdout == "x" * 10_000
+    out, _ = run_hook("user-prompt-submit", json.dumps(PAYLOAD), fake.path)
+    assert json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] == "x" * 10_000
 
 
 def test_error_replies_and_odd_replies_print_nothing(fake: FakeDaemon) -> None:
@@ -221,7 +234,7 @@ def test_error_replies_and_odd_replies_print_nothing(fake: FakeDaemon) -> None:
 
 def test_a_valid_reply_in_another_shape_still_works(fake: FakeDaemon) -> None:
     fake.reply = b'{"ok": true, "extra": 1, "context": "plain"}\n'
-    out, _ = run_hook("user-prompt-submit", json.dumps(PAYLOAD), fake.path)
+    out, _ = run_hook("session-start", json.dumps(PAYLOAD), fake.path)
     assert out.stdout == "plain"
 
 
@@ -291,7 +304,8 @@ def test_fast_form_runs_the_file_with_isolated_interpreter(fake: FakeDaemon) -> 
         env={**os.environ, "MEMD_SOCKET": fake.path},
         timeout=30,
     )
-    assert (out.returncode, out.stdout) == (0, "fast path")
+    assert out.returncode == 0
+    assert json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] == "fast path"
 
 
 def test_socket_path_follows_the_settings_rule(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -439,3 +439,48 @@ def test_two_processes_writing_one_state_stay_consistent(tmp_path: Path) -> None
     seg = a.state.segment(key)
     assert seg is not None and [t.uuid for t in seg.turns] == ["u1", "u2", "u3"]
     assert a.close_session("two") is None
+
+
+def test_open_segments_are_stored_redacted(tmp_path: Path) -> None:
+    """A secret in a prompt or a tool output never reaches state.db, not even while it waits."""
+    secret = "sk-ant-api03-" + "Zq8wX2vN7mR4tY6uP1sK9dL3fH5jG0cBAA"
+    lines = [
+        json.dumps(
+            {
+                "type": "user",
+                "uuid": "s-u1",
+                "sessionId": "sec-0001",
+                "timestamp": "2026-11-30T10:00:00Z",
+                "cwd": str(tmp_path),
+                "message": {"role": "user", "content": f"Deploy with the key {secret} please."},
+            }
+        ),
+        json.dumps(
+            {
+                "type": "user",
+                "uuid": "s-u2",
+                "sessionId": "sec-0001",
+                "timestamp": "2026-11-30T10:00:01Z",
+                "cwd": str(tmp_path),
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t1", "content": f"KEY={secret}"}
+                    ],
+                },
+            }
+        ),
+    ]
+    path = tmp_path / "state.db"
+    state = State(path)
+    tracker = SessionTracker(settings(tmp_path), state)
+    tracker.feed(list(parse_items(lines)))
+    assert tracker.open_turns("sec-0001")
+    for file in tmp_path.glob("state.db*"):
+        assert secret.encode() not in file.read_bytes(), file
+    state.close()
+    # What a restarted daemon reads back is the redacted turn.
+    again = SessionTracker(settings(tmp_path), State(path)).open_turns("sec-0001")
+    assert "[REDACTED:anthropic_key]" in again[0].text and secret not in again[0].text
+    for file in tmp_path.glob("state.db*"):
+        assert secret.encode() not in file.read_bytes(), file

@@ -80,9 +80,9 @@ def target_from(ctx: click.Context) -> Any:
 
 
 def _register() -> None:
-    from memd.cli import daemon, ingest, jobs, memories, service, ui
+    from memd.cli import connect, daemon, ingest, jobs, memories, service, ui
 
-    for module in (memories, ingest, daemon, jobs, service, ui):
+    for module in (memories, ingest, daemon, jobs, service, ui, connect):
         module.register(main)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -29,47 +29,103 @@ def echo_service(change: ServiceChange, *, dry_run: bool) -> None:
 @click.command(name="install")
 @click.option("--hooks", "hooks", is_flag=True, help="Only merge the hooks into settings.json.")
 @click.option("--service", "service", is_flag=True, help="Only install the user service.")
+@click.option("--mcp", "mcp", is_flag=True, help="Only register `memd mcp` in ~/.claude.json.")
+@click.option("--commands", is_flag=True, help="Only add /remember, /recall, /forget.")
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @click.pass_context
 @handle_errors
-def service_install(ctx: click.Context, hooks: bool, service: bool, dry_run: bool) -> None:
-    """Wire memd into Claude Code's hooks and install the user service (both by default)."""
-    from memd import install
+def service_install(
+    ctx: click.Context, hooks: bool, service: bool, mcp: bool, commands: bool, dry_run: bool
+) -> None:
+    """Wire memd into Claude Code (hooks, MCP server, commands) and install the user service.
+
+    With no option, all of them. Hooks are left to the memd plugin when it is enabled.
+    """
     from memd import service as user_service
 
     settings = settings_from(ctx)
-    both = not hooks and not service
+    both = not hooks and not service and not mcp and not commands
     if hooks or both:
-        change = install.install_hooks(dry_run=dry_run, settings=settings)
-        click.echo(change.message)
-        if dry_run and change.diff:
-            click.echo(change.diff, nl=False)
+        install_hooks_unless_plugin(dry_run, settings)
+    if mcp or commands or both:
+        for change in connect_changes(mcp or both, commands or both, dry_run):
+            click.echo(change.message)
+            if dry_run and change.diff:
+                click.echo(change.diff, nl=False)
     if service or both:
         echo_service(user_service.install_service(settings, dry_run=dry_run), dry_run=dry_run)
+
+
+def install_hooks_unless_plugin(dry_run: bool, settings: Any = None) -> None:
+    """`memd install --hooks`, unless the memd plugin is enabled: it registers the same hooks."""
+    from memd import install
+
+    plugin = install.plugin_owning_hooks()
+    if plugin:
+        click.echo(
+            f"the memd plugin ({plugin}) is enabled and runs memd's hooks: "
+            f"not adding them to {install.claude_settings_path()} as well"
+        )
+        return
+    change = install.install_hooks(dry_run=dry_run, settings=settings)
+    click.echo(change.message)
+    if dry_run and change.diff:
+        click.echo(change.diff, nl=False)
+
+
+def connect_changes(mcp: bool, commands: bool, dry_run: bool, remove: bool = False) -> list[Any]:
+    from memd import install
+
+    changes = []
+    if mcp:
+        changes.append(
+            install.uninstall_mcp(dry_run=dry_run)
+            if remove
+            else install.install_mcp(dry_run=dry_run)
+        )
+    if commands:
+        changes.append(
+            install.uninstall_commands(dry_run=dry_run)
+            if remove
+            else install.install_commands(dry_run=dry_run)
+        )
+    return changes
 
 
 @click.command(name="uninstall")
 @click.option("--hooks", "hooks", is_flag=True, help="Only remove the hooks.")
 @click.option("--service", "service", is_flag=True, help="Only remove the user service.")
+@click.option("--mcp", "mcp", is_flag=True, help="Only unregister the MCP server.")
+@click.option("--commands", is_flag=True, help="Only remove /remember, /recall, /forget.")
 @click.option("--purge", is_flag=True, help="Also delete $MEMD_HOME (all memories).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before --purge deletes data.")
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @click.pass_context
 @handle_errors
 def service_uninstall(
-    ctx: click.Context, hooks: bool, service: bool, purge: bool, yes: bool, dry_run: bool
+    ctx: click.Context,
+    hooks: bool,
+    service: bool,
+    mcp: bool,
+    commands: bool,
+    purge: bool,
+    yes: bool,
+    dry_run: bool,
 ) -> None:
     """Remove exactly what `memd install` added. Memories are kept unless --purge."""
     from memd import install
     from memd import service as user_service
 
     settings = settings_from(ctx)
-    both = not hooks and not service
+    both = not hooks and not service and not mcp and not commands
     if hooks or both:
         change = install.uninstall_hooks(dry_run=dry_run)
         click.echo(change.message)
         if dry_run and change.diff:
             click.echo(change.diff, nl=False)
+    if mcp or commands or both:
+        for change in connect_changes(mcp or both, commands or both, dry_run, remove=True):
+            click.echo(change.message)
     if service or both:
         echo_service(user_service.uninstall_service(dry_run=dry_run), dry_run=dry_run)
     if not purge:

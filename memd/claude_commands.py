@@ -1,0 +1,50 @@
+"""The /remember, /recall and /forget commands for Claude Code, as Markdown command files.
+
+Each command asks the model to call one of memd's MCP tools (``memd mcp``), whose names depend on
+how the server is registered: ``mcp__memd__`` for `memd install --mcp`, and
+``mcp__plugin_memd_memd__`` inside the memd plugin. The arguments go to the tool as data, never
+through a shell, so quotes and ``$`` in what the user types are harmless.
+"""
+
+from __future__ import annotations
+
+PLUGIN_TOOL_PREFIX = "mcp__plugin_memd_memd__"
+
+COMMANDS: dict[str, str] = {
+    "remember": """---
+description: Remember something in memd (this project; --pin pins it, --global keeps it for every project)
+argument-hint: "[--pin] [--global] TEXT"
+allowed-tools: {p}memory_add
+---
+Store this in memd with the `{p}memory_add` tool, then confirm in one line what was stored (kind and the first 8 characters of its id).
+
+Arguments: $ARGUMENTS
+
+- text: the arguments without the flags `--pin` and `--global`, word for word.
+- `--pin` given: pin=true. `--global` given: user_wide=true.
+- kind: "preference" for a rule or habit (always, never, prefer, use X), "decision" for a choice made, "todo" for work still to do, else "fact".
+""",
+    "recall": """---
+description: Show what memd remembers about a topic (this project and user-wide)
+argument-hint: "TOPIC"
+allowed-tools: {p}memory_search
+---
+Search memd with the `{p}memory_search` tool, query: $ARGUMENTS
+
+Show the results as a short list: kind, text, date, and the first 8 characters of the id. If nothing was found, say so plainly.
+""",
+    "forget": """---
+description: Forget a memd memory by its id, or find the one to forget
+argument-hint: "ID or TOPIC"
+allowed-tools: {p}memory_search, {p}memory_forget
+---
+Arguments: $ARGUMENTS
+
+If the arguments are a memory id (4 or more hex characters), delete it with the `{p}memory_forget` tool. Otherwise search with `{p}memory_search`, list the matches with their ids, and delete one only when exactly one clearly matches what was described; say which one was deleted.
+""",
+}
+
+
+def render(name: str, tool_prefix: str) -> str:
+    """The command file ``name``.md with memd's tools under ``tool_prefix``."""
+    return COMMANDS[name].replace("{p}", tool_prefix)

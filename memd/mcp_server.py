@@ -1,0 +1,222 @@
+"""`memd mcp`: a stdio MCP server (the official ``mcp`` SDK), thin over the daemon's socket.
+
+Each tool is one socket request to the running daemon (the same commands `memd search`, `add`,
+`forget`, `pin`, `show`, `list` and `status` send). It never opens the store itself: a stopped
+daemon is reported at once as a tool error saying how to start it, never waited on. The project
+is the first ``file://`` root the client offers, else the server's working directory (Claude Code
+starts MCP servers in the session's directory).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from memd import __version__, protocol
+from memd.models import KINDS, USER_SCOPE
+
+REQUEST_TIMEOUT = 30.0
+ROOTS_TIMEOUT = 2.0
+INSTRUCTIONS = (
+    "memd is the user's long-term memory of earlier Claude Code sessions: decisions, "
+    "preferences, bug fixes with their causes, TODOs and facts, per project. Search it before "
+    "asking the user something an earlier session may have settled."
+)
+
+
+class Daemon:
+    """Requests to the daemon's socket, each a tool error on failure."""
+
+    def __init__(self, socket_path: str) -> None:
+        self.socket_path = socket_path
+
+    def call(self, cmd: str, **args: Any) -> dict[str, Any]:
+        try:
+            reply = protocol.request(self.socket_path, {"cmd": cmd, **args}, REQUEST_TIMEOUT)
+        except protocol.NoReply as exc:
+            raise ToolError(f"memd's daemon took the request but did not answer: {exc}") from exc
+        except (OSError, ValueError) as exc:
+            raise ToolError(
+                f"memd's daemon is not running (nothing answers at {self.socket_path}: "
+                f"{exc.__class__.__name__}). Start it with `memd serve`, or `memd install` "
+                "for the user service."
+            ) from exc
+        if not reply.get("ok"):
+            raise ToolError(str(reply.get("error") or "memd's daemon refused the request"))
+        return reply
+
+    async def acall(self, cmd: str, **args: Any) -> dict[str, Any]:
+        return await anyio.to_thread.run_sync(lambda: self.call(cmd, **args))
+
+
+async def project_dir(ctx: Context | None) -> str:
+    """The client's first ``file://`` root, else this process's working directory."""
+    if ctx is not None:
+        try:
+            caps = ctx.client_capabilities
+            if caps is not None and caps.roots is not None:
+                with anyio.fail_after(ROOTS_TIMEOUT):
+                    result = await ctx.session.list_roots()
+                for root in result.roots:
+                    url = urlparse(str(root.uri))
+                    if url.scheme == "file" and url.path:
+                        return unquote(url.path)
+        except Exception:  # no roots, a slow client, or no back channel (newer protocols)
+            pass
+    return os.getcwd()
+
+
+def brief(memory: dict[str, Any], score: float | None = None) -> dict[str, Any]:
+    """What a tool shows of one memory: id, kind, text, dates and provenance."""
+    out = {
+        "id": memory.get("id"),
+        "kind": memory.get("kind"),
+        "text": memory.get("text"),
+        "project": memory.get("project"),
+        "pinned": memory.get("pinned", False),
+        "status": memory.get("status", "active"),
+        "created_at": memory.get("created_at"),
+        "updated_at": memory.get("updated_at"),
+        "sources": memory.get("sources", []),
+    }
+    if score is not None:
+        out["score"] = round(float(score), 3)
+    return out
+
+
+def timeline(memories: list[dict[str, Any]], sessions: int) -> list[dict[str, Any]]:
+    """Sessions, newest first, each with what was learned from it (from memories' sources)."""
+    learned: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    span: dict[str, list[str]] = {}
+    for m in memories:
+        seen = set()
+        for s in m.get("sources") or []:
+            sid = s.get("session_id") or ""
+            if not sid:
+                continue
+            stamps = span.setdefault(sid, [])
+            if s.get("timestamp"):
+                stamps.append(s["timestamp"])
+            if sid not in seen:
+                seen.add(sid)
+                learned[sid].append({"id": m["id"], "kind": m["kind"], "text": m["text"]})
+
+    def rank(item: dict[str, Any]) -> int:
+        return KINDS.index(item["kind"]) if item["kind"] in KINDS else len(KINDS)
+
+    rows: list[dict[str, Any]] = [
+        {
+            "session_id": sid,
+            "started": min(span[sid], default=""),
+            "ended": max(span[sid], default=""),
+            "learned": sorted(items, key=rank),
+        }
+        for sid, items in learned.items()
+    ]
+    rows.sort(key=lambda r: str(r["ended"]), reverse=True)
+    return rows[:sessions]
+
+
+def build_server(socket_path: str) -> MCPServer:
+    daemon = Daemon(socket_path)
+    server: MCPServer = MCPServer(name="memd", version=__version__, instructions=INSTRUCTIONS)
+
+    @server.tool()
+    async def memory_search(
+        query: str, limit: int = 10, kinds: list[str] | None = None, ctx: Context | None = None
+    ) -> dict[str, Any]:
+        """Search memd's memories of this project (and user-wide ones) by meaning and words.
+
+        kinds: any of decision, preference, todo, bugfix, fact, summary, excerpt.
+        Returns memories with ids, kinds, dates and provenance (source sessions and lines).
+        """
+        for kind in kinds or []:
+            if kind not in KINDS:
+                raise ToolError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}")
+        reply = await daemon.acall(
+            "search",
+            query=query,
+            cwd=await project_dir(ctx),
+            limit=max(1, min(int(limit), 100)),
+            kinds=kinds or None,
+        )
+        return {"memories": [brief(r, r.get("score")) for r in reply["results"]]}
+
+    @server.tool()
+    async def memory_add(
+        text: str,
+        kind: str = "fact",
+        pin: bool = False,
+        user_wide: bool = False,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Remember TEXT in this project (user_wide: in every project). Secrets are redacted.
+
+        kind: decision, preference, todo, bugfix or fact. pin: always in the session brief.
+        """
+        reply = await daemon.acall(
+            "add",
+            text=text,
+            kind=kind,
+            pin=pin,
+            cwd=await project_dir(ctx),
+            project=USER_SCOPE if user_wide else None,
+        )
+        return {"action": reply["result"]["action"], "memory": brief(reply["memory"])}
+
+    @server.tool()
+    async def memory_forget(id: str) -> dict[str, Any]:
+        """Delete memory ID for good (any unique prefix of 4+ characters)."""
+        reply = await daemon.acall("forget", id=id)
+        return {"forgotten": reply["forgotten"], "text": reply.get("text", "")}
+
+    @server.tool()
+    async def memory_pin(id: str, pinned: bool = True) -> dict[str, Any]:
+        """Pin memory ID (always in the session-start brief), or unpin it with pinned=false."""
+        reply = await daemon.acall("pin", id=id, pinned=pinned)
+        return {"memory": brief(reply["memory"])}
+
+    @server.tool()
+    async def memory_show(id: str) -> dict[str, Any]:
+        """One memory in full: provenance (sessions, lines, times) and history (merges, edits)."""
+        memory = (await daemon.acall("show", id=id))["memory"]
+        out = brief(memory)
+        for key in ("topic", "keywords", "importance", "hits", "last_used_at", "history"):
+            out[key] = memory.get(key)
+        out["superseded_by"] = memory.get("superseded_by") or None
+        out["supersedes"] = memory.get("supersedes", [])
+        return out
+
+    @server.tool()
+    async def memory_timeline(sessions: int = 10, ctx: Context | None = None) -> dict[str, Any]:
+        """Recent sessions of this project, newest first, with what memd learned from each."""
+        reply = await daemon.acall("list", cwd=await project_dir(ctx))
+        return {"sessions": timeline(reply["memories"], max(1, min(int(sessions), 100)))}
+
+    @server.tool()
+    async def memory_status() -> dict[str, Any]:
+        """Whether memd's daemon runs, its version, memory counts, sessions and extractor."""
+        try:
+            reply = await daemon.acall("status")
+        except ToolError as exc:
+            return {"running": False, "detail": str(exc)}
+        keys = ("version", "pid", "uptime_seconds", "socket", "home", "memories", "sessions")
+        return {
+            "running": True,
+            **{k: reply.get(k) for k in keys},
+            "extractor": reply.get("extractor"),
+        }
+
+    return server
+
+
+def run(socket_path: Path | str) -> None:
+    """Serve MCP on stdin/stdout until the client closes the pipe."""
+    build_server(str(socket_path)).run("stdio")
