@@ -42,6 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, append_section, markdown_table, percentile
 
+from memd.embed import is_chinese
+
 LABELLED = ROOT / "tests" / "labelled"
 SHORT_QUERIES = (
     "How should API errors be shown to the user?",
@@ -123,6 +125,15 @@ def recall_runs(
         out[name]["unrelated_p95"] = percentile(unrelated, 95)
         out["related"] += related
         out["unrelated"] += unrelated
+    en = [(p["same_lang_prompt"], p["en"]) for p in pairs if p["memory"] == "en"]
+    en_corpus = [m for _, m in en] + [d for d in distractors if not is_chinese(d)]
+    sims = model.query([q for q, _ in en]) @ model.passage(en_corpus).T
+    mask = np.ones(sims.shape, dtype=bool)
+    mask[np.arange(len(en)), np.arange(len(en))] = False
+    out["calibration_en"] = (
+        round(percentile(sims[mask].tolist(), 95), 2),
+        round(statistics.median(float(sims[i, i]) for i in range(len(en))), 2),
+    )
     out["calibration"] = (
         round(percentile(out["unrelated"], 95), 2),
         round(statistics.median(out["related"]), 2),
@@ -130,13 +141,14 @@ def recall_runs(
     return out
 
 
-def locomo_dense(model: Model, selected: Sequence[int] | None) -> float | None:
+def locomo_dense(model: Model, data: Path, selected: Sequence[int] | None) -> float | None:
     """Mean recall@5 of LoCoMo categories 1-4 for dense search over raw turns."""
     import locomo
 
-    if not locomo.DATA.exists():
+    if not data.exists():
+        print(f"LoCoMo not found at {data}: give --locomo-data")
         return None
-    convs = locomo.load_conversations(locomo.DATA, selected)
+    convs = locomo.load_conversations(data, selected)
     scores: list[float] = []
     for conv in convs:
         turns = [(t["dia_id"], locomo.turn_text(t)) for s in conv.sessions for t in s.turns]
@@ -191,6 +203,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--models", default="e5,e5-raw,minilm,use")
     ap.add_argument("--calls", type=int, default=200, help="single-query calls per model")
     ap.add_argument("--locomo", default="1-10", help="conversations for the English check, or none")
+    ap.add_argument(
+        "--locomo-data",
+        type=Path,
+        default=Path("/work/shared/bench/locomo/locomo10.json")
+        if not (ROOT.parent / "shared").exists()
+        else ROOT.parent / "shared" / "bench" / "locomo" / "locomo10.json",
+        help="locomo10.json, read in place",
+    )
     ap.add_argument("--record", action="store_true", help="append a section to BENCHMARKS.md")
     return ap.parse_args(argv)
 
@@ -218,10 +238,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for m in models:
         res = recall_runs(m, pairs, distractors)
         res["passages_per_s"] = throughput(m, corpus)
-        res["locomo_r5"] = locomo_dense(m, selected) if args.locomo != "none" else None
+        res["locomo_r5"] = (
+            locomo_dense(m, args.locomo_data, selected) if args.locomo != "none" else None
+        )
         res["load_s"], res["rss_mib"] = load_and_rss(m.name)
         results[m.name] = res
-        print(f"{m.name}: done", flush=True)
+        brief = {k: v for k, v in res.items() if k not in ("related", "unrelated")}
+        print(f"{m.name}: {json.dumps(brief)}", flush=True)
     for name, ms in latency(models, args.calls).items():
         results[name]["query_ms"] = ms
 
@@ -254,9 +277,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
         for n, r in results.items()
     ]
-    cos_headers = ["model", "run", "related median", "unrelated p95", "calibration (pooled)"]
+    cos_headers = [
+        "model",
+        "run",
+        "related median",
+        "unrelated p95",
+        "calibration (pooled)",
+        "calibration (English only)",
+    ]
     cos_rows = [
-        [n, run, r[run]["related_median"], r[run]["unrelated_p95"], str(r["calibration"])]
+        [
+            n,
+            run,
+            r[run]["related_median"],
+            r[run]["unrelated_p95"],
+            str(r["calibration"]),
+            str(r["calibration_en"]),
+        ]
         for n, r in results.items()
         for run in ("zh->en", "en->zh", "same")
     ]
