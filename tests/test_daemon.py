@@ -23,6 +23,7 @@ from daemon_process import (
 )
 
 from memd import protocol
+from memd.embed import MINILM_MODEL
 
 BILLING_PROMPT = "Which database holds the billing invoices?"
 
@@ -31,7 +32,8 @@ BILLING_PROMPT = "Which database holds the billing invoices?"
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
     root = tmp_path_factory.mktemp("daemon")
     sock = short_socket_path()
-    env = daemon_env(root, sock, MEMD_FLUSH_SECONDS="0.3")
+    # The hook's relevance threshold (0.35) is a MiniLM cosine: these tests pin that model.
+    env = daemon_env(root, sock, MEMD_FLUSH_SECONDS="0.3", MEMD_EMBEDDING_MODEL=MINILM_MODEL)
     proc = DaemonProcess(env, root / "serve.log").start()
     proc.root = root  # type: ignore[attr-defined]
     try:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from memd.app import App
+from memd.embed import MINILM_MODEL
 from memd.inject import (
     CLOSE_TAG,
     HARD_CAP,
@@ -39,6 +40,9 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
         home=root / "memd",
         transcripts_dir=root / "projects",
         config=root / "none.toml",
+        # The injection thresholds here (relevance 0.35) were tuned on MiniLM cosines; the
+        # multilingual default has its own scale (memd.embed.MODEL_CALIBRATION).
+        embedding_model=MINILM_MODEL,
     )
     application = App(settings).open(writer=True, owner="test")
     application.store.embedder.load()

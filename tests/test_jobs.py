@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from memd import jobs, retrieve
 from memd.app import App
 from memd.cli import main
+from memd.embed import MINILM_MODEL
 from memd.errors import UserError
 from memd.jobs import Scheduler, effective_score
 from memd.models import Memory, Source
@@ -125,7 +126,7 @@ def test_effective_score_uses_last_activity() -> None:
 
 
 def test_dedupe_merges_duplicates_keeps_sources_and_history(make_app: Callable[..., App]) -> None:
-    app = make_app()
+    app = make_app(embedding_model=MINILM_MODEL)  # dedupe_threshold 0.92 is a MiniLM cosine
     old, dup, other_kind, unrelated = put(
         app.store,
         [

