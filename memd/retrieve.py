@@ -72,12 +72,12 @@ class Weights:
     only add to what the meaning says, so a memory with the same meaning in other words (or
     another language) is found, and a memory that only shares a word or two is not."""
     threshold: float = 0.35
-    excerpt_margin: float = 0.10
+    excerpt_margin: float = 0.05
     """Excerpts (raw turns) and summaries need this much more relevance than typed memories."""
     vector: float = 0.5
     text: float = 1.0
     """Rank-fusion weights of the two candidate lists."""
-    rank_mix: float = 0.25
+    rank_mix: float = 0.6
     """Share of the rank fusion in the ordering, beside relevance."""
     relevance: float = 0.80
     importance: float = 0.10

@@ -27,14 +27,23 @@ from memd.settings import load_settings
 LABELLED = Path(__file__).parent / "labelled"
 
 
-def test_default_is_the_packaged_multilingual_model() -> None:
+def test_default_is_minilm_and_e5_is_one_setting_away(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Embedder(load_settings()).model_name == MINILM_MODEL
+    monkeypatch.setenv("MEMD_EMBEDDING_MODEL", E5_MODEL)
     embedder = Embedder(load_settings())
     assert embedder.model_name == E5_MODEL
     assert embedder.model_id.startswith(f"{E5_MODEL}@")
     assert embedder.calibration == calibration_for(E5_MODEL)
 
 
-def test_queries_and_passages_differ_for_e5_only(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def e5_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMD_EMBEDDING_MODEL", E5_MODEL)
+
+
+def test_queries_and_passages_differ_for_e5_only(
+    monkeypatch: pytest.MonkeyPatch, e5_env: None
+) -> None:
     e5 = Embedder(load_settings()).load()
     text = "Which web framework does the backend use?"
     query, passage = np.array(e5.embed_query(text)), np.array(e5.embed([text])[0])
@@ -46,7 +55,7 @@ def test_queries_and_passages_differ_for_e5_only(monkeypatch: pytest.MonkeyPatch
     assert mini.embed_query(text) == pytest.approx(mini.embed([text])[0])
 
 
-def test_cross_lingual_pair_beats_same_language_distractor() -> None:
+def test_cross_lingual_pair_beats_same_language_distractor(e5_env: None) -> None:
     e5 = Embedder(load_settings()).load()
     memories = [
         "接口报错时统一用 ElMessage 弹窗提示用户",
@@ -61,7 +70,7 @@ def test_cross_lingual_pair_beats_same_language_distractor() -> None:
 
 
 @pytest.mark.slow
-def test_zh_en_recall_at_5_on_the_labelled_set() -> None:
+def test_zh_en_recall_at_5_on_the_labelled_set(e5_env: None) -> None:
     """The figures of bench/crosslingual.py, asserted a little below the measured 0.875/0.944."""
     pairs = [
         json.loads(x) for x in (LABELLED / "crosslingual_zh_en.jsonl").read_text().split("\n") if x
@@ -137,7 +146,7 @@ def test_daemon_migrates_a_minilm_store_keeping_every_memory(
     assert old_id.startswith(MINILM_MODEL)
     assert len(before) == 3
 
-    monkeypatch.delenv("MEMD_EMBEDDING_MODEL")
+    monkeypatch.setenv("MEMD_EMBEDDING_MODEL", E5_MODEL)  # the user switches to e5
     with pytest.raises(ModelMismatch, match="memd reindex"):
         App(load_settings()).open(writer=False)  # a CLI only checks, and names the fix
 
