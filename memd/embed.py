@@ -222,7 +222,9 @@ def model_id_for(model_name: str) -> str:
     if model_name == E5_MODEL:
         from memd import e5_centroids
 
-        return f"{E5_MODEL}@{e5_centroids.fingerprint()}"
+        # "-centred": memd removes each language's mean vector, so these cosines are not raw
+        # e5's (memd.similar keeps a profile for each).
+        return f"{E5_MODEL}-centred@{e5_centroids.fingerprint()}"
     return model_name
 
 

@@ -32,7 +32,7 @@ def test_default_is_minilm_and_e5_is_one_setting_away(monkeypatch: pytest.Monkey
     monkeypatch.setenv("MEMD_EMBEDDING_MODEL", E5_MODEL)
     embedder = Embedder(load_settings())
     assert embedder.model_name == E5_MODEL
-    assert embedder.model_id.startswith(f"{E5_MODEL}@")
+    assert embedder.model_id.startswith(f"{E5_MODEL}-centred@")
     assert embedder.calibration == calibration_for(E5_MODEL)
 
 
@@ -169,3 +169,26 @@ def test_daemon_migrates_a_minilm_store_keeping_every_memory(
         assert any("ElMessage" in r["text"] for r in zh["results"][:2])
     finally:
         new.close()
+
+
+def test_near_duplicates_merge_with_e5_too(e5_env: None) -> None:
+    """memd.similar reads memd's centred e5 cosines with their own profile, not raw e5's."""
+    from memd import similar
+
+    e5 = Embedder(load_settings()).load()
+    trio = [
+        "We use PostgreSQL 16 as the primary database.",
+        "We use PostgreSQL 16 as our primary database",
+        "The primary database is PostgreSQL 16.",
+    ]
+    vectors = np.array(e5.embed(trio))
+    for other in (1, 2):
+        cosine = float(vectors[0] @ vectors[other])
+        assert similar.is_duplicate(trio[0], trio[other], cosine, e5.model_id), trio[other]
+    distinct = np.array(e5.embed(["We use PostgreSQL 15 as the primary database."]))[0]
+    assert not similar.is_duplicate(
+        trio[0],
+        "We use PostgreSQL 15 as the primary database.",
+        float(vectors[0] @ distinct),
+        e5.model_id,
+    )
