@@ -160,11 +160,16 @@ class App:
 
     def restore(self, id: str) -> dict[str, Any]:
         self._need_writer()
-        memory = self.store.get(id)
-        if memory.status == "active":
-            raise UserError(f"memory {memory.id} is already active")
-        fields: dict[str, Any] = {"status": "active", "superseded_by": "", "updated_at": now_iso()}
-        self.store.update_fields({memory.id: fields})
+        with self.store.write_lock:  # the status checked is the status changed
+            memory = self.store.get(id)
+            if memory.status == "active":
+                raise UserError(f"memory {memory.id} is already active")
+            fields: dict[str, Any] = {
+                "status": "active",
+                "superseded_by": "",
+                "updated_at": now_iso(),
+            }
+            self.store.update_fields({memory.id: fields})
         return {"memory": self.store.get(memory.id).to_dict()}
 
     def import_memories(self, path: str, cwd: str | None = None) -> dict[str, Any]:

@@ -367,32 +367,37 @@ class MemoryStore:
         if not ids or self._table is None:
             return
         at = now_iso()
-        with self._write_lock:
+        with self._write_lock:  # one SQL update (hits + 1): atomic, and ordered with writes
+            mark = self.journal.size()
             self.journal.append([{"op": "touch", "ids": ids, "at": at}])
             try:
                 self._table.update(
                     where=sql_in("id", ids),
                     values_sql={"hits": "hits + 1", "last_used_at": sql_str(at)},
                 )
+            except Exception as exc:
+                self.journal.truncate(mark)
+                raise StoreError(f"touch failed, nothing was stored: {exc}") from exc
             finally:
                 self.mutations += 1
 
     def update_fields(self, updates: dict[str, dict[str, Any]]) -> None:
-        """Set plain fields (score, status, ...) on many memories, as one rewrite."""
+        """Set plain fields (score, status, ...) on many memories, as one atomic rewrite."""
         if not updates:
             return
-        rows = self.rows_with_vectors(updates)
-        changed: list[Memory] = []
-        vectors: dict[str, Sequence[float]] = {}
-        for mid, fields in updates.items():
-            if mid not in rows:
-                continue
-            memory = from_row(rows[mid])
-            for key, value in fields.items():
-                setattr(memory, key, value)
-            changed.append(memory)
-            vectors[mid] = rows[mid]["vector"]
-        self.write(changed, vectors)
+        with self._write_lock:  # the rows read are the rows rewritten: no write in between
+            rows = self.rows_with_vectors(updates)
+            changed: list[Memory] = []
+            vectors: dict[str, Sequence[float]] = {}
+            for mid, fields in updates.items():
+                if mid not in rows:
+                    continue
+                memory = from_row(rows[mid])
+                for key, value in fields.items():
+                    setattr(memory, key, value)
+                changed.append(memory)
+                vectors[mid] = rows[mid]["vector"]
+            self.write(changed, vectors)
 
     # ---- maintenance
     def optimize(self, retries: int = 3) -> dict[str, Any]:
