@@ -160,7 +160,7 @@ class SessionTracker:
             seq = before
         else:
             seq = next(i for i, t in enumerate(seg.turns) if t is target)
-        state.put_turn(seg.key, seq, target)
+        state.put_turn(seg.key, seq, target, self.settings.redact_patterns)
         rec.last_activity = now
         result.turns += 1
         result.sessions.add(rec.session_id)
