@@ -47,6 +47,10 @@ class App:
             self.lock.acquire(owner)
             self.writer = True
         try:
+            if writer:  # under the writer lock: at daemon start, or a one-shot writer
+                from memd.migrations import migrate
+
+                migrate(self.settings)
             self.store.open(check_model=check_model)
         except BaseException:
             self.lock.release()

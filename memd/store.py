@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from memd.embed import Embedder
-from memd.errors import ModelMismatch, NotFound, StoreError
+from memd.errors import ModelMismatch, NotFound, SchemaTooNew, StoreError
 from memd.journal import Journal
 from memd.models import Memory, Source, now_iso
 
@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 TABLE = "memories"
 META_FILE = "memd-meta.json"
+STORE_VERSION = 1
+"""The store's schema version (``schema_version`` in the meta file), migrated by
+:mod:`memd.migrations`. 0: before versions existed. 1: the same layout, versioned."""
 READ_COLUMNS = [
     "id",
     "text",
@@ -159,6 +162,7 @@ class MemoryStore:
     def open(self, *, check_model: bool = True) -> MemoryStore:
         import lancedb
 
+        self.check_version()
         self.settings.home.mkdir(parents=True, exist_ok=True)
         self.settings.home.chmod(0o700)
         try:
@@ -204,9 +208,25 @@ class MemoryStore:
         except ValueError as exc:
             raise StoreError(f"{self.root / META_FILE} is damaged: {exc}") from exc
 
-    def write_meta(self) -> None:
+    def check_version(self) -> None:
+        """Refuse a store written by a newer memd, before anything touches it."""
+        try:
+            version = int(self.meta().get("schema_version", 0))
+        except (StoreError, TypeError, ValueError):
+            return  # a damaged meta file: check_model and doctor report it
+        if version > STORE_VERSION:
+            raise SchemaTooNew(
+                f"the memory store in {self.root} has schema version {version}, but this memd "
+                f"only knows up to {STORE_VERSION}: it was written by a newer memd. Upgrade "
+                "memd (or restore a backup); memd leaves it untouched."
+            )
+
+    def write_meta(self, *, new_table: bool = False) -> None:
+        """Record the model (and, for a table this code created, the schema version)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        meta = {"model_id": self.embedder.model_id, "dim": self.embedder.dim}
+        meta = {**self.meta(), "model_id": self.embedder.model_id, "dim": self.embedder.dim}
+        if new_table:
+            meta["schema_version"] = STORE_VERSION
         tmp = self.root / (META_FILE + ".tmp")
         tmp.write_text(json.dumps(meta))
         tmp.replace(self.root / META_FILE)
@@ -222,7 +242,7 @@ class MemoryStore:
     def _ensure_table(self, dim: int) -> Any:
         if self._table is None:
             self._table = self._db.create_table(TABLE, schema=schema(dim))
-            self.write_meta()
+            self.write_meta(new_table=True)
         return self._table
 
     def ensure_indexes(self) -> None:
@@ -464,6 +484,7 @@ class MemoryStore:
 
     def rebuild_from_journal(self) -> int:
         """Recreate the table from the journal (after a crash left it unreadable)."""
+        self.check_version()  # a newer memd's store is never rebuilt by this one
         memories = list(self.journal.replay().values())
         broken = self.root.with_name(f"store.broken-{int(time.time())}")
         if self.root.exists():
