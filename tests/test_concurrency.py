@@ -93,8 +93,10 @@ def write_transcript(path: Path, session: str, cwd: str, n: int) -> tuple[str, s
     return session, user
 
 
-def request(daemon: DaemonProcess, payload: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
-    reply = daemon.request(payload, timeout=timeout)
+def request(daemon: DaemonProcess, payload: dict[str, Any]) -> dict[str, Any]:
+    # No deadline: under load a request may queue behind hundreds of writes (the writer and
+    # the extraction threads run one job at a time); what counts is that nothing is lost.
+    reply = daemon.request(payload, timeout=None)
     assert reply.get("ok"), reply
     return reply
 
