@@ -25,7 +25,8 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,25 @@ class SessionRecord:
     first_user_seen: bool = False
     ignored: str = ""
     last_activity: float = 0.0
+
+
+@lru_cache(maxsize=2048)
+def _redact(text: str, patterns: tuple[str, ...]) -> str:
+    from memd.redact import redact
+
+    return redact(text, patterns)
+
+
+def redacted(turn: Turn, patterns: tuple[str, ...] = ()) -> Turn:
+    """``redact_turn``, remembering recent strings: a turn that grows (streamed lines, tool
+    results folded in) is written again and again with mostly the same pieces."""
+    return replace(
+        turn,
+        text=_redact(turn.text, patterns),
+        tools=[replace(t, summary=_redact(t.summary, patterns)) for t in turn.tools],
+        tool_errors=[_redact(e, patterns) for e in turn.tool_errors],
+        tool_outputs=[_redact(o, patterns) for o in turn.tool_outputs],
+    )
 
 
 def turn_to_json(turn: Turn) -> str:
@@ -333,9 +353,7 @@ class State:
         The turn is redacted first (with ``redact_patterns`` on top of the built-in rules):
         a pending session's turns may sit here for hours, and no secret may reach the disk.
         """
-        from memd.redact import redact_turn
-
-        data = turn_to_json(redact_turn(turn, redact_patterns))
+        data = turn_to_json(redacted(turn, tuple(redact_patterns)))
         with self.transaction() as db:
             db.execute(
                 "INSERT INTO turns(uuid, segment_key, seq, data) VALUES(?,?,?,?) "
