@@ -224,7 +224,11 @@ class MemoryStore:
     def write_meta(self, *, new_table: bool = False) -> None:
         """Record the model (and, for a table this code created, the schema version)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        meta = {**self.meta(), "model_id": self.embedder.model_id, "dim": self.embedder.dim}
+        try:
+            meta = self.meta()
+        except StoreError:
+            meta = {}  # damaged: rewritten whole
+        meta.update({"model_id": self.embedder.model_id, "dim": self.embedder.dim})
         if new_table:
             meta["schema_version"] = STORE_VERSION
         tmp = self.root / (META_FILE + ".tmp")
