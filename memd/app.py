@@ -56,11 +56,15 @@ class App:
             self.lock.acquire(owner)
             self.writer = True
         try:
+            if writer:  # under the writer lock: at daemon start, or a one-shot writer
+                from memd.migrations import migrate
+
+                migrate(self.settings)
             # The daemon migrates a store written with another model (e.g. the previous
             # default) instead of refusing to start; other processes only check.
-            migrate = writer and owner == "daemon"
-            self.store.open(check_model=check_model and not migrate)
-            if migrate:
+            remodel = writer and owner == "daemon"
+            self.store.open(check_model=check_model and not remodel)
+            if remodel:
                 self.store.migrate_model()
         except BaseException:
             self.lock.release()
@@ -284,11 +288,16 @@ class App:
 
     def restore(self, id: str) -> dict[str, Any]:
         self._need_writer()
-        memory = self.store.get(id)
-        if memory.status == "active":
-            raise UserError(f"memory {memory.id} is already active")
-        fields: dict[str, Any] = {"status": "active", "superseded_by": "", "updated_at": now_iso()}
-        self.store.update_fields({memory.id: fields})
+        with self.store.write_lock:  # the status checked is the status changed
+            memory = self.store.get(id)
+            if memory.status == "active":
+                raise UserError(f"memory {memory.id} is already active")
+            fields: dict[str, Any] = {
+                "status": "active",
+                "superseded_by": "",
+                "updated_at": now_iso(),
+            }
+            self.store.update_fields({memory.id: fields})
         return {"memory": self.store.get(memory.id).to_dict()}
 
     def import_memories(self, path: str, cwd: str | None = None) -> dict[str, Any]:

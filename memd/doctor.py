@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from memd import __version__, install, protocol
 from memd import service as user_service
-from memd.errors import LockedError, MemdError, ModelMismatch
+from memd.errors import LockedError, MemdError, ModelMismatch, SchemaTooNew
 from memd.hook import locate as hook_locate
 from memd.hook import parse_args as hook_parse_args
 from memd.settings import Settings
@@ -67,6 +67,7 @@ class Doctor:
             ("home", self.check_home, self.repair_home),
             ("daemon", self.check_daemon, self.repair_daemon),
             ("store", self.check_store, self.repair_store),
+            ("schema", self.check_schema, None),
             ("model", self.check_model, None),
             ("transcripts", self.check_transcripts, self.repair_transcripts),
             ("hooks", self.check_hooks_or_plugin, self.repair_hooks),
@@ -163,6 +164,8 @@ class Doctor:
             rows = store.count()
         except ModelMismatch as exc:
             return Check("store", "fail", str(exc), "memd reindex")
+        except SchemaTooNew as exc:
+            return Check("store", "fail", str(exc), "pipx upgrade memd")
         except LockedError as exc:
             return Check("store", "warn", str(exc), "memd status")
         except Exception as exc:  # a damaged table raises whatever lancedb raises
@@ -170,6 +173,30 @@ class Doctor:
         finally:
             store.close()
         return Check("store", "ok", f"table opens ({rows} memories in {store.root})")
+
+    def check_schema(self) -> Check:
+        """Schema versions of the store and the state DB, and the migrations still pending."""
+        from memd import migrations
+
+        try:
+            steps = migrations.pending(self.settings)
+        except SchemaTooNew as exc:
+            return Check("schema", "fail", str(exc), "pipx upgrade memd")
+        store = migrations.store_version(self.settings)
+        state = migrations.state_version(self.settings)
+        shown = (
+            f"store v{migrations.STORE_VERSION if store is None else store}, "
+            f"state v{migrations.STATE_VERSION if state is None else state}"
+        )
+        if not steps:
+            return Check("schema", "ok", f"{shown}; no migration pending")
+        return Check(
+            "schema",
+            "warn",
+            f"{shown}; pending: " + "; ".join(map(str, steps)),
+            "they run (after a backup) when the daemon starts: "
+            + self.restart_command(self.status.get("pid") if self.status else None),
+        )
 
     def check_model(self) -> Check:
         from memd.embed import Embedder

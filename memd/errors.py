@@ -31,6 +31,10 @@ class ModelMismatch(StoreError):
     """The table holds vectors from another embedding model: run `memd reindex`."""
 
 
+class SchemaTooNew(StoreError):
+    """The store or state DB was written by a newer memd: refused, and never rewritten."""
+
+
 class LockedError(MemdError):
     """Another process holds the writer lock (usually a running daemon)."""
 

@@ -131,7 +131,15 @@ def parse_markdown(text: str) -> list[tuple[str, str, str, str | None, bool]]:
 
 
 def import_dir(app: App, source: Path) -> dict[str, Any]:
-    """Apply an edited export: changed lines update their memory, new lines are added."""
+    """Apply an edited export: changed lines update their memory, new lines are added.
+
+    Atomic against other writers: it reads memories and writes them back changed.
+    """
+    with app.store.write_lock:
+        return _import_dir(app, source)
+
+
+def _import_dir(app: App, source: Path) -> dict[str, Any]:
     from memd.redact import redact
 
     index_path = source / "index.json"

@@ -112,8 +112,14 @@ def upsert(
     """Embed, dedupe, supersede and write ``memories`` as one batch.
 
     ``near_dups=False`` (bulk imports) keeps only exact-id dedupe; the nightly dedupe job
-    sweeps the rest.
+    sweeps the rest. Atomic: the store's write lock is held from the first read of the rows
+    it merges into to the write, so a concurrent merge, touch or pin is never overwritten.
     """
+    with store.write_lock:
+        return _upsert(store, memories, near_dups=near_dups)
+
+
+def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> list[UpsertResult]:
     if not memories:
         return []
     model_id = store.embedder.model_id

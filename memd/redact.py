@@ -210,6 +210,11 @@ def _is_placeholder(value: str, quoted: bool = True, env_style: bool = False) ->
 def _assignment(match: re.Match[str]) -> str:
     kind = secret_kind_of_key(match.group("key"))
     if kind is None:
+        # A quoted value may hold an assignment itself: grep -n 'password: "hunter2"' .
+        raw = match.group("val")
+        if len(raw) > 2 and raw[0] in "\"'":
+            head = match.group(0)[: match.start("val") - match.start(0)]
+            return head + raw[0] + _ASSIGNMENT.sub(_assignment, raw[1:])
         return match.group(0)
     raw = match.group("val")
     quote = raw[0] if raw[:1] in "\"'" and raw[-1:] == raw[:1] and len(raw) >= 2 else ""

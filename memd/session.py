@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 from memd.models import Segment, Turn
 from memd.project import resolve_project
-from memd.redact import redact_turn
 from memd.settings import Settings
 from memd.state import SessionRecord, State
 from memd.transcript import ParsedLine, Signal, fold, has_content
@@ -161,8 +160,7 @@ class SessionTracker:
             seq = before
         else:
             seq = next(i for i, t in enumerate(seg.turns) if t is target)
-        # Stored redacted: a secret must not reach state.db (nor its WAL) while the segment waits.
-        state.put_turn(seg.key, seq, redact_turn(target, self.settings.redact_patterns))
+        state.put_turn(seg.key, seq, target, self.settings.redact_patterns)
         rec.last_activity = now
         result.turns += 1
         result.sessions.add(rec.session_id)

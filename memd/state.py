@@ -23,13 +23,14 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from memd.errors import StoreError
+from memd.errors import SchemaTooNew, StoreError
 from memd.models import Segment, ToolCall, Turn
 
 SEGMENT_STATUSES = ("open", "pending", "extracted", "failed")
@@ -62,6 +63,26 @@ CREATE TABLE IF NOT EXISTS ignored_agents (key TEXT PRIMARY KEY, reason TEXT NOT
 """
 
 
+STATE_VERSION = 1
+"""The state DB's schema version (``PRAGMA user_version``), migrated by :mod:`memd.migrations`.
+
+0: turns stored as read (before memd 0.2). 1: turns redacted before they are written, deleted
+content zeroed (``secure_delete``).
+"""
+
+
+def check_version(db: sqlite3.Connection, path: Path) -> int:
+    """The DB's schema version; a DB from a newer memd is refused before anything is written."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version > STATE_VERSION:
+        raise SchemaTooNew(
+            f"{path} has schema version {version}, but this memd only knows up to "
+            f"{STATE_VERSION}: it was written by a newer memd. Upgrade memd (or restore a "
+            "backup from $MEMD_HOME/backups); memd leaves the file untouched."
+        )
+    return version
+
+
 @dataclass(frozen=True)
 class FileOffset:
     """How far a transcript file has been read: bytes up to ``offset`` are consumed."""
@@ -82,6 +103,25 @@ class SessionRecord:
     first_user_seen: bool = False
     ignored: str = ""
     last_activity: float = 0.0
+
+
+@lru_cache(maxsize=2048)
+def _redact(text: str, patterns: tuple[str, ...]) -> str:
+    from memd.redact import redact
+
+    return redact(text, patterns)
+
+
+def redacted(turn: Turn, patterns: tuple[str, ...] = ()) -> Turn:
+    """``redact_turn``, remembering recent strings: a turn that grows (streamed lines, tool
+    results folded in) is written again and again with mostly the same pieces."""
+    return replace(
+        turn,
+        text=_redact(turn.text, patterns),
+        tools=[replace(t, summary=_redact(t.summary, patterns)) for t in turn.tools],
+        tool_errors=[_redact(e, patterns) for e in turn.tool_errors],
+        tool_outputs=[_redact(o, patterns) for o in turn.tool_outputs],
+    )
 
 
 def turn_to_json(turn: Turn) -> str:
@@ -110,10 +150,21 @@ class State:
             )
             if not existed:
                 os.chmod(self.path, 0o600)
+            self._db.execute("PRAGMA busy_timeout=10000")
+            check_version(self._db, self.path)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA busy_timeout=10000")
+            # Deleted rows (extracted turns) are overwritten with zeros, in the file and the WAL.
+            self._db.execute("PRAGMA secure_delete=ON")
+            fresh = not self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE name = 'segments'"
+            ).fetchone()
             self._db.executescript(_SCHEMA)
+            if fresh:
+                self._db.execute(f"PRAGMA user_version = {STATE_VERSION}")
+        except SchemaTooNew:
+            self._db.close()
+            raise
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"state database {self.path}: {exc}") from exc
 
@@ -294,13 +345,20 @@ class State:
                 (key, session_id, index, project, time.time()),
             )
 
-    def put_turn(self, segment_key: str, seq: int, turn: Turn) -> None:
-        """Insert or replace one turn of an open segment (a grown turn is written again)."""
+    def put_turn(
+        self, segment_key: str, seq: int, turn: Turn, redact_patterns: Iterable[str] = ()
+    ) -> None:
+        """Insert or replace one turn of an open segment (a grown turn is written again).
+
+        The turn is redacted first (with ``redact_patterns`` on top of the built-in rules):
+        a pending session's turns may sit here for hours, and no secret may reach the disk.
+        """
+        data = turn_to_json(redacted(turn, tuple(redact_patterns)))
         with self.transaction() as db:
             db.execute(
                 "INSERT INTO turns(uuid, segment_key, seq, data) VALUES(?,?,?,?) "
                 "ON CONFLICT(uuid) DO UPDATE SET data = excluded.data",
-                (turn.uuid, segment_key, seq, turn_to_json(turn)),
+                (turn.uuid, segment_key, seq, data),
             )
 
     def delete_turn(self, uuid: str) -> None:
@@ -401,6 +459,9 @@ class State:
 
     def mark_failed(self, key: str, error: str, max_attempts: int = MAX_ATTEMPTS) -> None:
         """Record a failed extraction: retried later with backoff, ``failed`` after max_attempts."""
+        from memd.redact import redact
+
+        error = redact(error)  # an LLM's error may quote the prompt
         with self.transaction() as db:
             row = db.execute("SELECT attempts FROM segments WHERE key = ?", (key,)).fetchone()
             if row is None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from memd.embed import Embedder
-from memd.errors import ModelMismatch, NotFound, StoreError
+from memd.errors import ModelMismatch, NotFound, SchemaTooNew, StoreError
 from memd.journal import Journal
 from memd.models import Memory, Source, now_iso
 
@@ -33,6 +33,9 @@ TABLE = "memories"
 AMBIGUOUS_SHOWN = 10
 """How many matches an ambiguous id prefix lists."""
 META_FILE = "memd-meta.json"
+STORE_VERSION = 1
+"""The store's schema version (``schema_version`` in the meta file), migrated by
+:mod:`memd.migrations`. 0: before versions existed. 1: the same layout, versioned."""
 READ_COLUMNS = [
     "id",
     "text",
@@ -161,6 +164,7 @@ class MemoryStore:
     def open(self, *, check_model: bool = True) -> MemoryStore:
         import lancedb
 
+        self.check_version()
         self.settings.home.mkdir(parents=True, exist_ok=True)
         self.settings.home.chmod(0o700)
         try:
@@ -206,9 +210,29 @@ class MemoryStore:
         except ValueError as exc:
             raise StoreError(f"{self.root / META_FILE} is damaged: {exc}") from exc
 
-    def write_meta(self) -> None:
+    def check_version(self) -> None:
+        """Refuse a store written by a newer memd, before anything touches it."""
+        try:
+            version = int(self.meta().get("schema_version", 0))
+        except (StoreError, TypeError, ValueError):
+            return  # a damaged meta file: check_model and doctor report it
+        if version > STORE_VERSION:
+            raise SchemaTooNew(
+                f"the memory store in {self.root} has schema version {version}, but this memd "
+                f"only knows up to {STORE_VERSION}: it was written by a newer memd. Upgrade "
+                "memd (or restore a backup); memd leaves it untouched."
+            )
+
+    def write_meta(self, *, new_table: bool = False) -> None:
+        """Record the model (and, for a table this code created, the schema version)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        meta = {"model_id": self.embedder.model_id, "dim": self.embedder.dim}
+        try:
+            meta = self.meta()
+        except StoreError:
+            meta = {}  # damaged: rewritten whole
+        meta.update({"model_id": self.embedder.model_id, "dim": self.embedder.dim})
+        if new_table:
+            meta["schema_version"] = STORE_VERSION
         tmp = self.root / (META_FILE + ".tmp")
         tmp.write_text(json.dumps(meta))
         tmp.replace(self.root / META_FILE)
@@ -248,7 +272,7 @@ class MemoryStore:
     def _ensure_table(self, dim: int) -> Any:
         if self._table is None:
             self._table = self._db.create_table(TABLE, schema=schema(dim))
-            self.write_meta()
+            self.write_meta(new_table=True)
         return self._table
 
     def ensure_indexes(self) -> None:
@@ -422,32 +446,37 @@ class MemoryStore:
         if not ids or self._table is None:
             return
         at = now_iso()
-        with self._write_lock:
+        with self._write_lock:  # one SQL update (hits + 1): atomic, and ordered with writes
+            mark = self.journal.size()
             self.journal.append([{"op": "touch", "ids": ids, "at": at}])
             try:
                 self._table.update(
                     where=sql_in("id", ids),
                     values_sql={"hits": "hits + 1", "last_used_at": sql_str(at)},
                 )
+            except Exception as exc:
+                self.journal.truncate(mark)
+                raise StoreError(f"touch failed, nothing was stored: {exc}") from exc
             finally:
                 self.mutations += 1
 
     def update_fields(self, updates: dict[str, dict[str, Any]]) -> None:
-        """Set plain fields (score, status, ...) on many memories, as one rewrite."""
+        """Set plain fields (score, status, ...) on many memories, as one atomic rewrite."""
         if not updates:
             return
-        rows = self.rows_with_vectors(updates)
-        changed: list[Memory] = []
-        vectors: dict[str, Sequence[float]] = {}
-        for mid, fields in updates.items():
-            if mid not in rows:
-                continue
-            memory = from_row(rows[mid])
-            for key, value in fields.items():
-                setattr(memory, key, value)
-            changed.append(memory)
-            vectors[mid] = rows[mid]["vector"]
-        self.write(changed, vectors)
+        with self._write_lock:  # the rows read are the rows rewritten: no write in between
+            rows = self.rows_with_vectors(updates)
+            changed: list[Memory] = []
+            vectors: dict[str, Sequence[float]] = {}
+            for mid, fields in updates.items():
+                if mid not in rows:
+                    continue
+                memory = from_row(rows[mid])
+                for key, value in fields.items():
+                    setattr(memory, key, value)
+                changed.append(memory)
+                vectors[mid] = rows[mid]["vector"]
+            self.write(changed, vectors)
 
     # ---- maintenance
     def optimize(self, retries: int = 3) -> dict[str, Any]:
@@ -514,6 +543,7 @@ class MemoryStore:
 
     def rebuild_from_journal(self) -> int:
         """Recreate the table from the journal (after a crash left it unreadable)."""
+        self.check_version()  # a newer memd's store is never rebuilt by this one
         memories = list(self.journal.replay().values())
         broken = self.root.with_name(f"store.broken-{int(time.time())}")
         if self.root.exists():

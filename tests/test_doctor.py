@@ -132,6 +132,7 @@ def test_healthy_setup_exits_zero_with_every_check_ok(healthy: StandInDaemon) ->
             "home",
             "daemon",
             "store",
+            "schema",
             "model",
             "transcripts",
             "hooks",

@@ -245,3 +245,63 @@ def test_recent_projects_newest_first(tmp_path: Path) -> None:
         assert st.recent_projects(1) == ["/p/new"]
     finally:
         st.close()
+
+
+def test_turns_are_redacted_before_they_are_written(tmp_path: Path) -> None:
+    """A pending turn sits in state.db for hours: the file and its WAL never see the secret."""
+    key = "sk-ant-api03-" + "Qw3_" * 20 + "AA"
+    path = tmp_path / "state.db"
+    state = State(path)
+    state.create_segment("s1:0:u1", "s1", 0, "/repo")
+    raw = Turn(
+        uuid="u1",
+        session_id="s1",
+        role="user",
+        text=f"export ANTHROPIC_API_KEY={key} and ticket ACME-123456",
+        tools=[ToolCall("Bash", f"curl -H 'x-api-key: {key}'")],
+        tool_outputs=[f"key={key}"],
+    )
+    state.put_turn("s1:0:u1", 0, raw, [r"ACME-\d+"])
+    stored = state.segment_turns("s1:0:u1")[0]
+    assert key not in repr(stored) and "ACME-123456" not in stored.text
+    assert "[REDACTED:anthropic_key]" in stored.text and "[REDACTED:custom]" in stored.text
+    assert key in raw.text  # the caller's turn is not modified
+    state.mark_failed("s1:0:u1", f"API said: invalid key {key}")
+    assert key not in str(state.segment_info("s1:0:u1"))
+    for f in tmp_path.glob("state.db*"):
+        assert key.encode() not in f.read_bytes(), f.name
+    state.close()
+
+
+def test_secure_delete_zeroes_extracted_turns(tmp_path: Path) -> None:
+    """Debian's SQLite zeroes deleted content by default; macOS's does not: memd asks for it."""
+    path = tmp_path / "state.db"
+    state = State(path)
+    assert state._query("PRAGMA secure_delete")[0][0] == 1
+    marker = "turn-text-that-must-vanish-" + "x" * 200
+    state.create_segment("s1:0:u1", "s1", 0, "/repo")
+    state.put_turn("s1:0:u1", 0, turn("u1", text=marker))
+    state.close_segment("s1:0:u1", "idle", "/repo", 1)
+    state.mark_extracted("s1:0:u1")
+    state.checkpoint()
+    state.close()
+    for f in tmp_path.glob("state.db*"):
+        assert marker.encode() not in f.read_bytes(), f.name
+
+
+def test_state_schema_version(tmp_path: Path) -> None:
+    from memd.errors import SchemaTooNew
+    from memd.state import STATE_VERSION
+
+    path = tmp_path / "state.db"
+    State(path).close()
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == STATE_VERSION
+    db.execute(f"PRAGMA user_version = {STATE_VERSION + 1}")
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(SchemaTooNew, match="newer memd"):
+        State(path)
+    assert path.read_bytes() == before  # refused, never rewritten

@@ -140,3 +140,24 @@ def _fill(name: str, template: str) -> tuple[str, list[str]]:
 def load_corpus() -> list[tuple[str, list[str]]]:
     """Every corpus document with the secrets it holds (at least 30 in all)."""
     return [_fill(p.name, p.read_text(encoding="utf-8")) for p in sorted(HERE.glob("*.txt"))]
+
+
+def encodings(secret: str) -> list[bytes]:
+    """The byte forms a secret could take in a file: UTF-8, and JSON-escaped (both ASCII modes)."""
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+    return sorted(f.encode("utf-8") for f in forms)
+
+
+def scan_tree(root: Path, secrets: list[str]) -> list[str]:
+    """Every (file, secret) where a secret's bytes occur in a file under ``root``.
+
+    Reads every regular file whatever its kind (SQLite main file, -wal, -shm, LanceDB data and
+    index files, journal, logs, archive, backups). Returns ``"<path>: <secret head>…"`` lines.
+    """
+    found = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+        data = path.read_bytes()
+        for secret in secrets:
+            if any(form in data for form in encodings(secret)):
+                found.append(f"{path.relative_to(root)}: {secret[:10]}…")
+    return found
