@@ -568,7 +568,8 @@ def choose(
         if r["id"] in newer:
             r["score"] = min(r["score"], newer[r["id"]]["score"] - 0.001)
     weights = lexical.local_weights(query_terms, (r["text"] for r in relevant))
-    order = sorted(relevant, key=lambda r: -priority(r))
+    # Summaries last: whether one repeats the items shown can only be told once they are chosen.
+    order = sorted(relevant, key=lambda r: (r["kind"] == "summary", -priority(r)))
     pinned_total = sum(1 for r in order if r.get("pinned")) if brief else 0
     covered: set[str] = set()
     kept: list[Item] = []
@@ -593,12 +594,13 @@ def choose(
                 continue
         item = Item(r, section, priority(r), retrieve.explain(r), display, turns)
         item.note = notes.get(r["id"], "")
-        footer = overflow(pinned_total - pinned_shown - (1 if section == "pinned" else 0))
+        is_pinned = brief and bool(r.get("pinned"))
+        footer = overflow(pinned_total - pinned_shown - (1 if is_pinned else 0))
         if rendered_size(ordered([*kept, item]), footer) > budget:
             plan.left_out.append(left(r, "over the budget"))
             continue
         kept.append(item)
-        if section == "pinned":
+        if is_pinned:
             pinned_shown += 1
         if r["kind"] != "summary":
             covered |= turns

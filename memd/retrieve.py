@@ -71,7 +71,7 @@ class Weights:
     """Relevance = max(semantic, semantic·0.5 + lexical·0.5): words shared with the prompt can
     only add to what the meaning says, so a memory with the same meaning in other words (or
     another language) is found, and a memory that only shares a word or two is not."""
-    threshold: float = 0.35
+    threshold: float = 0.30
     excerpt_margin: float = 0.05
     """Excerpts (raw turns) and summaries need this much more relevance than typed memories."""
     vector: float = 0.5

@@ -114,7 +114,7 @@ class Settings(BaseSettings):
     # --- retrieval and injection
     search_limit: int = Field(default=10, ge=1, description="Default number of search results.")
     relevance_threshold: float = Field(
-        default=0.35, ge=0, le=1, description="Minimum relevance for a memory to be injected."
+        default=0.30, ge=0, le=1, description="Minimum relevance for a memory to be injected."
     )
     prompt_budget_chars: int = Field(
         default=1500, ge=0, le=10_000, description="Context budget for a prompt hook."

@@ -52,7 +52,10 @@ def prompt(daemon: DaemonProcess, proj: str, text: str, session: str) -> str:
     }
     out = daemon.hook("user-prompt-submit", payload)
     assert out.returncode == 0 and out.stderr == ""
-    return out.stdout
+    if not out.stdout:
+        return ""
+    # Claude Code's JSON form: plain stdout from this event never reaches the model.
+    return str(json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"])
 
 
 def preview(daemon: DaemonProcess, proj: str, text: str, **kw: Any) -> dict[str, Any]:
