@@ -384,7 +384,9 @@ def test_installed_form_carries_socket_and_timeout(fake: FakeDaemon, tmp_path: P
     out = subprocess.run(
         cmd, shell=True, input=json.dumps(PAYLOAD), capture_output=True, text=True, env=env
     )
-    assert (out.returncode, out.stdout, out.stderr) == (0, "from the flag", "")
+    assert (out.returncode, out.stderr) == (0, "")
+    # A prompt hook answers in Claude Code's JSON form (plain stdout would never reach the model).
+    assert json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] == "from the flag"
     assert hook.command("stop", socket="/s") == hook.command("stop", socket="/s", timeout=2.0)
 
 

@@ -85,7 +85,7 @@ def test_add_search_show_pin_forget(daemon: DaemonProcess) -> None:
         shop,
         [
             ("memory_add", {"text": "Use pnpm, never npm, in the shop.", "kind": "preference"}),
-            ("memory_search", {"query": "which package manager", "limit": 5}),
+            ("memory_search", {"query": "pnpm or npm in the shop", "limit": 5}),
             ("memory_search", {"query": "package manager", "kinds": ["decision"]}),
         ],
     )

@@ -252,7 +252,11 @@ def test_memories_are_paginated_and_filtered(stack: dict[str, Any]):
 def test_search_shows_the_explain_breakdown(stack: dict[str, Any]):
     html = client_for(stack).get("/memories?q=advisory+locks+job+queue").text
     assert "We chose Postgres advisory locks" in html
-    assert re.search(r"total \d\.\d{3} = semantic \d\.\d\d, lexical \d\.\d\d, rrf", html)
+    assert re.search(
+        r"total \d\.\d{3} = relevance \d\.\d\d (?:&gt;=|&lt;) \d\.\d\d \(semantic \d\.\d\d "
+        r"from cosine \d\.\d\d, lexical \d\.\d\d\), rrf",
+        html,
+    )
 
 
 def test_memory_page_shows_provenance_and_the_source_excerpt(stack: dict[str, Any]):
