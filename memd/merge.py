@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,43 +23,6 @@ from memd.store import MemoryStore, from_row, sql_in, sql_str
 SUPERSEDABLE = ("decision", "preference", "fact", "bugfix")
 NEIGHBOURS = 8
 """How many nearest memories a new one is compared with."""
-WORD = re.compile(r"[a-z0-9_]+|[\u3400-\u9fff]", re.I)
-STOP = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "to",
-        "for",
-        "of",
-        "and",
-        "or",
-        "in",
-        "on",
-        "with",
-        "is",
-        "are",
-        "be",
-        "we",
-        "use",
-        "uses",
-        "using",
-        "it",
-        "this",
-        "that",
-    ]
-)
-
-
-def tokens(text: str) -> set[str]:
-    return {w.lower() for w in WORD.findall(text) if w.lower() not in STOP}
-
-
-def jaccard(a: str, b: str) -> float:
-    ta, tb = tokens(a), tokens(b)
-    if not ta or not tb:
-        return 0.0
-    return len(ta & tb) / len(ta | tb)
 
 
 @dataclass
