@@ -341,6 +341,7 @@ class Injector:
         return self.finish(
             results,
             payload,
+            project,
             self.settings.prompt_budget_chars,
             "prompt",
             dedupe,
@@ -358,6 +359,7 @@ class Injector:
         return self.finish(
             self.brief(project, session_id),
             payload,
+            project,
             self.settings.session_start_budget_chars,
             "brief",
             dedupe,
@@ -420,6 +422,7 @@ class Injector:
         self,
         results: list[dict[str, Any]],
         payload: dict[str, Any],
+        project: str,
         budget: int,
         label: str,
         dedupe: bool,
@@ -428,7 +431,6 @@ class Injector:
     ) -> Injection:
         session_id = str(payload.get("session_id") or "")
         given = self.sessions.given(session_id) if dedupe and session_id else set()
-        project = resolve_project(payload.get("cwd") or None)
         typed = [r["id"] for r in results if r.get("relevant", True) and r["kind"] in SUPERSEDABLE]
         vectors = self.vectors.vectors_of([project, USER_SCOPE], typed) if len(typed) > 1 else {}
         plan = choose(
