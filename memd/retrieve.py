@@ -160,17 +160,25 @@ def recall(
         return []
     scope = list(dict.fromkeys([*projects, USER_SCOPE]))
     where = where_clause(scope, kinds, statuses)
+    cacheable = vectors is not None and not kinds and tuple(statuses) == ("active",)
     # The full-text half runs in another thread while this one embeds and searches vectors
-    # (LanceDB releases the GIL).
-    by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
+    # (LanceDB releases the GIL). With the cache, it returns ids only and the rows come from
+    # the cache.
+    by_text_future: Any = TEXT_SEARCH.submit(
+        store.text_search_ids if cacheable else store.text_search, query, where, depth
+    )
     if vector is None:
         vector = (embed_query or store.embedder.embed_one)(query)
-    cacheable = vectors is not None and not kinds and tuple(statuses) == ("active",)
     by_vec = vectors.search(vector, scope, depth) if cacheable and vectors is not None else None
-    if by_vec is None:
+    if by_vec is None and cacheable:  # a project too big to cache: read the rows after all
+        by_text_future.cancel()
+        by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
         cacheable = False
+    if by_vec is None:
         by_vec = store.vector_search(vector, where, depth)
     by_text = by_text_future.result()
+    if cacheable and vectors is not None:
+        by_text = rows_for(store, vectors, scope, by_text)
     cosines = {m.id: sim for m, sim in by_vec}
     missing = [m.id for m, _ in by_text if m.id not in cosines]
     if missing:
@@ -194,7 +202,24 @@ def recall(
         calibration_of(store.embedder),
         datetime.now(UTC),
         idf,
+        text_partial=cacheable,
     )
+
+
+def rows_for(
+    store: MemoryStore, vectors: VectorCache, scope: list[str], hits: list[tuple[str, float]]
+) -> list[tuple[Memory, float]]:
+    """The full-text hits (id, score) as (memory, score), rows from the vector cache (without
+    topic, keywords and history, like the vector half's), from the table for any the cache
+    does not hold (a write between the two reads)."""
+    ids = [mid for mid, _ in hits]
+    found = vectors.memories_of(scope, ids)
+    missing = [mid for mid in ids if mid not in found]
+    if missing:
+        for memory in store.query(sql_in("id", missing), limit=len(missing)):
+            if memory.status == "active":
+                found[memory.id] = memory
+    return [(found[mid], score) for mid, score in hits if mid in found]
 
 
 def search(
@@ -252,9 +277,11 @@ def rank(
     calibration: Calibration = DEFAULT_CALIBRATION,
     now: datetime | None = None,
     idf: dict[str, float] | None = None,
+    text_partial: bool = False,
 ) -> list[dict[str, Any]]:
     """Fuse both candidate lists; score, decide and explain every candidate. ``idf`` weighs
-    the query's terms by how rare they are in the project (see :func:`lexical.idf_weights`)."""
+    the query's terms by how rare they are in the project (see :func:`lexical.idf_weights`).
+    ``text_partial``: the full-text rows, like the vector ones, come from the vector cache."""
     now = now or datetime.now(UTC)
     whole, segments = lexical.query_terms(query)
     memories: dict[str, Memory] = {}
@@ -266,16 +293,21 @@ def rank(
         partial.add(memory.id)
         rrf[memory.id] = rrf.get(memory.id, 0.0) + weights.vector / (RRF_K + rank_no)
     for rank_no, (memory, score) in enumerate(by_text, 1):
-        memories[memory.id] = memory  # a full row (the vector half may be a cached one)
-        partial.discard(memory.id)
+        if text_partial:  # rows from the vector cache too
+            memories.setdefault(memory.id, memory)
+            partial.add(memory.id)
+        else:
+            memories[memory.id] = memory  # a full row (the vector half may be a cached one)
+            partial.discard(memory.id)
         bm25[memory.id] = score
         rrf[memory.id] = rrf.get(memory.id, 0.0) + weights.text / (RRF_K + rank_no)
     best_rrf = (weights.vector + weights.text) / (RRF_K + 1)
+    covers = lexical.coverage_of(whole, segments, idf)
     results = []
     for mid, memory in memories.items():
         cosine = max(0.0, cosines.get(mid, 0.0))
         semantic = calibration.scale(cosine)
-        lex = lexical.best_coverage(whole, segments, lexical.term_set(memory.text), idf)
+        lex = covers(lexical.term_set(memory.text))
         relevance = max(semantic, weights.semantic * semantic + weights.lexical * lex)
         need = weights.threshold + (weights.excerpt_margin if memory.kind in BROAD_KINDS else 0.0)
         fused = rrf[mid] / best_rrf

@@ -106,7 +106,7 @@ class Settings(BaseSettings):
             "slower per query); any other fastembed model name downloads once."
         ),
     )
-    embedding_threads: int = Field(default=2, ge=1, description="ONNX threads for embedding.")
+    embedding_threads: int = Field(default=1, ge=1, description="ONNX threads for embedding.")
     embedding_batch_size: int = Field(
         default=16, ge=1, le=16, description="Texts per embedding batch (at most 16)."
     )
