@@ -431,7 +431,7 @@ class Injector:
             depth=SEARCH_DEPTH,
             weights=retrieve.weights_from(self.settings),
             vectors=self.vectors,
-            embed_query=self.queries.embed_one,
+            embed_later=self.queries.submit,
         )
 
     def brief(self, project: str, session_id: str = "") -> list[dict[str, Any]]:

@@ -34,6 +34,7 @@ from memd.store import MemoryStore, sql_in
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from concurrent.futures import Future
 
     from memd.vectors import VectorCache
 
@@ -152,25 +153,38 @@ def recall(
     vector: list[float] | None = None,
     vectors: VectorCache | None = None,
     embed_query: Callable[[str], list[float]] | None = None,
+    embed_later: Callable[[str], Future[list[float]]] | None = None,
 ) -> list[dict[str, Any]]:
     """Every candidate for ``query``, best first, each with its ``score_breakdown`` and
-    ``relevant`` (whether it passes the relevance decision). Callers keep the relevant ones."""
+    ``relevant`` (whether it passes the relevance decision). Callers keep the relevant ones.
+    ``embed_later`` starts the query's embedding and returns its future (the daemon's
+    :class:`memd.vectors.QueryBatcher`), so the rest of the work overlaps it."""
     query = normalize_query(query)
     if not query or store.table is None:
         return []
     scope = list(dict.fromkeys([*projects, USER_SCOPE]))
     where = where_clause(scope, kinds, statuses)
     cacheable = vectors is not None and not kinds and tuple(statuses) == ("active",)
-    # The full-text half runs in another thread while this one embeds and searches vectors
-    # (LanceDB releases the GIL). With the cache, it returns ids only and the rows come from
-    # the cache.
+    # The full-text half runs in another thread, and the query's embedding in the batcher's,
+    # while this one counts the query's terms in the project (LanceDB and onnxruntime release
+    # the GIL). With the cache, the full text returns ids only and the rows come from the cache.
     by_text_future: Any = TEXT_SEARCH.submit(
         store.text_search_ids if cacheable else store.text_search, query, where, depth
     )
+    pending = embed_later(query) if vector is None and embed_later is not None else None
+    whole, segments = lexical.query_terms(query)
+    wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
+    stats = vectors.document_frequencies(scope, wanted) if cacheable and vectors else None
+    if stats is None and cacheable:  # a project too big to cache: read the rows after all
+        by_text_future.cancel()
+        by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
+        cacheable = False
+    if stats is None and wanted:
+        stats = store.document_frequencies(where, wanted)
     if vector is None:
-        vector = (embed_query or store.embedder.embed_one)(query)
+        vector = pending.result() if pending else (embed_query or store.embedder.embed_one)(query)
     by_vec = vectors.search(vector, scope, depth) if cacheable and vectors is not None else None
-    if by_vec is None and cacheable:  # a project too big to cache: read the rows after all
+    if by_vec is None and cacheable:  # the cache was dropped meanwhile
         by_text_future.cancel()
         by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
         cacheable = False
@@ -187,11 +201,6 @@ def recall(
         still = [i for i in missing if i not in cosines]
         if still:
             cosines.update(store.cosines(vector, still))
-    whole, segments = lexical.query_terms(query)
-    wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
-    stats = vectors.document_frequencies(scope, wanted) if cacheable and vectors else None
-    if stats is None and wanted:
-        stats = store.document_frequencies(where, wanted)
     idf = lexical.idf_weights(*stats) if stats else None
     return rank(
         by_vec,
@@ -233,6 +242,7 @@ def search(
     vector: list[float] | None = None,
     cache: VectorCache | None = None,
     embed_query: Callable[[str], list[float]] | None = None,
+    embed_later: Callable[[str], Future[list[float]]] | None = None,
 ) -> list[dict[str, Any]]:
     """The relevant memories for ``query``, best first, in the DESIGN.md shape."""
     found = recall(
@@ -246,6 +256,7 @@ def search(
         vector=vector,
         vectors=cache,
         embed_query=embed_query,
+        embed_later=embed_later,
     )
     return complete(store, [r for r in found if r["relevant"]][:limit])
 

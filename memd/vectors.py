@@ -294,6 +294,10 @@ class QueryBatcher:
         self.queries = 0
 
     def embed_one(self, text: str) -> list[float]:
+        return self.submit(text).result()
+
+    def submit(self, text: str) -> Future[list[float]]:
+        """Start embedding ``text``; the future gets its vector."""
         future: Future[list[float]] = Future()
         if self._thread is None:
             with self._start_lock:
@@ -303,7 +307,7 @@ class QueryBatcher:
                     )
                     self._thread.start()
         self._queue.put((text, future))
-        return future.result()
+        return future
 
     def close(self) -> None:
         if self._thread is not None:
