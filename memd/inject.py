@@ -414,11 +414,17 @@ class Injector:
     def warm(self, projects: Iterable[str]) -> int:
         """Build the vector cache of ``projects`` and the user-wide scope ahead of their first
         hook (at 5,000 memories a build takes ~40 ms). Returns the rows cached."""
-        for project in dict.fromkeys([*projects, USER_SCOPE]):
+        scope = list(dict.fromkeys([*projects, USER_SCOPE]))
+        for project in scope:
             try:
                 self.vectors.rows(project)
             except Exception as exc:  # best effort: the first hook builds it instead
                 log.warning("cannot warm the vector cache of %s: %s", project, exc)
+        try:  # the first full-text query of a table version loads its index (~50-150 ms)
+            where = retrieve.where_clause(scope, None, ("active",))
+            self.app.store.text_search_ids("memd", where, 1)
+        except Exception as exc:
+            log.warning("cannot warm the full-text index: %s", exc)
         return self.vectors.cached_rows()
 
     # ---- choosing

@@ -148,6 +148,11 @@ class VectorCache:
                 trim_heap()  # the read left ~4x the entry's size behind (a few ms)
             return rows, matrix
 
+    def cached_projects(self) -> list[str]:
+        """The projects with an entry, least recently used first."""
+        with self._lock:
+            return list(self._entries)
+
     def cached_rows(self) -> int:
         return sum(entry[1].num_rows for entry in self._entries.values())
 
