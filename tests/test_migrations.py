@@ -213,6 +213,6 @@ def test_a_newer_store_is_refused_and_never_rewritten(tmp_path: Path, part: str)
     out = subprocess.run(
         [MEMD, "serve"], env=env, capture_output=True, text=True, timeout=120, check=False
     )
-    assert out.returncode == 3 and "written by a newer memd" in out.stderr
+    assert out.returncode == 4 and "written by a newer memd" in out.stderr
     remove_socket_dir(env["MEMD_SOCKET"])
     assert digest(settings.home) == before  # not one byte changed
