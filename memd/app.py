@@ -104,7 +104,7 @@ class App:
             statuses=statuses,
             weights=retrieve.weights_from(self.settings),
             cache=vectors,
-            embed_query=queries.embed_one if queries is not None else None,
+            embed_later=queries.submit if queries is not None else None,
         )
         return {"results": results}
 

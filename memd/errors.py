@@ -32,7 +32,12 @@ class ModelMismatch(StoreError):
 
 
 class SchemaTooNew(StoreError):
-    """The store or state DB was written by a newer memd: refused, and never rewritten."""
+    """The store or state DB was written by a newer memd: refused, and never rewritten.
+
+    Its own exit code, so that a service manager does not restart the daemon into the same
+    refusal (the systemd unit says ``RestartPreventExitStatus=4``)."""
+
+    exit_code = 4
 
 
 class LockedError(MemdError):

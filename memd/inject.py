@@ -25,6 +25,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from memd import lexical, retrieve, similar
@@ -67,7 +68,6 @@ FORGET_AFTER_DAYS = 30
 PRUNE_EVERY_SECONDS = 3600
 LEFT_OUT_SHOWN = 12
 """How many left-out candidates a preview explains."""
-
 SECTIONS = (
     ("pinned", "Pinned"),
     ("summary", "Last session"),
@@ -160,6 +160,51 @@ def render(items: list[Item], footer: str = "") -> str:
 
 def rendered_size(items: list[Item], footer: str = "") -> int:
     return len(render(items, footer))
+
+
+class BlockSize:
+    """The length :func:`render` would give, kept up to date item by item (rendering the whole
+    block again for every candidate cost a hook ~1 ms)."""
+
+    FIXED = (OPEN_TAG, HEADER, CLOSE_TAG)
+
+    def __init__(self) -> None:
+        self.chars = sum(len(line) for line in self.FIXED)
+        self.lines = len(self.FIXED)
+        self.sections: set[str] = set()
+
+    def line(self, item: Item) -> int:
+        """What ``item`` adds: its line, and its section's title when it is the first."""
+        added = len(line_for(item)) + 1
+        if item.section not in self.sections:
+            added += len(SECTION_TITLES[item.section]) + 1
+        return added
+
+    def with_item(self, item: Item, footer: str = "") -> int:
+        """The block's length with ``item`` added (and ``footer``)."""
+        extra = len(footer) + 1 if footer else 0
+        return self.chars + self.lines - 1 + self.line(item) + extra
+
+    def add(self, item: Item) -> None:
+        if item.section not in self.sections:
+            self.sections.add(item.section)
+            self.chars += len(SECTION_TITLES[item.section])
+            self.lines += 1
+        self.chars += len(line_for(item))
+        self.lines += 1
+
+    @classmethod
+    def of(cls, items: list[Item]) -> BlockSize:
+        size = cls()
+        for item in items:
+            size.add(item)
+        return size
+
+    def total(self, footer: str = "") -> int:
+        if self.lines == len(self.FIXED):
+            return 0  # nothing to show: no block at all
+        extra = len(footer) + 1 if footer else 0
+        return self.chars + self.lines - 1 + extra
 
 
 def sentences(text: str) -> list[str]:
@@ -369,11 +414,17 @@ class Injector:
     def warm(self, projects: Iterable[str]) -> int:
         """Build the vector cache of ``projects`` and the user-wide scope ahead of their first
         hook (at 5,000 memories a build takes ~40 ms). Returns the rows cached."""
-        for project in dict.fromkeys([*projects, USER_SCOPE]):
+        scope = list(dict.fromkeys([*projects, USER_SCOPE]))
+        for project in scope:
             try:
                 self.vectors.rows(project)
             except Exception as exc:  # best effort: the first hook builds it instead
                 log.warning("cannot warm the vector cache of %s: %s", project, exc)
+        try:  # the first full-text query of a table version loads its index (~50-150 ms)
+            where = retrieve.where_clause(scope, None, ("active",))
+            self.app.store.text_search_ids("memd", where, 1)
+        except Exception as exc:
+            log.warning("cannot warm the full-text index: %s", exc)
         return self.vectors.cached_rows()
 
     # ---- choosing
@@ -386,7 +437,7 @@ class Injector:
             depth=SEARCH_DEPTH,
             weights=retrieve.weights_from(self.settings),
             vectors=self.vectors,
-            embed_query=self.queries.embed_one,
+            embed_later=self.queries.submit,
         )
 
     def brief(self, project: str, session_id: str = "") -> list[dict[str, Any]]:
@@ -565,21 +616,17 @@ def choose(
             need = min((r["score_breakdown"].get("threshold", 1.0) for r in results), default=1.0)
             plan.reason = f"none relevant (best relevance {best:.2f} < {need:.2f})"
         return plan
-    notes, newer = conflict_notes(relevant, vectors, model_id) if vectors else ({}, {})
-    for r in relevant:  # the older of two disagreeing memories goes right after the newer
-        if r["id"] in newer:
-            r["score"] = min(r["score"], newer[r["id"]]["score"] - 0.001)
     weights = lexical.local_weights(query_terms, (r["text"] for r in relevant))
     # Summaries last: whether one repeats the items shown can only be told once they are chosen.
     order = sorted(relevant, key=lambda r: (r["kind"] == "summary", -priority(r)))
     pinned_total = sum(1 for r in order if r.get("pinned")) if brief else 0
+    disagreements = Disagreements(vectors or {}, model_id)
     covered: set[str] = set()
     kept: list[Item] = []
+    size = BlockSize()
     pinned_shown = 0
     for r in order:
         section = "pinned" if r.get("pinned") and brief else r["kind"]
-        if r["id"] in newer:
-            section = "pinned" if newer[r["id"]].get("pinned") and brief else newer[r["id"]]["kind"]
         if r["kind"] == "excerpt":
             display, turns = cut_excerpt(r, weights, covered)
             if not display:
@@ -595,13 +642,21 @@ def choose(
                 plan.left_out.append(left(r, "repeats what the items below say"))
                 continue
         item = Item(r, section, priority(r), retrieve.explain(r), display, turns)
-        item.note = notes.get(r["id"], "")
         is_pinned = brief and bool(r.get("pinned"))
         footer = overflow(pinned_total - pinned_shown - (1 if is_pinned else 0))
-        if rendered_size(ordered([*kept, item]), footer) > budget:
+        fits = size.with_item(item, footer) <= budget
+        marked = disagreements.mark(item, kept) if fits else []
+        if marked:  # notes (and the order) changed: measure the whole block again
+            fits = rendered_size(ordered([*kept, item]), footer) <= budget
+        if not fits:
+            disagreements.undo(marked)
             plan.left_out.append(left(r, "over the budget"))
             continue
         kept.append(item)
+        if marked:
+            size = BlockSize.of(kept)
+        else:
+            size.add(item)
         if is_pinned:
             pinned_shown += 1
         if r["kind"] != "summary":
@@ -629,6 +684,7 @@ def priority(result: dict[str, Any]) -> float:
 
 
 SECTION_ORDER = {key: n for n, (key, _) in enumerate(SECTIONS)}
+SECTION_TITLES = {key: f"{title}:" for key, title in SECTIONS}
 
 
 def ordered(items: list[Item]) -> list[Item]:
@@ -647,26 +703,65 @@ def repeats(summary: str, kept: list[Item]) -> bool:
     return len(mine & shown) / len(mine) >= 0.7
 
 
-def conflict_notes(
-    results: list[dict[str, Any]], vectors: dict[str, Any], model_id: str
-) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
-    """Marks for memories that disagree (same subject, another value: :func:`similar.conflict`)
-    among those about to be shown: the newer "newer", the older "older: may be outdated".
+NEWER = "newer"
+OLDER = "older: may be outdated"
+
+
+class Disagreements:
+    """Marks the items of one block that disagree (same subject, another value:
+    :func:`similar.conflict`): the newer "newer", the older "older: may be outdated", shown
+    right after the newer (in its section).
 
     Insert-time supersession catches the sure cases; this catches what it missed (an unsure
-    contradiction, or memories written before memd could tell). Also returns, for each older
-    one, the newer memory it disagrees with."""
-    typed = [r for r in results if r["kind"] in SUPERSEDABLE and r["id"] in vectors]
-    typed.sort(key=lambda r: r.get("updated_at") or r.get("created_at") or "", reverse=True)
-    notes: dict[str, str] = {}
-    newer: dict[str, dict[str, Any]] = {}
-    for i, new in enumerate(typed):
-        for old in typed[i + 1 :]:
-            if old["id"] in notes and new["id"] in notes:
+    contradiction, or memories written before memd could tell). Only items about to be shown
+    are compared, each with those already kept: a block holds a dozen typed items, while the
+    candidates were up to 50 (comparing all of them cost a hook ~3 ms).
+    """
+
+    def __init__(self, vectors: dict[str, Any], model_id: str) -> None:
+        self.vectors = vectors
+        self.model_id = model_id
+        self.floor = similar.conflict_floor(model_id)
+
+    def mark(self, item: Item, kept: list[Item]) -> list[tuple[Item, str, str, float]]:
+        """Mark ``item`` and the kept items it disagrees with; returns what to :meth:`undo`."""
+        mine = self.vectors.get(item.memory["id"])
+        if mine is None or item.memory["kind"] not in SUPERSEDABLE:
+            return []
+        changed: list[tuple[Item, str, str, float]] = []
+        for other in kept:
+            theirs = self.vectors.get(other.memory["id"])
+            if theirs is None or other.memory["kind"] not in SUPERSEDABLE:
                 continue
-            cosine = float(vectors[new["id"]] @ vectors[old["id"]])
-            if similar.conflict(new["text"], old["text"], cosine, model_id):
-                notes.setdefault(new["id"], "newer")
-                notes[old["id"]] = "older: may be outdated"
-                newer.setdefault(old["id"], new)
-    return notes, newer
+            cosine = float(mine @ theirs)
+            if cosine < self.floor:
+                continue  # not about the same subject
+            new, old = sorted((other, item), key=stamp, reverse=True)  # a tie: the better first
+            if not disagree(
+                new.memory["text"], old.memory["text"], round(cosine, 4), self.model_id
+            ):
+                continue
+            for i in (item, other):
+                if all(c[0] is not i for c in changed):
+                    changed.append((i, i.note, i.section, i.priority))
+            if new.note != OLDER:
+                new.note = NEWER
+            old.note = OLDER
+            old.section = new.section
+            old.priority = min(old.priority, new.priority - 0.001)
+        return changed
+
+    @staticmethod
+    def undo(changed: list[tuple[Item, str, str, float]]) -> None:
+        for item, note, section, prio in changed:
+            item.note, item.section, item.priority = note, section, prio
+
+
+def stamp(item: Item) -> str:
+    return str(item.memory.get("updated_at") or item.memory.get("created_at") or "")
+
+
+@lru_cache(maxsize=8192)
+def disagree(new: str, old: str, cosine: float, model_id: str) -> bool:
+    """:func:`similar.conflict`, remembered: the same pairs come up prompt after prompt."""
+    return bool(similar.conflict(new, old, cosine, model_id))

@@ -12,7 +12,7 @@ ranking).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 _TOKEN = re.compile(
@@ -94,6 +94,21 @@ def idf_weights(n_docs: int, counts: dict[str, int]) -> dict[str, float]:
     return {t: math.log((n_docs + 1) / (df + 0.5)) for t, df in counts.items()}
 
 
+def weighted_terms(
+    query_terms: Iterable[str], idf: dict[str, float] | None = None
+) -> tuple[tuple[tuple[str, float], ...], float]:
+    """Each distinct query term with its weight, and their sum (see :func:`coverage`)."""
+    pairs = []
+    total = 0.0
+    for term in dict.fromkeys(query_terms):
+        weight = 2.0 if any(c.isdigit() or c in "._/#+" for c in term) else 1.0
+        if idf is not None:
+            weight *= max(0.05, idf.get(term, 1.0))
+        total += weight
+        pairs.append((term, weight))
+    return tuple(pairs), total
+
+
 def coverage(
     query_terms: Iterable[str], text_terms: frozenset[str], idf: dict[str, float] | None = None
 ) -> float:
@@ -101,13 +116,14 @@ def coverage(
     query has none). A term weighs its ``idf`` in the project (1 without one); identifiers and
     numbers ("v0.5.0", "8080", "make_deploy") count double: a prompt that names one is about
     it."""
-    total = hit = 0.0
-    for term in dict.fromkeys(query_terms):
-        weight = 2.0 if any(c.isdigit() or c in "._/#+" for c in term) else 1.0
-        if idf is not None:
-            weight *= max(0.05, idf.get(term, 1.0))
-        total += weight
-        if term in text_terms:
+    pairs, total = weighted_terms(query_terms, idf)
+    return _covered(pairs, total, text_terms)
+
+
+def _covered(pairs: tuple[tuple[str, float], ...], total: float, have: frozenset[str]) -> float:
+    hit = 0.0
+    for term, weight in pairs:
+        if term in have:
             hit += weight
     return hit / total if total else 0.0
 
@@ -138,10 +154,26 @@ def best_coverage(
     idf: dict[str, float] | None = None,
 ) -> float:
     """Coverage of the whole query, or a little less than that of its best-covered sentence."""
-    best = coverage(whole, text_terms, idf)
-    for segment in segments:
-        best = max(best, SEGMENT_FACTOR * coverage(segment, text_terms, idf))
-    return best
+    return coverage_of(whole, segments, idf)(text_terms)
+
+
+def coverage_of(
+    whole: tuple[str, ...],
+    segments: list[tuple[str, ...]],
+    idf: dict[str, float] | None = None,
+) -> Callable[[frozenset[str]], float]:
+    """:func:`best_coverage` for one query, its term weights worked out once: a recall scores
+    every candidate with it."""
+    first = weighted_terms(whole, idf)
+    rest = [weighted_terms(segment, idf) for segment in segments]
+
+    def score(text_terms: frozenset[str]) -> float:
+        best = _covered(*first, text_terms)
+        for pairs, total in rest:
+            best = max(best, SEGMENT_FACTOR * _covered(pairs, total, text_terms))
+        return best
+
+    return score
 
 
 def local_weights(query: Iterable[str], texts: Iterable[str]) -> dict[str, float]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import sqlite3
 import time
@@ -172,7 +173,25 @@ def backup(settings: Settings) -> Path:
     if state_path(settings).exists():
         copy_state(state_path(settings), partial / "state.db", settings.redact_patterns)
     partial.rename(target)  # complete, or not there at all
+    prune_backups(base)
     return target
+
+
+BACKUPS_KEPT = 3
+"""Migration backups kept (each is a full copy of the store): the newest ones."""
+BACKUP_NAME = re.compile(r"^\d{8}T\d{6}Z-store-v\d+-state-v\d+(?:-\d+)?(?:\.partial)?$")
+
+
+def prune_backups(base: Path, keep: int = BACKUPS_KEPT) -> list[Path]:
+    """Delete all but the ``keep`` newest backups (and any left half-written) that memd made
+    in ``base``; anything else there is left alone. Returns what was deleted."""
+    ours = sorted(p for p in base.iterdir() if p.is_dir() and BACKUP_NAME.match(p.name))
+    done = [p for p in ours if not p.name.endswith(".partial")]
+    doomed = [p for p in ours if p.name.endswith(".partial")] + done[: max(0, len(done) - keep)]
+    for path in doomed:
+        shutil.rmtree(path, ignore_errors=True)
+        log.info("old migration backup removed: %s", path)
+    return doomed
 
 
 def copy_state(source: Path, dest: Path, patterns: Iterable[str]) -> None:

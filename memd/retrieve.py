@@ -34,6 +34,7 @@ from memd.store import MemoryStore, sql_in
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from concurrent.futures import Future
 
     from memd.vectors import VectorCache
 
@@ -152,25 +153,46 @@ def recall(
     vector: list[float] | None = None,
     vectors: VectorCache | None = None,
     embed_query: Callable[[str], list[float]] | None = None,
+    embed_later: Callable[[str], Future[list[float]]] | None = None,
 ) -> list[dict[str, Any]]:
     """Every candidate for ``query``, best first, each with its ``score_breakdown`` and
-    ``relevant`` (whether it passes the relevance decision). Callers keep the relevant ones."""
+    ``relevant`` (whether it passes the relevance decision). Callers keep the relevant ones.
+    ``embed_later`` starts the query's embedding and returns its future (the daemon's
+    :class:`memd.vectors.QueryBatcher`), so the rest of the work overlaps it."""
     query = normalize_query(query)
     if not query or store.table is None:
         return []
     scope = list(dict.fromkeys([*projects, USER_SCOPE]))
     where = where_clause(scope, kinds, statuses)
-    # The full-text half runs in another thread while this one embeds and searches vectors
-    # (LanceDB releases the GIL).
-    by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
-    if vector is None:
-        vector = (embed_query or store.embedder.embed_one)(query)
     cacheable = vectors is not None and not kinds and tuple(statuses) == ("active",)
-    by_vec = vectors.search(vector, scope, depth) if cacheable and vectors is not None else None
-    if by_vec is None:
+    # The full-text half runs in another thread, and the query's embedding in the batcher's,
+    # while this one counts the query's terms in the project (LanceDB and onnxruntime release
+    # the GIL). With the cache, the full text returns ids only and the rows come from the cache.
+    by_text_future: Any = TEXT_SEARCH.submit(
+        store.text_search_ids if cacheable else store.text_search, query, where, depth
+    )
+    pending = embed_later(query) if vector is None and embed_later is not None else None
+    whole, segments = lexical.query_terms(query)
+    wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
+    stats = vectors.document_frequencies(scope, wanted) if cacheable and vectors else None
+    if stats is None and cacheable:  # a project too big to cache: read the rows after all
+        by_text_future.cancel()
+        by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
         cacheable = False
+    if stats is None and wanted:
+        stats = store.document_frequencies(where, wanted)
+    if vector is None:
+        vector = pending.result() if pending else (embed_query or store.embedder.embed_one)(query)
+    by_vec = vectors.search(vector, scope, depth) if cacheable and vectors is not None else None
+    if by_vec is None and cacheable:  # the cache was dropped meanwhile
+        by_text_future.cancel()
+        by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
+        cacheable = False
+    if by_vec is None:
         by_vec = store.vector_search(vector, where, depth)
     by_text = by_text_future.result()
+    if cacheable and vectors is not None:
+        by_text = rows_for(store, vectors, scope, by_text)
     cosines = {m.id: sim for m, sim in by_vec}
     missing = [m.id for m, _ in by_text if m.id not in cosines]
     if missing:
@@ -179,11 +201,6 @@ def recall(
         still = [i for i in missing if i not in cosines]
         if still:
             cosines.update(store.cosines(vector, still))
-    whole, segments = lexical.query_terms(query)
-    wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
-    stats = vectors.document_frequencies(scope, wanted) if cacheable and vectors else None
-    if stats is None and wanted:
-        stats = store.document_frequencies(where, wanted)
     idf = lexical.idf_weights(*stats) if stats else None
     return rank(
         by_vec,
@@ -194,7 +211,24 @@ def recall(
         calibration_of(store.embedder),
         datetime.now(UTC),
         idf,
+        text_partial=cacheable,
     )
+
+
+def rows_for(
+    store: MemoryStore, vectors: VectorCache, scope: list[str], hits: list[tuple[str, float]]
+) -> list[tuple[Memory, float]]:
+    """The full-text hits (id, score) as (memory, score), rows from the vector cache (without
+    topic, keywords and history, like the vector half's), from the table for any the cache
+    does not hold (a write between the two reads)."""
+    ids = [mid for mid, _ in hits]
+    found = vectors.memories_of(scope, ids)
+    missing = [mid for mid in ids if mid not in found]
+    if missing:
+        for memory in store.query(sql_in("id", missing), limit=len(missing)):
+            if memory.status == "active":
+                found[memory.id] = memory
+    return [(found[mid], score) for mid, score in hits if mid in found]
 
 
 def search(
@@ -208,6 +242,7 @@ def search(
     vector: list[float] | None = None,
     cache: VectorCache | None = None,
     embed_query: Callable[[str], list[float]] | None = None,
+    embed_later: Callable[[str], Future[list[float]]] | None = None,
 ) -> list[dict[str, Any]]:
     """The relevant memories for ``query``, best first, in the DESIGN.md shape."""
     found = recall(
@@ -221,6 +256,7 @@ def search(
         vector=vector,
         vectors=cache,
         embed_query=embed_query,
+        embed_later=embed_later,
     )
     return complete(store, [r for r in found if r["relevant"]][:limit])
 
@@ -252,9 +288,11 @@ def rank(
     calibration: Calibration = DEFAULT_CALIBRATION,
     now: datetime | None = None,
     idf: dict[str, float] | None = None,
+    text_partial: bool = False,
 ) -> list[dict[str, Any]]:
     """Fuse both candidate lists; score, decide and explain every candidate. ``idf`` weighs
-    the query's terms by how rare they are in the project (see :func:`lexical.idf_weights`)."""
+    the query's terms by how rare they are in the project (see :func:`lexical.idf_weights`).
+    ``text_partial``: the full-text rows, like the vector ones, come from the vector cache."""
     now = now or datetime.now(UTC)
     whole, segments = lexical.query_terms(query)
     memories: dict[str, Memory] = {}
@@ -266,16 +304,21 @@ def rank(
         partial.add(memory.id)
         rrf[memory.id] = rrf.get(memory.id, 0.0) + weights.vector / (RRF_K + rank_no)
     for rank_no, (memory, score) in enumerate(by_text, 1):
-        memories[memory.id] = memory  # a full row (the vector half may be a cached one)
-        partial.discard(memory.id)
+        if text_partial:  # rows from the vector cache too
+            memories.setdefault(memory.id, memory)
+            partial.add(memory.id)
+        else:
+            memories[memory.id] = memory  # a full row (the vector half may be a cached one)
+            partial.discard(memory.id)
         bm25[memory.id] = score
         rrf[memory.id] = rrf.get(memory.id, 0.0) + weights.text / (RRF_K + rank_no)
     best_rrf = (weights.vector + weights.text) / (RRF_K + 1)
+    covers = lexical.coverage_of(whole, segments, idf)
     results = []
     for mid, memory in memories.items():
         cosine = max(0.0, cosines.get(mid, 0.0))
         semantic = calibration.scale(cosine)
-        lex = lexical.best_coverage(whole, segments, lexical.term_set(memory.text), idf)
+        lex = covers(lexical.term_set(memory.text))
         relevance = max(semantic, weights.semantic * semantic + weights.lexical * lex)
         need = weights.threshold + (weights.excerpt_margin if memory.kind in BROAD_KINDS else 0.0)
         fused = rrf[mid] / best_rrf

@@ -56,6 +56,8 @@ Type=simple
 ExecStart=%h/.local/bin/memd serve
 Restart=on-failure
 RestartSec=2
+# Exit 4: the store was written by a newer memd; restarting cannot help.
+RestartPreventExitStatus=4
 TimeoutStopSec=20
 # MEMD_* environment (memd install writes one Environment= line per variable set):
 

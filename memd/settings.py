@@ -106,7 +106,14 @@ class Settings(BaseSettings):
             "slower per query); any other fastembed model name downloads once."
         ),
     )
-    embedding_threads: int = Field(default=2, ge=1, description="ONNX threads for embedding.")
+    embedding_threads: int = Field(
+        default=1,
+        ge=1,
+        description=(
+            "ONNX threads for embedding. One is the fastest for a hook's single query and "
+            "leaves the other cores to Claude Code; more speed up a bulk reindex."
+        ),
+    )
     embedding_batch_size: int = Field(
         default=16, ge=1, le=16, description="Texts per embedding batch (at most 16)."
     )

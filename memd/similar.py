@@ -110,6 +110,21 @@ def candidate_floor(model_id: str) -> float:
     return profile.baseline + 0.5 * (profile.paraphrase - profile.baseline)
 
 
+CONFLICT_FLOOR = 0.15
+"""Of the way from a model's unrelated baseline to its paraphrase level: below this a pair is
+not about the same subject, so it cannot contradict. The labelled contradictions
+(tests/labelled/conflicts.jsonl) all sit well above it with MiniLM (the lowest at 0.34)."""
+
+
+def conflict_floor(model_id: str) -> float:
+    """A cosine below which :func:`conflict` need not be asked (injection's pre-filter); for a
+    model memd has no profile for, no floor (-1), since its spread is unknown."""
+    profile = profile_for(model_id)
+    if profile is FALLBACK:
+        return -1.0
+    return profile.baseline + CONFLICT_FLOOR * (profile.paraphrase - profile.baseline)
+
+
 BASELINE_SENTENCES = (
     "The billing service stores invoices in PostgreSQL.",
     "Run the linter before you push a branch.",

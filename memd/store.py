@@ -375,21 +375,33 @@ class MemoryStore:
         return [(from_row(r), 1.0 - float(r["_distance"])) for r in rows]
 
     def text_search(self, text: str, where: str, limit: int) -> list[tuple[Memory, float]]:
+        rows = self._text_rows(text, where, limit, READ_COLUMNS)
+        return [(from_row(r), float(r.get("_score") or 0.0)) for r in rows]
+
+    def text_search_ids(self, text: str, where: str, limit: int) -> list[tuple[str, float]]:
+        """:meth:`text_search` without reading the rows: (id, BM25 score), best first. Reading
+        the rows cost ~3.5 ms of a hook's CPU; the hook has them in its vector cache."""
+        rows = self._text_rows(text, where, limit, ["id"])
+        return [(str(r["id"]), float(r.get("_score") or 0.0)) for r in rows]
+
+    def _text_rows(
+        self, text: str, where: str, limit: int, columns: list[str]
+    ) -> list[dict[str, Any]]:
         query = fts_query(text)
         if self._table is None or not query:
             return []
         try:
-            rows = (
+            rows: list[dict[str, Any]] = (
                 self._table.search(query, query_type="fts", fts_columns="search_text")
                 .where(where, prefilter=True)
-                .select([*READ_COLUMNS, "_score"])
+                .select([*columns, "_score"])
                 .limit(limit)
                 .to_list()
             )
         except Exception as exc:  # no FTS index yet, or a query the parser refuses
             log.debug("full-text search skipped: %s", exc)
             return []
-        return [(from_row(r), float(r.get("_score") or 0.0)) for r in rows]
+        return rows
 
     # ---- writes
     def write(self, memories: list[Memory], vectors: dict[str, Sequence[float]]) -> None:

@@ -148,6 +148,11 @@ class VectorCache:
                 trim_heap()  # the read left ~4x the entry's size behind (a few ms)
             return rows, matrix
 
+    def cached_projects(self) -> list[str]:
+        """The projects with an entry, least recently used first."""
+        with self._lock:
+            return list(self._entries)
+
     def cached_rows(self) -> int:
         return sum(entry[1].num_rows for entry in self._entries.values())
 
@@ -185,6 +190,15 @@ class VectorCache:
                 counts[term] += n
         return total, counts
 
+    def _index(self, project: str, rows: Any) -> dict[str, int]:
+        """id -> row number of the project's entry ``rows``, built on first use."""
+        with self._lock:
+            cached = self._indexes.get(project)
+            if cached is None or cached[0] is not rows:
+                cached = (rows, {mid: i for i, mid in enumerate(rows.column("id").to_pylist())})
+                self._indexes[project] = cached
+        return cached[1]
+
     def vectors_of(self, projects: list[str], ids: list[str]) -> dict[str, Any]:
         """The (dequantized) vector of each cached memory in ``ids`` (those of ``projects``)."""
         import numpy as np
@@ -196,17 +210,32 @@ class VectorCache:
             if got is None:
                 continue
             rows, (codes, scales) = got
-            with self._lock:
-                cached = self._indexes.get(project)
-                if cached is None or cached[0] is not rows:
-                    cached = (rows, {mid: i for i, mid in enumerate(rows.column("id").to_pylist())})
-                    self._indexes[project] = cached
-            index = cached[1]
+            index = self._index(project, rows)
             for mid in list(want):
                 i = index.get(mid)
                 if i is not None:
                     out[mid] = codes[i].astype(np.float32) * scales[i]
                     want.discard(mid)
+        return out
+
+    def memories_of(self, projects: list[str], ids: list[str]) -> dict[str, Memory]:
+        """The cached rows (without topic, keywords or history) of the memories in ``ids``
+        that are active in ``projects``; ids the cache does not hold are left out."""
+        out: dict[str, Memory] = {}
+        want = dict.fromkeys(ids)
+        for project in dict.fromkeys(projects):
+            got = self.rows(project) if want else None
+            if got is None:
+                continue
+            rows = got[0]
+            index = self._index(project, rows)
+            found = [(mid, index[mid]) for mid in want if mid in index]
+            if not found:
+                continue
+            taken = rows.take([i for _, i in found]).to_pylist()
+            for (mid, _), row in zip(found, taken, strict=True):
+                out[mid] = from_row(row)
+                del want[mid]
         return out
 
     def cosines(self, vector: list[float], projects: list[str], ids: list[str]) -> dict[str, float]:
@@ -270,6 +299,10 @@ class QueryBatcher:
         self.queries = 0
 
     def embed_one(self, text: str) -> list[float]:
+        return self.submit(text).result()
+
+    def submit(self, text: str) -> Future[list[float]]:
+        """Start embedding ``text``; the future gets its vector."""
         future: Future[list[float]] = Future()
         if self._thread is None:
             with self._start_lock:
@@ -279,7 +312,7 @@ class QueryBatcher:
                     )
                     self._thread.start()
         self._queue.put((text, future))
-        return future.result()
+        return future
 
     def close(self) -> None:
         if self._thread is not None:

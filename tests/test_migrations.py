@@ -213,6 +213,20 @@ def test_a_newer_store_is_refused_and_never_rewritten(tmp_path: Path, part: str)
     out = subprocess.run(
         [MEMD, "serve"], env=env, capture_output=True, text=True, timeout=120, check=False
     )
-    assert out.returncode == 3 and "written by a newer memd" in out.stderr
+    assert out.returncode == 4 and "written by a newer memd" in out.stderr
     remove_socket_dir(env["MEMD_SOCKET"])
     assert digest(settings.home) == before  # not one byte changed
+
+
+def test_old_backups_are_pruned_and_nothing_else(tmp_path: Path) -> None:
+    base = tmp_path / "backups"
+    base.mkdir()
+    names = [f"2026010{d}T000000Z-store-v1-state-v1" for d in range(1, 7)]
+    for name in [*names, "20260107T000000Z-store-v1-state-v2.partial", "my-own-copy"]:
+        (base / name).mkdir()
+        (base / name / "f").write_text("x")
+    (base / "notes.txt").write_text("mine")
+    removed = migrations.prune_backups(base, keep=3)
+    left = sorted(p.name for p in base.iterdir())
+    assert left == sorted([*names[-3:], "my-own-copy", "notes.txt"])
+    assert len(removed) == 4

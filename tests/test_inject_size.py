@@ -1,0 +1,42 @@
+"""BlockSize: the length of a block, kept item by item, equals what render() gives."""
+
+from __future__ import annotations
+
+import random
+
+from memd import inject
+
+
+def memory(i: int, kind: str, text: str, project: str = "/p") -> dict[str, object]:
+    return {
+        "id": f"m{i:04d}",
+        "kind": kind,
+        "text": text,
+        "project": project,
+        "sources": [{"uuid": f"u{i}", "timestamp": f"2026-0{1 + i % 9}-1{i % 10}T00:00:00Z"}],
+        "score": 1.0 - i / 100,
+    }
+
+
+def test_block_size_matches_render() -> None:
+    rng = random.Random(7)
+    kinds = [key for key, _ in inject.SECTIONS]
+    for trial in range(200):
+        items: list[inject.Item] = []
+        size = inject.BlockSize()
+        footer = "" if trial % 3 else inject.overflow(trial % 5 + 1)
+        for i in range(rng.randint(1, 12)):
+            kind = rng.choice(kinds)
+            words = " ".join(
+                rng.choice(["deploy", "日志", "port", "v0.5.0", "x"]) for _ in range(9)
+            )
+            project = "user" if rng.random() < 0.2 else "/p"
+            item = inject.Item(memory(i, kind, words, project), kind, 1.0, "why")
+            if rng.random() < 0.3:
+                item.note = "newer"
+            expected = inject.rendered_size(inject.ordered([*items, item]), footer)
+            assert size.with_item(item, footer) == expected
+            items.append(item)
+            size.add(item)
+        assert size.total(footer) == inject.rendered_size(inject.ordered(items), footer)
+    assert inject.BlockSize().total() == 0 == inject.rendered_size([])
