@@ -25,6 +25,7 @@ from memd.journal import Journal
 from memd.models import Memory, Source, now_iso
 
 if TYPE_CHECKING:
+    from memd.keyindex import KeyIndex
     from memd.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -159,6 +160,9 @@ class MemoryStore:
         self.mutations = 0
         """Bumped by every change this process makes to the table (LanceDB's own ``version``
         costs a round trip through its event loop, ~0.4 ms, on every read of it)."""
+        self.keys: KeyIndex | None = None
+        """The daemon's in-memory list keys and counts (:mod:`memd.keyindex`), told of every
+        change below; None in a one-shot process, which reads the table instead."""
 
     # ---- lifecycle
     def open(self, *, check_model: bool = True) -> MemoryStore:
@@ -397,6 +401,7 @@ class MemoryStore:
         if not memories:
             return
         with self._write_lock:
+            before = self.mutations
             missing = [m for m in memories if m.id not in vectors]
             if missing:
                 fresh = self.embedder.embed([m.text for m in missing])
@@ -423,6 +428,8 @@ class MemoryStore:
                 raise StoreError(f"write failed, nothing was stored: {exc}") from exc
             finally:
                 self.mutations += 1
+            if self.keys is not None:
+                self.keys.put(memories, before)
             self.writes_since_optimize += len(rows)
             self.ensure_indexes()
 
@@ -430,6 +437,7 @@ class MemoryStore:
         if not ids or self._table is None:
             return
         with self._write_lock:
+            before = self.mutations
             mark = self.journal.size()
             self.journal.append([{"op": "del", "id": i} for i in ids])
             try:
@@ -439,6 +447,8 @@ class MemoryStore:
                 raise StoreError(f"delete failed: {exc}") from exc
             finally:
                 self.mutations += 1
+            if self.keys is not None:
+                self.keys.remove(ids, before)
 
     def touch(self, ids: Sequence[str]) -> None:
         """hits += 1 and last_used_at = now for many ids, in one update."""
@@ -447,6 +457,7 @@ class MemoryStore:
             return
         at = now_iso()
         with self._write_lock:  # one SQL update (hits + 1): atomic, and ordered with writes
+            before = self.mutations
             mark = self.journal.size()
             self.journal.append([{"op": "touch", "ids": ids, "at": at}])
             try:
@@ -459,6 +470,8 @@ class MemoryStore:
                 raise StoreError(f"touch failed, nothing was stored: {exc}") from exc
             finally:
                 self.mutations += 1
+            if self.keys is not None:
+                self.keys.touched(ids, before)
 
     def update_fields(self, updates: dict[str, dict[str, Any]]) -> None:
         """Set plain fields (score, status, ...) on many memories, as one atomic rewrite."""
@@ -484,6 +497,7 @@ class MemoryStore:
         if self._table is None:
             return {"skipped": "empty"}
         with self._write_lock:
+            unchanged_since = self.mutations
             self.mutations += 1
             before = self.table_stats()
             for attempt in range(retries):
@@ -503,6 +517,8 @@ class MemoryStore:
             self.compact_journal()
             self.writes_since_optimize = 0
             self.mutations += 1
+            if self.keys is not None:  # the same rows, compacted
+                self.keys.carry(unchanged_since)
             return {"before": before, "after": self.table_stats()}
 
     def compact_journal(self, slack: int = 3) -> bool:
@@ -584,6 +600,8 @@ class MemoryStore:
         out: dict[str, Any] = {"total": 0, "by_project": {}, "by_kind": {}, "by_status": {}}
         if self._table is None:
             return out
+        if self.keys is not None:  # the daemon: counted in memory, exact
+            return self.keys.counts()
         arrow = (
             self._table.search()
             .select(["project", "kind", "status"])
