@@ -333,11 +333,26 @@ class MemoryStore:
         """The cosine of each stored memory in ``ids`` to ``vector`` (stored vectors are unit)."""
         import numpy as np
 
-        rows = self.rows_with_vectors(ids)
-        query = np.asarray(vector, dtype=np.float32)
+        ids = list(set(ids))
+        if self._table is None or not ids:
+            return {}
+        # Only the ids and vectors, as Arrow: turning ~80 vectors into Python lists of floats
+        # (every column, as rows_with_vectors reads them) cost ~100 ms per search at 100k.
+        found = (
+            self._table.search()
+            .where(sql_in("id", ids))
+            .select(["id", "vector"])
+            .limit(len(ids))
+            .to_arrow()
+        )
+        if found.num_rows == 0:
+            return {}
+        column = found.column("vector").combine_chunks()
+        matrix = column.flatten().to_numpy(zero_copy_only=False).reshape(found.num_rows, -1)
+        sims = matrix.astype(np.float32) @ np.asarray(vector, dtype=np.float32)
         return {
-            mid: float(np.asarray(row["vector"], dtype=np.float32) @ query)
-            for mid, row in rows.items()
+            str(mid): float(sim)
+            for mid, sim in zip(found.column("id").to_pylist(), sims, strict=True)
         }
 
     def get(self, ref: str) -> Memory:
