@@ -17,6 +17,7 @@ next read rebuilds it from the table. So an answer is never a stale figure.
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from collections import OrderedDict
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from memd.store import MemoryStore
 
 KEY_COLUMNS = ["id", "project", "kind", "status", "pinned", "created_at", "updated_at", "hits"]
+KEY_COLUMNS += ["text"]  # only hashed, to tell a text change from a pin
 ORDERS: dict[str, tuple[tuple[str, bool], ...]] = {
     "kind": (("pinned", True), ("kind", False), ("created", False)),
     "recent": (("updated", True),),
@@ -41,7 +43,10 @@ ORDERS: dict[str, tuple[tuple[str, bool], ...]] = {
 }
 """(key, descending) per order, as ``memd.curate.ORDERS``; the id (ascending) breaks ties."""
 SORTED_KEPT = 4
-"""Sorted listings kept per table state (a listing's next pages are then a slice)."""
+"""Filtered listings kept per table state (a listing's next pages are then a slice)."""
+RESORT_AFTER = 256
+"""Rows changed at once beyond which an order is sorted again instead of patched."""
+MEMO_MAX = 4096
 HEX = re.compile(r"[0-9a-f]{1,16}")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -101,9 +106,16 @@ class KeyIndex:
         """The store's ``mutations`` at which the arrays are exact (None: not built)."""
         self.builds = 0
         self.changes = 0
-        """Bumped by every change applied here (the sorted listings' key)."""
+        """Bumped by every change applied here (the filtered listings' key)."""
+        self.content = 0
+        """Bumped when a memory's text, project, kind or status changes, or one comes or goes:
+        not by a pin, an edit of importance or a hit count (see :meth:`memo`)."""
         self._lock = threading.Lock()
         self._sorted: OrderedDict[tuple[Any, ...], tuple[int, np.ndarray]] = OrderedDict()
+        self._orders: dict[str, tuple[np.ndarray, set[int], int]] = {}
+        """Per order: every live row in that order, the rows changed since (patched in on the
+        next read), and how many kinds there were when it was sorted."""
+        self._memo: tuple[int, dict[Any, Any]] = (-1, {})
         self._reset()
 
     # ---- storage
@@ -122,10 +134,23 @@ class KeyIndex:
         self.updated = np.zeros(capacity, dtype=np.int64)
         self.hits = np.zeros(capacity, dtype=np.int64)
         self.idkey = np.zeros(capacity, dtype=np.uint64)
+        self.texthash = np.zeros(capacity, dtype=np.int64)
         self.live = np.zeros(capacity, dtype=bool)
         self._sorted.clear()
+        self._orders.clear()
+        self.content += 1
 
-    COLUMNS = ("project", "kind", "status", "pinned", "created", "updated", "hits", "idkey", "live")
+    COLUMNS: tuple[str, ...] = (
+        "project",
+        "kind",
+        "status",
+        "pinned",
+        "created",
+        "updated",
+        "hits",
+        "idkey",
+    )
+    COLUMNS += ("texthash", "live")
 
     def _grow(self, need: int) -> None:
         capacity = len(self.live)
@@ -138,6 +163,14 @@ class KeyIndex:
             new[: len(old)] = old
             setattr(self, name, new)
 
+    def _changed(self, rows: Iterable[int]) -> None:
+        """Note rows whose keys changed, for each kept order to patch them in."""
+        rows = list(rows)
+        for order, kept in list(self._orders.items()):
+            kept[1].update(rows)
+            if len(kept[1]) > RESORT_AFTER:
+                del self._orders[order]
+
     def _set(self, memory: Memory) -> None:
         i = self.pos.get(memory.id)
         if i is None:
@@ -147,14 +180,20 @@ class KeyIndex:
             self.ids.append(memory.id)
             self.pos[memory.id] = i
             self.idkey[i] = id_key(memory.id)
+        before = (self.project[i], self.kind[i], self.status[i], self.texthash[i], self.live[i])
         self.project[i] = self.projects.code(memory.project)
         self.kind[i] = self.kinds.code(memory.kind)
         self.status[i] = self.statuses.code(memory.status)
+        self.texthash[i] = hash(memory.text)
+        after = (self.project[i], self.kind[i], self.status[i], self.texthash[i], True)
+        if before != after:
+            self.content += 1
         self.pinned[i] = bool(memory.pinned)
         self.created[i] = stamp_ms(memory.created_at)
         self.updated[i] = stamp_ms(memory.updated_at)
         self.hits[i] = int(memory.hits)
         self.live[i] = True
+        self._changed([i])
 
     def _build(self) -> None:
         """Read every row's keys from the table (the caller holds the store's write lock)."""
@@ -183,6 +222,7 @@ class KeyIndex:
             self.created[:n] = stamps_ms(arrow.column("created_at").to_pylist())
             self.updated[:n] = stamps_ms(arrow.column("updated_at").to_pylist())
             self.idkey[:n] = [id_key(mid) for mid in self.ids]
+            self.texthash[:n] = [hash(t) for t in arrow.column("text").to_pylist()]
             self.live[:n] = True
         self.synced = self.store.mutations
         self.builds += 1
@@ -219,20 +259,19 @@ class KeyIndex:
     def remove(self, ids: Iterable[str], before: int) -> None:
         with self._lock:
             if self._apply(before):
-                for mid in ids:
-                    i = self.pos.pop(mid, None)
-                    if i is not None:
-                        self.live[i] = False
+                gone = [i for mid in ids if (i := self.pos.pop(mid, None)) is not None]
+                self.live[gone] = False
+                self._changed(gone)
+                self.content += bool(gone)
                 self._done()
 
     def touched(self, ids: Iterable[str], before: int) -> None:
         """hits + 1 (the hit counters; ``last_used_at`` is not a key here)."""
         with self._lock:
             if self._apply(before):
-                for mid in ids:
-                    i = self.pos.get(mid)
-                    if i is not None:
-                        self.hits[i] += 1
+                rows = [i for mid in ids if (i := self.pos.get(mid)) is not None]
+                self.hits[rows] += 1
+                self._changed(rows)
                 self._done()
 
     def carry(self, before: int) -> None:
@@ -267,17 +306,47 @@ class KeyIndex:
             mask &= self.pinned[:n] == pinned
         return mask
 
+    def _values(self, name: str, rows: Any, rank: np.ndarray) -> Any:
+        if name == "kind":
+            return rank[self.kind[rows]]
+        if name == "pinned":
+            return self.pinned[rows].astype(np.int64)
+        return getattr(self, name)[rows]
+
     def _sort(self, rows: np.ndarray, order: str) -> np.ndarray:
+        rank = self.kinds.rank()
         keys: list[np.ndarray] = [self.idkey[rows]]  # np.lexsort: the last key sorts first
         for name, descending in reversed(ORDERS[order]):
-            if name == "kind":
-                values = self.kinds.rank()[self.kind[rows]]
-            elif name == "pinned":
-                values = self.pinned[rows].astype(np.int64)
-            else:
-                values = getattr(self, name)[rows]
+            values = self._values(name, rows, rank)
             keys.append(-values if descending else values)
         return rows[np.lexsort(keys)]
+
+    def _ordered(self, order: str) -> np.ndarray:
+        """Every live row in ``order``: sorted once, then patched with the rows that changed
+        (a pin, an edit, a hit count: a few binary searches instead of sorting 100k rows)."""
+        kept = self._orders.get(order)
+        if kept is None or kept[2] != len(self.kinds.names):
+            ranked = self._sort(np.flatnonzero(self.live[: self.n]), order)
+            self._orders[order] = (ranked, set(), len(self.kinds.names))
+            return ranked
+        ranked, dirty, kinds = kept
+        if dirty:
+            rows = np.fromiter(dirty, dtype=np.int64, count=len(dirty))
+            ranked = ranked[~np.isin(ranked, rows)]
+            rank = self.kinds.rank()
+
+            def key(row: Any) -> tuple[Any, ...]:
+                values = [self._values(name, row, rank) for name, _ in ORDERS[order]]
+                signed = [
+                    -v if desc else v for v, (_, desc) in zip(values, ORDERS[order], strict=True)
+                ]
+                return (*[int(v) for v in signed], int(self.idkey[row]))
+
+            for row in sorted(int(r) for r in rows if self.live[r]):
+                at = bisect.bisect_left(ranked, key(row), key=key)  # type: ignore[call-overload]
+                ranked = np.insert(ranked, at, row)
+            self._orders[order] = (ranked, set(), kinds)
+        return ranked
 
     def page(
         self,
@@ -301,8 +370,8 @@ class KeyIndex:
                 ranked = hit[1]
                 self._sorted.move_to_end(key)
             else:
-                rows = np.flatnonzero(self._mask(projects, kind, status, pinned))
-                ranked = self._sort(rows, order)
+                ordered = self._ordered(order)
+                ranked = ordered[self._mask(projects, kind, status, pinned)[ordered]]
                 self._sorted[key] = (self.changes, ranked)
                 while len(self._sorted) > SORTED_KEPT:
                     self._sorted.popitem(last=False)
@@ -328,6 +397,18 @@ class KeyIndex:
                 }
             out["active"] = out["by_status"].get("active", 0)
             return out
+
+    def memo(self) -> dict[Any, Any] | None:
+        """A dict for figures that depend only on the memories' texts, projects, kinds and
+        statuses (a search's document frequencies), valid until one of those changes; None
+        when the index is not exact now."""
+        self.ensure()
+        with self._lock:
+            if self.synced != self.store.mutations:
+                return None
+            if self._memo[0] != self.content or len(self._memo[1]) > MEMO_MAX:
+                self._memo = (self.content, {})
+            return self._memo[1]
 
     def project_names(self) -> list[str]:
         """Every project with memories, the user-wide scope first."""

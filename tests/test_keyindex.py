@@ -190,3 +190,58 @@ def test_hit_counts_optimize_and_a_failed_write_keep_it_exact(small: App):
     assert keys.builds == builds + 1  # left behind by the failure, so read again
     assert small.store.stats()["total"] == len(memories)
     assert good.id in in_process(small, "kind", **every)
+
+
+def test_orders_stay_exact_through_many_small_changes(small: App):
+    """Patched orders (no re-sort) equal a fresh sort after each of 40 random changes."""
+    import random
+
+    rng = random.Random(3)
+    keys = small.store.keys
+    assert keys is not None
+    every = {"all_projects": True, "include_all": True}
+    for order in ORDER_KEYS:
+        in_process(small, order, **every)  # sorted once here; patched from now on
+    builds = keys.builds
+    for step in range(40):
+        memories = small.store.query(None)
+        victim = rng.choice(memories)
+        action = step % 5
+        if action == 0:
+            small.pin(victim.id, not victim.pinned)
+        elif action == 1:
+            small.edit(victim.id, importance=round(rng.uniform(0.1, 0.9), 2))
+        elif action == 2:
+            small.store.touch([m.id for m in rng.sample(memories, 5)])
+        elif action == 3 and victim.status != "archived":
+            small.archive(victim.id)
+        elif victim.status != "active":
+            small.restore(victim.id)
+        memories = small.store.query(None)
+        for filters in FILTERS:
+            for order in ORDER_KEYS:
+                got = in_process(small, order, **filters)
+                assert got == expected(memories, filters, order), (step, filters, order)
+    assert keys.builds == builds  # every change came as a delta
+
+
+def test_document_frequencies_are_kept_until_a_text_changes(small: App):
+    store = small.store
+    assert store.keys is not None
+    where = "status IN ('active')"
+    terms = ["deploy", "zebra"]
+    first = store.document_frequencies(where, terms)
+    mid = store.query("status = 'active'", limit=1)[0].id
+    small.pin(mid)  # not a text: the counts are reused
+    memo = store.keys.memo()
+    assert memo is not None and memo.get((where, "zebra")) == first[1]["zebra"]
+    assert store.document_frequencies(where, terms) == first
+    small.edit(mid, text="The zebra crossing service deploys on Fridays")
+    second = store.document_frequencies(where, terms)
+    keys, store.keys = store.keys, None
+    try:
+        truth = store.document_frequencies(where, terms)  # straight from the table
+    finally:
+        store.keys = keys
+    assert second == truth
+    assert second[1]["zebra"] == first[1]["zebra"] + 1
