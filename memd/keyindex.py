@@ -26,8 +26,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from memd.errors import UserError
+from memd.heap import trim_heap
 from memd.models import USER_SCOPE
 
 if TYPE_CHECKING:
@@ -35,7 +38,6 @@ if TYPE_CHECKING:
     from memd.store import MemoryStore
 
 KEY_COLUMNS = ["id", "project", "kind", "status", "pinned", "created_at", "updated_at", "hits"]
-KEY_COLUMNS += ["text"]  # only hashed, to tell a text change from a pin
 ORDERS: dict[str, tuple[tuple[str, bool], ...]] = {
     "kind": (("pinned", True), ("kind", False), ("created", False)),
     "recent": (("updated", True),),
@@ -69,10 +71,47 @@ _MS = datetime(1970, 1, 1, 0, 0, 0, 1000, tzinfo=UTC) - EPOCH
 
 
 def id_key(mid: str) -> int:
-    """An integer in the ids' own order (memd's ids are 16 hex digits): the final tie-break."""
+    """An integer in the ids' own order (memd's ids are 16 hex digits): the final tie-break.
+    One-to-one for memd's ids (see :func:`regular`); close to their order for any other."""
     if HEX.fullmatch(mid[:16]):
         return int(mid[:16].ljust(16, "0"), 16)
     return int.from_bytes(mid.encode("utf-8")[:8].ljust(8, b"\0"), "big")
+
+
+def regular(mid: str) -> bool:
+    """An id as memd makes them (16 hex digits): kept as its integer, not as a string."""
+    return len(mid) == 16 and HEX.fullmatch(mid) is not None
+
+
+HEX_VALUE = np.zeros(256, dtype=np.uint64)
+HEX_VALUE[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16, dtype=np.uint64)
+
+
+def id_keys(ids: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`id_key` and :func:`regular` of a whole column, without a Python string per id
+    when every id is regular (the usual case)."""
+    n = len(ids)
+    lengths = pc.utf8_length(ids).to_numpy(zero_copy_only=False)
+    if n and (lengths == 16).all() and pc.all(pc.match_substring_regex(ids, "^[0-9a-f]+$")).as_py():
+        offsets = np.frombuffer(ids.buffers()[1], dtype=np.int32)[ids.offset : ids.offset + n + 1]
+        data = np.frombuffer(ids.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+        digits = HEX_VALUE[data.reshape(n, 16)]
+        keys = np.zeros(n, dtype=np.uint64)
+        for j in range(16):
+            keys = (keys << np.uint64(4)) | digits[:, j]
+        return keys, np.ones(n, dtype=bool)
+    values = [str(v) for v in ids.to_pylist()]
+    keys = np.fromiter((id_key(v) for v in values), dtype=np.uint64, count=n)
+    return keys, np.fromiter((regular(v) for v in values), dtype=bool, count=n)
+
+
+def stamps_column(column: pa.ChunkedArray) -> np.ndarray:
+    """:func:`stamp_ms` of a column: cast in Arrow; one by one only when a stamp will not cast."""
+    try:
+        cast = pc.cast(column, pa.timestamp("ms", tz="UTC")).cast(pa.int64()).fill_null(0)
+        return np.asarray(cast.to_numpy(), dtype=np.int64)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return stamps_ms(column.to_pylist())
 
 
 class Codes:
@@ -108,8 +147,8 @@ class KeyIndex:
         self.changes = 0
         """Bumped by every change applied here (the filtered listings' key)."""
         self.content = 0
-        """Bumped when a memory's text, project, kind or status changes, or one comes or goes:
-        not by a pin, an edit of importance or a hit count (see :meth:`memo`)."""
+        """Bumped when a memory's text, project, kind or status may have changed, or one comes
+        or goes: not by a pin, an edit of importance or a hit count (see :meth:`memo`)."""
         self._lock = threading.Lock()
         self._sorted: OrderedDict[tuple[Any, ...], tuple[int, np.ndarray]] = OrderedDict()
         self._orders: dict[str, tuple[np.ndarray, set[int], int]] = {}
@@ -121,8 +160,12 @@ class KeyIndex:
     # ---- storage
     def _reset(self, capacity: int = 1024) -> None:
         self.n = 0
-        self.ids: list[str] = []
-        self.pos: dict[str, int] = {}
+        self.by_key = np.zeros(0, dtype=np.uint64)
+        self.by_key_row = np.zeros(0, dtype=np.int64)
+        """The regular ids' keys, sorted, and their rows: the id -> row lookup."""
+        self.odd: dict[int, str] = {}
+        self.odd_row: dict[str, int] = {}
+        """Ids memd did not make (imported ones of another shape), by row and back."""
         self.projects = Codes()
         self.kinds = Codes()
         self.statuses = Codes()
@@ -134,7 +177,6 @@ class KeyIndex:
         self.updated = np.zeros(capacity, dtype=np.int64)
         self.hits = np.zeros(capacity, dtype=np.int64)
         self.idkey = np.zeros(capacity, dtype=np.uint64)
-        self.texthash = np.zeros(capacity, dtype=np.int64)
         self.live = np.zeros(capacity, dtype=bool)
         self._sorted.clear()
         self._orders.clear()
@@ -150,7 +192,7 @@ class KeyIndex:
         "hits",
         "idkey",
     )
-    COLUMNS += ("texthash", "live")
+    COLUMNS += ("live",)
 
     def _grow(self, need: int) -> None:
         capacity = len(self.live)
@@ -171,22 +213,50 @@ class KeyIndex:
             if len(kept[1]) > RESORT_AFTER:
                 del self._orders[order]
 
-    def _set(self, memory: Memory) -> None:
-        i = self.pos.get(memory.id)
+    def _find(self, mid: str) -> int | None:
+        """The row of ``mid`` (live or not), or None."""
+        if not regular(mid):
+            return self.odd_row.get(mid)
+        key = np.uint64(int(mid, 16))
+        at = int(np.searchsorted(self.by_key, key))
+        if at < len(self.by_key) and self.by_key[at] == key:
+            return int(self.by_key_row[at])
+        return None
+
+    def _id(self, row: int) -> str:
+        odd = self.odd.get(row)
+        return odd if odd is not None else format(int(self.idkey[row]), "016x")
+
+    def _live_rows(self, ids: Iterable[str]) -> list[int]:
+        return [i for mid in ids if (i := self._find(mid)) is not None and self.live[i]]
+
+    def _add_keys(self, keys: list[int], rows: list[int]) -> None:
+        order = np.argsort(np.array(keys, dtype=np.uint64))
+        new_keys = np.array(keys, dtype=np.uint64)[order]
+        at = np.searchsorted(self.by_key, new_keys)
+        self.by_key = np.insert(self.by_key, at, new_keys)
+        self.by_key_row = np.insert(self.by_key_row, at, np.array(rows, dtype=np.int64)[order])
+
+    def _set(self, memory: Memory, same_text: bool, new: dict[str, int]) -> None:
+        """Write one memory's keys; ``new``: regular ids given a row in this batch."""
+        i = self._find(memory.id)
+        if i is None:
+            i = new.get(memory.id)
         if i is None:
             self._grow(self.n + 1)
             i = self.n
             self.n += 1
-            self.ids.append(memory.id)
-            self.pos[memory.id] = i
             self.idkey[i] = id_key(memory.id)
-        before = (self.project[i], self.kind[i], self.status[i], self.texthash[i], self.live[i])
+            if regular(memory.id):
+                new[memory.id] = i
+            else:
+                self.odd[i] = memory.id
+                self.odd_row[memory.id] = i
+        before = (self.project[i], self.kind[i], self.status[i], self.live[i])
         self.project[i] = self.projects.code(memory.project)
         self.kind[i] = self.kinds.code(memory.kind)
         self.status[i] = self.statuses.code(memory.status)
-        self.texthash[i] = hash(memory.text)
-        after = (self.project[i], self.kind[i], self.status[i], self.texthash[i], True)
-        if before != after:
+        if not same_text or before != (self.project[i], self.kind[i], self.status[i], True):
             self.content += 1
         self.pinned[i] = bool(memory.pinned)
         self.created[i] = stamp_ms(memory.created_at)
@@ -202,9 +272,16 @@ class KeyIndex:
         self._reset(max(1024, count + count // 4))
         if count:
             arrow = table.search().select(KEY_COLUMNS).limit(count).to_arrow()
-            self.ids = [str(i) for i in arrow.column("id").to_pylist()]
-            n = self.n = len(self.ids)
-            self.pos = {mid: i for i, mid in enumerate(self.ids)}
+            n = self.n = arrow.num_rows
+            keys, plain = id_keys(arrow.column("id").combine_chunks())
+            self.idkey[:n] = keys
+            rows = np.flatnonzero(plain)
+            order = np.argsort(keys[rows])
+            self.by_key, self.by_key_row = keys[rows][order], rows[order].astype(np.int64)
+            for row in np.flatnonzero(~plain):
+                mid = str(arrow.column("id")[int(row)].as_py())
+                self.odd[int(row)] = mid
+                self.odd_row[mid] = int(row)
             for name, codes, target in (
                 ("project", self.projects, self.project),
                 ("kind", self.kinds, self.kind),
@@ -219,11 +296,12 @@ class KeyIndex:
                 target[:n] = mapping[encoded.indices.to_numpy(zero_copy_only=False)]
             self.pinned[:n] = arrow.column("pinned").to_numpy(zero_copy_only=False).astype(bool)
             self.hits[:n] = arrow.column("hits").fill_null(0).to_numpy(zero_copy_only=False)
-            self.created[:n] = stamps_ms(arrow.column("created_at").to_pylist())
-            self.updated[:n] = stamps_ms(arrow.column("updated_at").to_pylist())
-            self.idkey[:n] = [id_key(mid) for mid in self.ids]
-            self.texthash[:n] = [hash(t) for t in arrow.column("text").to_pylist()]
+            self.created[:n] = stamps_column(arrow.column("created_at"))
+            self.updated[:n] = stamps_column(arrow.column("updated_at"))
             self.live[:n] = True
+            del arrow
+            if n >= 1000:
+                trim_heap()  # the scan's buffers, back to the OS
         self.synced = self.store.mutations
         self.builds += 1
         self.changes += 1
@@ -248,18 +326,22 @@ class KeyIndex:
         self.synced = self.store.mutations
         self.changes += 1
 
-    def put(self, memories: Iterable[Memory], before: int) -> None:
-        """Memories written (new or changed) by a store write that began at ``before``."""
+    def put(self, memories: Iterable[Memory], before: int, same_text: bool = False) -> None:
+        """Memories written (new or changed) by a store write that began at ``before``;
+        ``same_text``: the writer changed no text (a pin, a status, an importance)."""
         with self._lock:
             if self._apply(before):
+                new: dict[str, int] = {}
                 for memory in memories:
-                    self._set(memory)
+                    self._set(memory, same_text, new)
+                if new:
+                    self._add_keys([int(mid, 16) for mid in new], list(new.values()))
                 self._done()
 
     def remove(self, ids: Iterable[str], before: int) -> None:
         with self._lock:
             if self._apply(before):
-                gone = [i for mid in ids if (i := self.pos.pop(mid, None)) is not None]
+                gone = self._live_rows(ids)  # a row stays, dead: the same id may come back
                 self.live[gone] = False
                 self._changed(gone)
                 self.content += bool(gone)
@@ -269,7 +351,7 @@ class KeyIndex:
         """hits + 1 (the hit counters; ``last_used_at`` is not a key here)."""
         with self._lock:
             if self._apply(before):
-                rows = [i for mid in ids if (i := self.pos.get(mid)) is not None]
+                rows = self._live_rows(ids)
                 self.hits[rows] += 1
                 self._changed(rows)
                 self._done()
@@ -376,7 +458,7 @@ class KeyIndex:
                 while len(self._sorted) > SORTED_KEPT:
                     self._sorted.popitem(last=False)
             chosen = ranked[offset : offset + limit]
-            return [self.ids[i] for i in chosen], len(ranked)
+            return [self._id(int(i)) for i in chosen], len(ranked)
 
     def counts(self) -> dict[str, Any]:
         """What ``MemoryStore.stats`` answers: total, by project, by kind, by status, active."""

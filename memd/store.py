@@ -422,8 +422,17 @@ class MemoryStore:
         return [(from_row(r), float(r.get("_score") or 0.0)) for r in rows]
 
     # ---- writes
-    def write(self, memories: list[Memory], vectors: dict[str, Sequence[float]]) -> None:
-        """Journal, then one merge_insert. All or nothing: a failed write leaves no trace."""
+    def write(
+        self,
+        memories: list[Memory],
+        vectors: dict[str, Sequence[float]],
+        *,
+        same_text: bool = False,
+    ) -> None:
+        """Journal, then one merge_insert. All or nothing: a failed write leaves no trace.
+
+        ``same_text``: the caller changed no memory's text (the key index then keeps what it
+        derived from the texts)."""
         if not memories:
             return
         with self._write_lock:
@@ -455,7 +464,7 @@ class MemoryStore:
             finally:
                 self.mutations += 1
             if self.keys is not None:
-                self.keys.put(memories, before)
+                self.keys.put(memories, before, same_text)
             self.writes_since_optimize += len(rows)
             self.ensure_indexes()
 
@@ -515,7 +524,8 @@ class MemoryStore:
                     setattr(memory, key, value)
                 changed.append(memory)
                 vectors[mid] = rows[mid]["vector"]
-            self.write(changed, vectors)
+            same_text = not any("text" in fields for fields in updates.values())
+            self.write(changed, vectors, same_text=same_text)
 
     # ---- maintenance
     def optimize(self, retries: int = 3) -> dict[str, Any]:

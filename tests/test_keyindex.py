@@ -200,12 +200,18 @@ def test_orders_stay_exact_through_many_small_changes(small: App):
     keys = small.store.keys
     assert keys is not None
     every = {"all_projects": True, "include_all": True}
+    vector = small.store.embedder.embed(["an imported memory"])[0]
+    for odd in ("Imported-1", "abc"):  # ids of another shape than memd's 16 hex digits
+        small.store.write([Memory(text=f"imported as {odd}", project=SHOP, id=odd)], {odd: vector})
     for order in ORDER_KEYS:
-        in_process(small, order, **every)  # sorted once here; patched from now on
+        assert in_process(small, order, **every) == expected(small.store.query(None), every, order)
+    keys.synced = None  # read again from the table: odd ids too
+    for order in ORDER_KEYS:
+        assert in_process(small, order, **every) == expected(small.store.query(None), every, order)
     builds = keys.builds
     for step in range(40):
         memories = small.store.query(None)
-        victim = rng.choice(memories)
+        victim = rng.choice([m for m in memories if len(m.id) == 16])  # `get` takes these
         action = step % 5
         if action == 0:
             small.pin(victim.id, not victim.pinned)
