@@ -9,15 +9,18 @@ printed token and requests each page ``--repeat`` times after one warm-up reques
 
 Reported per page: the median and p90 wall time of the HTTP request (client side, loopback) and
 the median of the app's own ``Server-Timing`` (socket calls to the daemon + template rendering),
-warm (repeated requests: the daemon's per-version caches answer) and cold (each request right
-after a write through the socket, a pin toggle, so those caches are rebuilt). The target is
-<= 200 ms server-side per page.
+warm (repeated requests) and cold (each request right after a write through the socket, a pin
+toggle, so whatever the daemon keeps for one state of the table is patched or recomputed). One
+search row asks new words on every request, so nothing of an earlier query is reused. The load
+average before and after the run is printed and recorded. The target is <= 200 ms server-side
+per page.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import itertools
 import os
 import select
 import shutil
@@ -27,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -88,6 +92,19 @@ def timed(port: int, cookie: str, path: str) -> tuple[float, float, int]:
     return wall, float(timing.split("dur=")[1]), reply.status
 
 
+def fresh_queries() -> Iterator[str]:
+    """Search paths whose two words no earlier path asked (the first 15; then new pairs)."""
+    from ui_data import OBJECTS, SUBJECTS
+
+    asked = {"deploy", "script", "terraform", "advisory", "locks"}  # by the other rows
+    first = [w for o in OBJECTS if (w := o.split()[0].lower()) not in asked]
+    second = [w for s in SUBJECTS if (w := s.split()[-2].lower()) not in asked]
+    second += ["outage", "costs", "review", "rewrite", "migrated", "tested", "stores", "team"]
+    for shift in itertools.count():
+        for i, word in enumerate(first):
+            yield f"/memories?q={quote(word)}+{quote(second[(i + shift) % len(second)])}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
@@ -98,6 +115,7 @@ def main() -> None:
 
     from ui_data import SHOP
 
+    load_before = os.getloadavg()
     root = args.keep or Path(tempfile.mkdtemp(prefix="memd-bench-ui-"))
     sock_dir = tempfile.mkdtemp(prefix="memd-", dir="/tmp")
     sock = os.path.join(sock_dir, "m.sock")
@@ -140,6 +158,7 @@ def main() -> None:
             ("Memories, one project, decisions", f"/memories?project={shop}&kind=decision"),
             ("Memories, search", "/memories?q=deploy+script+terraform"),
             ("Memories, search, any status", "/memories?q=advisory+locks&status="),
+            ("Memories, search, new words each time", ""),
             ("A memory", f"/memories/{ids['locks']}"),
             ("Preview", f"/preview?project={shop}&prompt=how+do+we+lock+the+job+queue"),
             ("Sessions, all projects", "/sessions"),
@@ -156,10 +175,16 @@ def main() -> None:
             protocol.request(sock, {"cmd": "pin", "id": ids["excerpt"], "pinned": pinned})
 
         rows = []
-        for name, path in pages:
-            timed(port, cookie, path)  # warm-up
+        queries = fresh_queries()
+        for name, fixed in pages:
+
+            def path_now(fixed: str = fixed) -> str:
+                return fixed or next(queries)
+
+            timed(port, cookie, path_now())  # warm-up
             walls, apps, colds = [], [], []
             for _ in range(args.repeat):
+                path = path_now()
                 wall, app_ms, status = timed(port, cookie, path)
                 if status != 200:
                     raise SystemExit(f"{path}: HTTP {status}")
@@ -167,7 +192,8 @@ def main() -> None:
                 apps.append(app_ms)
             for _ in range(max(3, args.repeat // 2)):
                 write()
-                colds.append(timed(port, cookie, path)[1])
+                colds.append(timed(port, cookie, path_now())[1])
+            path = fixed or "/memories?q=<two new words>"
             med = statistics.median(apps)
             cold = statistics.median(colds)
             rows.append(
@@ -209,7 +235,13 @@ def main() -> None:
         ],
         rows,
     )
+    load_after = os.getloadavg()
+    load = (
+        f"Load average (1, 5, 15 min) before: {', '.join(f'{x:.1f}' for x in load_before)}; "
+        f"after: {', '.join(f'{x:.1f}' for x in load_after)} (2 cores)."
+    )
     print(table)
+    print(load)
     if args.record:
         body = (
             f"{args.rows:,} memories (tests/ui_data.py, random vectors), a real `memd serve` and "
@@ -218,6 +250,8 @@ def main() -> None:
             "Server = the app's Server-Timing (daemon socket calls + rendering); wall = HTTP "
             "request on loopback. The machine is shared (2 cores, other jobs running): noisy.\n\n"
             + table
+            + "\n\n"
+            + load
         )
         append_section("memd ui: page latency (bench/ui.py)", body)
 

@@ -14,12 +14,13 @@ from typing import Any
 
 from memd import retrieve
 from memd.errors import NotFound, StoreError, UserError
+from memd.keyindex import KeyIndex
 from memd.lock import WriterLock
 from memd.merge import upsert
-from memd.models import USER_SCOPE, Memory, check_kind, now_iso
+from memd.models import USER_SCOPE, Memory, now_iso
 from memd.project import resolve_project
 from memd.settings import Settings
-from memd.store import MemoryStore, sql_in, sql_str
+from memd.store import MemoryStore, sql_str
 from memd.vectors import QueryBatcher, VectorCache
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,13 @@ class App:
             embed_queries = getattr(embedder, "embed_queries", None) or embedder.embed
             self._recall = (VectorCache(self.store), QueryBatcher(embed_queries))
         return self._recall
+
+    def keep_keys(self) -> KeyIndex:
+        """Keep every memory's list keys and the counts in memory, in step with each write (the
+        daemon: list pages and `status` then never scan the table; see :mod:`memd.keyindex`)."""
+        if self.store.keys is None:
+            self.store.keys = KeyIndex(self.store)
+        return self.store.keys
 
     def open(self, *, writer: bool, owner: str = "cli", check_model: bool = True) -> App:
         if writer:
@@ -157,16 +165,12 @@ class App:
         ``pinned`` and ``order`` (kind, recent, hits) narrow and sort it."""
         from memd import curate
 
-        parts = []
-        if not all_projects:
-            parts.append(sql_in("project", [project_of(cwd, project), USER_SCOPE]))
-        if kind:
-            parts.append(f"kind = {sql_str(check_kind(kind))}")
         if status is None and not include_all:
             status = "active"
-        parts.append(curate.where_for(None, None, status, pinned) or "")
-        where = " AND ".join(p for p in parts if p) or None
-        memories, total = curate.page(self.store, where, offset, limit, order)
+        projects = None if all_projects else [project_of(cwd, project), USER_SCOPE]
+        memories, total = curate.list_page(
+            self.store, projects, kind or None, status, pinned, offset, limit, order
+        )
         return {"memories": [m.to_dict() for m in memories], "total": total}
 
     def show(self, id: str, excerpts: bool = False) -> dict[str, Any]:

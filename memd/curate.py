@@ -79,6 +79,32 @@ def page(
     return [rows[i] for i in chosen if i in rows], total
 
 
+def list_page(
+    store: MemoryStore,
+    projects: list[str] | None,
+    kind: str | None = None,
+    status: str | None = None,
+    pinned: bool | None = None,
+    offset: int = 0,
+    limit: int = 50,
+    order: str = "kind",
+) -> tuple[list[Memory], int]:
+    """:func:`page` with the filters as values: from the daemon's key index when it has one
+    (the ids of the page, then those rows only), else from the table."""
+    where = where_for(projects, kind, status, pinned)  # checks kind and status
+    if store.keys is None or store.table is None:
+        return page(store, where, offset, limit, order)
+    if offset < 0 or limit < 0:
+        raise UserError("offset and limit must not be negative")
+    chosen, total = store.keys.page(
+        projects, kind, status, pinned, offset, min(limit, MAX_PAGE), order
+    )
+    if not chosen:
+        return [], total
+    rows = {m.id: m for m in store.query(sql_in("id", chosen), limit=len(chosen))}
+    return [rows[i] for i in chosen if i in rows], total
+
+
 def sorted_ids(store: MemoryStore, where: str | None, order: str, k: int) -> tuple[pa.Array, int]:
     """The first ``k`` ids (at least a few pages' worth) of the memories matching ``where`` in
     ``order``, and how many match: one scan of the sort keys and a top-k selection."""
@@ -206,6 +232,9 @@ def excerpts_for(store: MemoryStore, memory: Memory, limit: int = 3) -> list[dic
 def projects_of(store: MemoryStore, stale_ok: bool = False) -> list[str]:
     """Every project with memories, the user-wide scope first."""
     from memd.stats import cached, scan
+
+    if store.keys is not None and store.table is not None:
+        return store.keys.project_names()  # the daemon: exact, from memory
 
     def compute() -> list[str]:
         table = scan(store, ["project"])

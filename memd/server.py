@@ -193,6 +193,7 @@ class Server:
         self.errors: deque[dict[str, Any]] = errors if errors is not None else deque(maxlen=10)
         self.injector = Injector(app, settings, state)
         app.resident = True  # the model stays loaded: hooks need it
+        app.keep_keys()  # list pages and status counts from memory (memd.keyindex)
         self.path = Path(settings.socket_path)
         self.idle_timeout = float(getattr(settings, "client_idle_seconds", 10.0))
         self.reads = ThreadPoolExecutor(read_threads, thread_name_prefix="memd-read")
@@ -228,8 +229,19 @@ class Server:
             asyncio.create_task(self.extraction_loop(), name="memd-extraction"),
         ]
         log.info("memd %s listening on %s (pid %d)", __version__, self.path, os.getpid())
+        loop = asyncio.get_running_loop()
+        loop.run_in_executor(self.reads, self.warm_keys)
         if self.state is not None:
-            asyncio.get_running_loop().run_in_executor(self.reads, self.warm_caches)
+            loop.run_in_executor(self.reads, self.warm_caches)
+
+    def warm_keys(self) -> None:
+        """The key index (memd.keyindex), built before the first list page or status needs it."""
+        try:
+            keys = self.app.keep_keys()
+            keys.ensure()
+            log.info("key index built: %d memories", keys.counts()["total"])
+        except Exception as exc:  # best effort: the first read builds it
+            log.warning("building the key index failed: %s", exc)
 
     def warm_caches(self) -> None:
         """Vectors of the most recently active projects, in memory before their first hook."""

@@ -25,6 +25,7 @@ from memd.journal import Journal
 from memd.models import Memory, Source, now_iso
 
 if TYPE_CHECKING:
+    from memd.keyindex import KeyIndex
     from memd.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -159,6 +160,9 @@ class MemoryStore:
         self.mutations = 0
         """Bumped by every change this process makes to the table (LanceDB's own ``version``
         costs a round trip through its event loop, ~0.4 ms, on every read of it)."""
+        self.keys: KeyIndex | None = None
+        """The daemon's in-memory list keys and counts (:mod:`memd.keyindex`), told of every
+        change below; None in a one-shot process, which reads the table instead."""
 
     # ---- lifecycle
     def open(self, *, check_model: bool = True) -> MemoryStore:
@@ -319,21 +323,47 @@ class MemoryStore:
     def document_frequencies(self, where: str, terms: list[str]) -> tuple[int, dict[str, int]]:
         """(rows matching ``where``, how many of them contain each term in their text, as a
         lower-cased substring): the table's answer when no vector cache holds the project."""
-        total = self.count(where)
+        # The daemon remembers them until a text, project, kind or status changes (not across
+        # a pin or a hit count): each is a scan of the texts, ~10-40 ms apiece at 100k.
+        memo = self.keys.memo() if self.keys is not None else {}
+        if memo is None:
+            memo = {}
+        total = memo.get((where, None))
+        if total is None:
+            total = memo[(where, None)] = self.count(where)
         counts = {}
         for term in terms:  # ("_" in an identifier matches any one character here: close enough)
-            counts[term] = self.count(f"{where} AND lower(text) LIKE {sql_str('%' + term + '%')}")
+            n = memo.get((where, term))
+            if n is None:
+                like = sql_str("%" + term + "%")
+                n = memo[(where, term)] = self.count(f"{where} AND lower(text) LIKE {like}")
+            counts[term] = n
         return total, counts
 
     def cosines(self, vector: Sequence[float], ids: Iterable[str]) -> dict[str, float]:
         """The cosine of each stored memory in ``ids`` to ``vector`` (stored vectors are unit)."""
         import numpy as np
 
-        rows = self.rows_with_vectors(ids)
-        query = np.asarray(vector, dtype=np.float32)
+        ids = list(set(ids))
+        if self._table is None or not ids:
+            return {}
+        # Only the ids and vectors, as Arrow: turning ~80 vectors into Python lists of floats
+        # (every column, as rows_with_vectors reads them) cost ~100 ms per search at 100k.
+        found = (
+            self._table.search()
+            .where(sql_in("id", ids))
+            .select(["id", "vector"])
+            .limit(len(ids))
+            .to_arrow()
+        )
+        if found.num_rows == 0:
+            return {}
+        column = found.column("vector").combine_chunks()
+        matrix = column.flatten().to_numpy(zero_copy_only=False).reshape(found.num_rows, -1)
+        sims = matrix.astype(np.float32) @ np.asarray(vector, dtype=np.float32)
         return {
-            mid: float(np.asarray(row["vector"], dtype=np.float32) @ query)
-            for mid, row in rows.items()
+            str(mid): float(sim)
+            for mid, sim in zip(found.column("id").to_pylist(), sims, strict=True)
         }
 
     def get(self, ref: str) -> Memory:
@@ -404,11 +434,21 @@ class MemoryStore:
         return rows
 
     # ---- writes
-    def write(self, memories: list[Memory], vectors: dict[str, Sequence[float]]) -> None:
-        """Journal, then one merge_insert. All or nothing: a failed write leaves no trace."""
+    def write(
+        self,
+        memories: list[Memory],
+        vectors: dict[str, Sequence[float]],
+        *,
+        same_text: bool = False,
+    ) -> None:
+        """Journal, then one merge_insert. All or nothing: a failed write leaves no trace.
+
+        ``same_text``: the caller changed no memory's text (the key index then keeps what it
+        derived from the texts)."""
         if not memories:
             return
         with self._write_lock:
+            before = self.mutations
             missing = [m for m in memories if m.id not in vectors]
             if missing:
                 fresh = self.embedder.embed([m.text for m in missing])
@@ -435,6 +475,8 @@ class MemoryStore:
                 raise StoreError(f"write failed, nothing was stored: {exc}") from exc
             finally:
                 self.mutations += 1
+            if self.keys is not None:
+                self.keys.put(memories, before, same_text)
             self.writes_since_optimize += len(rows)
             self.ensure_indexes()
 
@@ -442,6 +484,7 @@ class MemoryStore:
         if not ids or self._table is None:
             return
         with self._write_lock:
+            before = self.mutations
             mark = self.journal.size()
             self.journal.append([{"op": "del", "id": i} for i in ids])
             try:
@@ -451,6 +494,8 @@ class MemoryStore:
                 raise StoreError(f"delete failed: {exc}") from exc
             finally:
                 self.mutations += 1
+            if self.keys is not None:
+                self.keys.remove(ids, before)
 
     def touch(self, ids: Sequence[str]) -> None:
         """hits += 1 and last_used_at = now for many ids, in one update."""
@@ -459,6 +504,7 @@ class MemoryStore:
             return
         at = now_iso()
         with self._write_lock:  # one SQL update (hits + 1): atomic, and ordered with writes
+            before = self.mutations
             mark = self.journal.size()
             self.journal.append([{"op": "touch", "ids": ids, "at": at}])
             try:
@@ -471,6 +517,8 @@ class MemoryStore:
                 raise StoreError(f"touch failed, nothing was stored: {exc}") from exc
             finally:
                 self.mutations += 1
+            if self.keys is not None:
+                self.keys.touched(ids, before)
 
     def update_fields(self, updates: dict[str, dict[str, Any]]) -> None:
         """Set plain fields (score, status, ...) on many memories, as one atomic rewrite."""
@@ -488,7 +536,8 @@ class MemoryStore:
                     setattr(memory, key, value)
                 changed.append(memory)
                 vectors[mid] = rows[mid]["vector"]
-            self.write(changed, vectors)
+            same_text = not any("text" in fields for fields in updates.values())
+            self.write(changed, vectors, same_text=same_text)
 
     # ---- maintenance
     def optimize(self, retries: int = 3) -> dict[str, Any]:
@@ -496,6 +545,7 @@ class MemoryStore:
         if self._table is None:
             return {"skipped": "empty"}
         with self._write_lock:
+            unchanged_since = self.mutations
             self.mutations += 1
             before = self.table_stats()
             for attempt in range(retries):
@@ -515,6 +565,8 @@ class MemoryStore:
             self.compact_journal()
             self.writes_since_optimize = 0
             self.mutations += 1
+            if self.keys is not None:  # the same rows, compacted
+                self.keys.carry(unchanged_since)
             return {"before": before, "after": self.table_stats()}
 
     def compact_journal(self, slack: int = 3) -> bool:
@@ -596,6 +648,8 @@ class MemoryStore:
         out: dict[str, Any] = {"total": 0, "by_project": {}, "by_kind": {}, "by_status": {}}
         if self._table is None:
             return out
+        if self.keys is not None:  # the daemon: counted in memory, exact
+            return self.keys.counts()
         arrow = (
             self._table.search()
             .select(["project", "kind", "status"])
