@@ -454,7 +454,7 @@ class SyncEngine:
         worker.join(timeout)
         took = round(time.monotonic() - started, 3)
         if worker.is_alive():
-            error = f"the sync round did not finish within {timeout:g} s (storage hanging?)"
+            error = f"timed out: the sync round did not finish within {timeout:g} s"
             self.record(False, error, {}, took)
             raise SyncError(f"{error}: {explain_error('timed out')}")
         if "error" in outcome:
@@ -582,6 +582,13 @@ class SyncEngine:
             else:
                 ours = ("", "")
             if incoming <= ours:
+                newer = k is None or k.deleted or incoming > (k.clock, k.device)
+                if mine is not None and not row["deleted"] and newer:
+                    # This device's own push, read back after a crash lost its bookkeeping.
+                    fp = fingerprint(payload(mine, project.portable, self.settings.redact_patterns))
+                    theirs = memory_from_row(row, project.path)
+                    if fp == fingerprint(payload(theirs, project.portable, [])):
+                        learned[mid] = Known(row["clock"], row["device"], fp, False, row["project"])
                 continue
             if row["deleted"]:
                 if mine is not None:
