@@ -670,8 +670,9 @@ class SyncEngine:
             row["seq"] = start + offset
             row["pushed_at"] = at
         data = pa.Table.from_pylist(rows, schema=change_schema())
+        exists = own in list_tables(db)
         log.info("sync: pushing %d change(s) to %s as %s", len(rows), area, own)
-        if own in list_tables(db):
+        if exists:
             db.open_table(own).add(data)
         else:
             db.create_table(own, data=data, schema=change_schema())
