@@ -372,6 +372,8 @@ def example_toml() -> str:
             default = field.default
         if name in {"home", "transcripts_dir"}:
             default = {"home": "~/.local/share/memd", "transcripts_dir": "~/.claude/projects"}[name]
+        if name == "sync_user":
+            default = None  # the login name of whoever reads the file
         if default is None:
             lines.append(f"# {name} = ")
         else:

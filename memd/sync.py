@@ -715,6 +715,26 @@ def list_tables(db: Any) -> list[str]:
             return names
 
 
+def probe(settings: Settings, timeout: float = 15.0) -> str | None:
+    """List the shared prefix (bounded by ``timeout``): None when it answers, else the error."""
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            engine = SyncEngine.__new__(SyncEngine)
+            engine.settings = settings
+            list_tables(engine.connect("team"))
+        except Exception as exc:
+            outcome["error"] = f"{type(exc).__name__}: {exc}"
+
+    worker = threading.Thread(target=work, name="memd-sync-probe", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        return f"timed out: no answer within {timeout:g} s"
+    return outcome.get("error")
+
+
 _ENGINES: dict[str, SyncEngine] = {}
 _ENGINES_LOCK = threading.Lock()
 

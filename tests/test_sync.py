@@ -395,3 +395,34 @@ def test_enable_checks_its_input(tmp_path: Path) -> None:
             app.sync_now()
     finally:
         app.close()
+
+
+def test_doctor_checks_the_bucket(tmp_path: Path, aws_env: S3Server) -> None:
+    from memd.doctor import Doctor
+
+    off = Doctor(load_settings(home=str(tmp_path / "memd"))).check_sync()
+    assert off.level == "ok" and "off" in off.detail
+    missing = Doctor(load_settings(sync_uri="s3://no-such-bucket/memd")).check_sync()
+    assert missing.level == "fail"
+    assert "bucket does not exist" in missing.fix
+    aws_env.create_bucket("doctor-ok")
+    fine = Doctor(load_settings(sync_uri="s3://doctor-ok/memd")).check_sync()
+    assert fine.level == "warn" and "no project is synced" in fine.detail
+    assert "memd sync enable" in fine.fix
+
+
+def test_doctor_says_when_nothing_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket as socket_module
+
+    from memd.doctor import Doctor
+
+    with socket_module.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
+    check = Doctor(load_settings(sync_uri="s3://any/memd")).check_sync()
+    assert check.level == "fail"
+    assert "unreachable" in check.fix and "AWS_ENDPOINT_URL" in check.fix
