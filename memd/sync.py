@@ -545,7 +545,9 @@ class SyncEngine:
                 continue
             dev = name[len(TABLE_PREFIX) :]
             cursor = cursors.get(dev, 0)
-            tbl = db.open_table(name)
+            tbl = open_table(db, name)
+            if tbl is None:
+                continue  # a first upload that never committed: data files, no version yet
             n = tbl.count_rows(f"seq > {cursor}")
             if n == 0:
                 continue
@@ -670,12 +672,13 @@ class SyncEngine:
             row["seq"] = start + offset
             row["pushed_at"] = at
         data = pa.Table.from_pylist(rows, schema=change_schema())
-        exists = own in list_tables(db)
+        table = open_table(db, own) if own in list_tables(db) else None
         log.info("sync: pushing %d change(s) to %s as %s", len(rows), area, own)
-        if exists:
-            db.open_table(own).add(data)
+        if table is not None:
+            table.add(data)  # all or nothing: the rows are visible once the manifest is written
         else:
-            db.create_table(own, data=data, schema=change_schema())
+            # New, or a first upload that never committed (nothing of it is readable): start it.
+            db.create_table(own, data=data, schema=change_schema(), mode="overwrite")
         with self.state.tx() as tx:
             self.state.set_known(tx, area, learned)
             self.state.set_cursor(tx, area, self.device, start + len(rows))
@@ -701,6 +704,16 @@ def tombstone(mid: str, project: str, device: str, clock: str) -> dict[str, Any]
         "sources": "[]",
         "history": "[]",
     }
+
+
+def open_table(db: Any, name: str) -> Any:
+    """The table, or None when its directory holds no committed version yet."""
+    try:
+        return db.open_table(name)
+    except ValueError as exc:
+        if "was not found" in str(exc):
+            return None
+        raise
 
 
 def list_tables(db: Any) -> list[str]:

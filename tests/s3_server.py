@@ -6,6 +6,7 @@ serves the same data (how the tests simulate an outage). Credentials are moto's 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
@@ -121,3 +122,100 @@ class HangingServer:
         for conn in self.held:
             conn.close()
         self.sock.close()
+
+
+class FaultProxy:
+    """A TCP proxy in front of the S3 server that breaks one kind of request on purpose.
+
+    ``arm(pattern, mode)``: a request whose bytes match ``pattern`` is cut ``before`` it reaches
+    the server (the connection closes; while armed, every retry is cut too), or ``after`` it
+    (the server gets and applies it, the client never sees the answer; once).
+    """
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.pattern: Any = None
+        self.mode = "before"
+        self.cuts = 0
+        self._lock = threading.Lock()
+        self._stop = False
+        self._threads: list[threading.Thread] = []
+        self._spawn(self._accept)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def arm(self, pattern: bytes, mode: str) -> None:
+        import re
+
+        with self._lock:
+            self.pattern, self.mode = re.compile(pattern), mode
+
+    def disarm(self) -> None:
+        with self._lock:
+            self.pattern = None
+
+    def _spawn(self, target: Any, *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _accept(self) -> None:
+        self.sock.settimeout(0.2)
+        while not self._stop:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                continue
+            client.settimeout(None)
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            doomed = threading.Event()
+            self._spawn(self._to_server, client, upstream, doomed)
+            self._spawn(self._to_client, upstream, client, doomed)
+
+    def _to_server(self, client: socket.socket, upstream: socket.socket, doomed: Any) -> None:
+        try:
+            while data := client.recv(65536):
+                with self._lock:
+                    hit = self.pattern is not None and self.pattern.search(data)
+                    if hit:
+                        self.cuts += 1
+                        if self.mode == "after":
+                            self.pattern = None
+                            doomed.set()
+                if hit and self.mode == "before":
+                    return
+                upstream.sendall(data)
+        except OSError:
+            pass
+        finally:
+            if not doomed.is_set():
+                _close(client, upstream)
+
+    def _to_client(self, upstream: socket.socket, client: socket.socket, doomed: Any) -> None:
+        try:
+            while data := upstream.recv(65536):
+                if doomed.is_set():
+                    return  # the server applied it; the client never hears so
+                client.sendall(data)
+        except OSError:
+            pass
+        finally:
+            _close(client, upstream)
+
+    def close(self) -> None:
+        self._stop = True
+        self.sock.close()
+
+
+def _close(*socks: socket.socket) -> None:
+    for s in socks:
+        with contextlib.suppress(OSError):
+            s.shutdown(socket.SHUT_RDWR)
+        s.close()

@@ -3,6 +3,7 @@ against a real S3 API on loopback (moto's server mode)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import time
@@ -426,3 +427,56 @@ def test_doctor_says_when_nothing_answers(tmp_path: Path, monkeypatch: pytest.Mo
     check = Doctor(load_settings(sync_uri="s3://any/memd")).check_sync()
     assert check.level == "fail"
     assert "unreachable" in check.fix and "AWS_ENDPOINT_URL" in check.fix
+
+
+MANIFEST_PUT = rb"PUT [^ ]*_versions/[^ ]*\.manifest"
+
+
+@needs_git
+@pytest.mark.parametrize("mode", ["before", "after"])
+@pytest.mark.parametrize("table", ["new", "existing"])
+def test_an_upload_broken_at_its_commit_loses_and_doubles_nothing(
+    tmp_path: Path, aws_env: S3Server, monkeypatch: pytest.MonkeyPatch, mode: str, table: str
+) -> None:
+    """The commit of a push (the manifest PUT) cut before the server sees it (a partial upload:
+    data files without a manifest), or after (committed, but the client never hears so)."""
+    from s3_server import FaultProxy
+
+    proxy = FaultProxy(aws_env.port)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
+    bucket = f"f{time.monotonic_ns()}"
+    aws_env.create_bucket(bucket)
+    uri = f"s3://{bucket}/memd"
+    a = Device(tmp_path / "a", uri, REMOTE_HTTPS, sync_timeout_seconds=30)
+    b = Device(tmp_path / "b", uri, REMOTE_SSH)
+    try:
+        for d in (a, b):
+            d.app.sync_enable(d.project, scope="me")
+        facts = ["Logs go to Loki", "Alerts page the on-call through Opsgenie"]
+        if table == "existing":  # the cut hits an append, not the table's creation
+            facts.append("Traces are sampled at 5 percent")
+            a.app.add(facts[-1], project=a.project)
+        a.sync()
+        for fact in facts[:2]:
+            a.app.add(fact, project=a.project)
+        proxy.arm(MANIFEST_PUT, mode)
+        if mode == "before":
+            with pytest.raises(SyncError):
+                a.sync()
+            proxy.disarm()
+            assert a.sync()["pushed"] == 2
+        else:
+            with contextlib.suppress(SyncError):  # failed, or retried into a second commit
+                a.sync()
+            assert a.sync()["pushed"] == 0  # read back from its own table: not sent again
+        assert proxy.cuts >= 1
+        b.sync()
+        assert b.texts() == sorted(facts)
+        b.app.add("Dashboards live in Grafana", project=b.project)
+        b.sync()
+        a.sync()
+        assert a.texts() == b.texts() == sorted([*facts, "Dashboards live in Grafana"])
+    finally:
+        a.close()
+        b.close()
+        proxy.close()
