@@ -50,6 +50,12 @@ log = logging.getLogger(__name__)
 SCOPES = ("me", "team")
 TABLE_PREFIX = "dev-"
 MAX_BACKOFF_MINUTES = 60.0
+COMPACT_MIN_ROWS = 1000
+"""Own rows beyond twice the live ones after which the device compacts its table."""
+COMPACT_PUSHES = 50
+"""Pushes (fragments) after which the device compacts its table anyway."""
+COMPACT_GRACE = timedelta(minutes=15)
+"""Old table versions are kept this long after a compaction: readers mid-round still work."""
 STATE_VERSION = 1
 
 
@@ -672,17 +678,57 @@ class SyncEngine:
             row["seq"] = start + offset
             row["pushed_at"] = at
         data = pa.Table.from_pylist(rows, schema=change_schema())
-        table = open_table(db, own) if own in list_tables(db) else None
+        listed = own in list_tables(db)
+        table = open_table(db, own) if listed else None
         log.info("sync: pushing %d change(s) to %s as %s", len(rows), area, own)
         if table is not None:
             table.add(data)  # all or nothing: the rows are visible once the manifest is written
         else:
             # New, or a first upload that never committed (nothing of it is readable): start it.
-            db.create_table(own, data=data, schema=change_schema(), mode="overwrite")
+            mode = "overwrite" if listed else "create"
+            db.create_table(own, data=data, schema=change_schema(), mode=mode)
         with self.state.tx() as tx:
             self.state.set_known(tx, area, learned)
             self.state.set_cursor(tx, area, self.device, start + len(rows))
-        return {"pushed": len(rows)}
+        out = {"pushed": len(rows)}
+        try:
+            out["compacted"] = self.maybe_compact(db, area, len(rows))
+        except Exception as exc:  # the push is done; compaction is retried after the next one
+            log.warning("sync: compacting %s/%s failed: %s", area, own, exc)
+        return out
+
+    def maybe_compact(self, db: Any, area: str, pushed: int) -> int:
+        """Compact this device's own table once it holds many superseded rows or fragments.
+
+        Only a row for which this device has published a newer row (same id, higher seq) is
+        dropped. A reader that had not read it yet reads the newer one instead, and only the
+        newest version from each device matters to the merge, so nothing unread is lost;
+        tombstones are newest rows and stay. Old versions are cleaned after COMPACT_GRACE, past
+        any reader's round. Returns how many rows were dropped."""
+        key = f"compact.{area}"
+        record = dict(self.state.get(key, None) or {"rows": 0, "pushes": 0})
+        record["rows"] = int(record["rows"]) + pushed
+        record["pushes"] = int(record["pushes"]) + 1
+        mine = sum(1 for k in self.state.known(area).values() if k.device == self.device)
+        if record["rows"] < 2 * mine + COMPACT_MIN_ROWS and record["pushes"] < COMPACT_PUSHES:
+            self.state.set(key, record)
+            return 0
+        table = open_table(db, TABLE_PREFIX + self.device)
+        if table is None:
+            return 0
+        cols = table.search().select(["id", "seq"]).limit(table.count_rows()).to_arrow()
+        newest: dict[str, int] = {}
+        for mid, seq in zip(cols["id"].to_pylist(), cols["seq"].to_pylist(), strict=True):
+            newest[mid] = max(seq, newest.get(mid, -1))
+        keep = set(newest.values())
+        drop = [seq for seq in cols["seq"].to_pylist() if seq not in keep]
+        for start in range(0, len(drop), 5000):
+            chunk = drop[start : start + 5000]
+            table.delete(f"seq IN ({', '.join(str(int(x)) for x in chunk)})")
+        table.optimize(cleanup_older_than=COMPACT_GRACE)
+        self.state.set(key, {"rows": len(keep), "pushes": 0})
+        log.info("sync: compacted %s: dropped %d superseded row(s)", area, len(drop))
+        return len(drop)
 
 
 def tombstone(mid: str, project: str, device: str, clock: str) -> dict[str, Any]:

@@ -480,3 +480,36 @@ def test_an_upload_broken_at_its_commit_loses_and_doubles_nothing(
         a.close()
         b.close()
         proxy.close()
+
+
+@needs_git
+def test_compaction_drops_only_superseded_rows_and_readers_lose_nothing(
+    devices: tuple[Device, Device, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lancedb
+
+    import memd.sync
+
+    monkeypatch.setattr(memd.sync, "COMPACT_PUSHES", 1)  # compact after every push
+    a, b, uri = devices
+    for d in (a, b):
+        d.app.sync_enable(d.project, scope="me")
+    mid = a.app.add("The build takes 3 minutes", project=a.project)["memory"]["id"]
+    gone = a.app.add("The old staging host is stage-1", project=a.project)["memory"]["id"]
+    a.sync()
+    b.sync()  # B has read version 1 of both
+    a.app.forget(gone)
+    compacted = 0
+    for minutes in (4, 5, 6, 7):
+        a.app.edit(mid, text=f"The build takes {minutes} minutes")
+        compacted += a.sync().get("compacted", 0)
+    assert compacted >= 3  # versions 3, 4 and 5 were superseded by later ones
+    db = lancedb.connect(f"{uri}/users/{a.settings.sync_user}")
+    rows = db.open_table(f"dev-{engine_for(a.settings).device}").to_arrow().to_pylist()
+    latest = {r["id"]: r for r in rows}
+    assert len(rows) == len(latest) == 2  # one row per memory: the newest
+    assert latest[gone]["deleted"] is True  # tombstones stay
+    assert latest[mid]["text"] == "The build takes 7 minutes"
+    b.sync()  # B's cursor pointed into the rows that were dropped
+    assert b.texts() == ["The build takes 7 minutes"]
+    assert a.texts() == b.texts()
