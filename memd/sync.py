@@ -258,7 +258,7 @@ class SyncState:
                     deleted INTEGER NOT NULL, PRIMARY KEY (area, id));
                 CREATE TABLE IF NOT EXISTS cursors (
                     area TEXT NOT NULL, device TEXT NOT NULL, seq INTEGER NOT NULL,
-                    PRIMARY KEY (area, device));
+                    version INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (area, device));
                 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
                 """
             )
@@ -315,13 +315,20 @@ class SyncState:
         )
 
     # cursors
-    def cursors(self, area: str) -> dict[str, int]:
+    def cursors(self, area: str) -> dict[str, tuple[int, int]]:
+        """``{device: (last seq read, table version it was read at)}``."""
         with self.tx() as db:
-            rows = db.execute("SELECT device, seq FROM cursors WHERE area = ?", (area,)).fetchall()
-        return {r[0]: int(r[1]) for r in rows}
+            rows = db.execute(
+                "SELECT device, seq, version FROM cursors WHERE area = ?", (area,)
+            ).fetchall()
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
 
-    def set_cursor(self, db: sqlite3.Connection, area: str, device: str, seq: int) -> None:
-        db.execute("INSERT OR REPLACE INTO cursors VALUES (?, ?, ?)", (area, device, seq))
+    def set_cursor(
+        self, db: sqlite3.Connection, area: str, device: str, seq: int, version: int = 0
+    ) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO cursors VALUES (?, ?, ?, ?)", (area, device, seq, version)
+        )
 
     # meta
     def get(self, key: str, default: Any = None) -> Any:
@@ -539,33 +546,11 @@ class SyncEngine:
     ) -> dict[str, int]:
         """Read every device's rows past its cursor (this device's own first: a push whose
         bookkeeping a crash lost is recognised here) and apply the winners locally."""
-        names = list_tables(db)
-        own = TABLE_PREFIX + self.device
-        names.sort(key=lambda n: (n != own, n))
         cursors = self.state.cursors(area)
-        newest: dict[str, dict[str, Any]] = {}
-        read_to: dict[str, int] = {}
-        pulled = 0
-        for name in names:
-            if not name.startswith(TABLE_PREFIX):
-                continue
-            dev = name[len(TABLE_PREFIX) :]
-            cursor = cursors.get(dev, 0)
-            tbl = open_table(db, name)
-            if tbl is None:
-                continue  # a first upload that never committed: data files, no version yet
-            n = tbl.count_rows(f"seq > {cursor}")
-            if n == 0:
-                continue
-            rows = tbl.search().where(f"seq > {cursor}").limit(n).to_arrow().to_pylist()
-            pulled += len(rows)
-            read_to[dev] = max(int(r["seq"]) for r in rows)
-            for row in rows:
-                have = newest.get(row["id"])
-                if have is None or (row["clock"], row["device"]) > (have["clock"], have["device"]):
-                    newest[row["id"]] = row
-        if not read_to:
-            return {"pulled": 0, "applied": 0, "deleted": 0, "devices": len(names)}
+        got = fetch_changes(db, cursors, self.device)
+        newest, pulled, names = got.newest, got.rows, got.tables
+        if not got.read_to:
+            return {"pulled": 0, "applied": 0, "deleted": 0, "devices": names}
         by_portable: dict[str, SyncProject] = {}
         for p in members:
             by_portable.setdefault(p.portable, p)
@@ -622,13 +607,13 @@ class SyncEngine:
             store.delete(deletes)
         with self.state.tx() as tx:
             self.state.set_known(tx, area, learned)
-            for dev, seq in read_to.items():
-                self.state.set_cursor(tx, area, dev, max(seq, cursors.get(dev, 0)))
+            for dev, (seq, version) in got.read_to.items():
+                self.state.set_cursor(tx, area, dev, max(seq, cursors.get(dev, (0, 0))[0]), version)
         return {
             "pulled": pulled,
             "applied": len(puts),
             "deleted": len(deletes),
-            "devices": len(names),
+            "devices": names,
         }
 
     def dirty(self, memory: Memory, project: SyncProject, known: Known) -> bool:
@@ -673,7 +658,7 @@ class SyncEngine:
         if not rows:
             return {"pushed": 0}
         own = TABLE_PREFIX + self.device
-        start = self.state.cursors(area).get(self.device, 0)
+        start = self.state.cursors(area).get(self.device, (0, 0))[0]
         for offset, row in enumerate(rows, 1):
             row["seq"] = start + offset
             row["pushed_at"] = at
@@ -750,6 +735,44 @@ def tombstone(mid: str, project: str, device: str, clock: str) -> dict[str, Any]
         "sources": "[]",
         "history": "[]",
     }
+
+
+@dataclass
+class Fetched:
+    newest: dict[str, dict[str, Any]]
+    """The newest row per memory id among the rows read."""
+    read_to: dict[str, tuple[int, int]]
+    """``{device: (highest seq read, table version)}`` for the tables that had new rows."""
+    rows: int
+    tables: int
+
+
+def fetch_changes(db: Any, cursors: dict[str, tuple[int, int]], own: str) -> Fetched:
+    """Every device's rows past its cursor, this device's own table first. A table whose
+    version has not moved since it was last read costs one manifest read and no data read."""
+    names = [n for n in list_tables(db) if n.startswith(TABLE_PREFIX)]
+    names.sort(key=lambda n: (n != TABLE_PREFIX + own, n))
+    newest: dict[str, dict[str, Any]] = {}
+    read_to: dict[str, tuple[int, int]] = {}
+    pulled = 0
+    for name in names:
+        dev = name[len(TABLE_PREFIX) :]
+        cursor, seen_version = cursors.get(dev, (0, 0))
+        tbl = open_table(db, name)
+        if tbl is None:
+            continue  # a first upload that never committed: data files, no version yet
+        version = int(tbl.version)
+        if version == seen_version:
+            continue
+        limit = max(1, int(tbl.count_rows()))
+        rows = tbl.search().where(f"seq > {cursor}").limit(limit).to_arrow().to_pylist()
+        pulled += len(rows)
+        read_to[dev] = (max([cursor, *(int(r["seq"]) for r in rows)]), version)
+        for row in rows:
+            have = newest.get(row["id"])
+            if have is None or (row["clock"], row["device"]) > (have["clock"], have["device"]):
+                newest[row["id"]] = row
+    return Fetched(newest, read_to, pulled, len(names))
 
 
 def open_table(db: Any, name: str) -> Any:
