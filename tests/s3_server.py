@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import socket
 import threading
 import time
@@ -124,8 +125,12 @@ class HangingServer:
         self.sock.close()
 
 
+REQUEST_LINE = re.compile(rb"(?:^|\r\n)(?:GET|PUT|POST|HEAD|DELETE) /[^ ]* HTTP/1\.1\r\n")
+
+
 class FaultProxy:
-    """A TCP proxy in front of the S3 server that breaks one kind of request on purpose.
+    """A TCP proxy in front of the S3 server that counts traffic and can break one kind of
+    request on purpose.
 
     ``arm(pattern, mode)``: a request whose bytes match ``pattern`` is cut ``before`` it reaches
     the server (the connection closes; while armed, every retry is cut too), or ``after`` it
@@ -142,6 +147,11 @@ class FaultProxy:
         self.pattern: Any = None
         self.mode = "before"
         self.cuts = 0
+        self.sent = 0
+        """Bytes from the client to the server (requests and uploads)."""
+        self.received = 0
+        """Bytes from the server to the client (listings and downloads)."""
+        self.requests = 0
         self._lock = threading.Lock()
         self._stop = False
         self._threads: list[threading.Thread] = []
@@ -152,8 +162,6 @@ class FaultProxy:
         return f"http://127.0.0.1:{self.port}"
 
     def arm(self, pattern: bytes, mode: str) -> None:
-        import re
-
         with self._lock:
             self.pattern, self.mode = re.compile(pattern), mode
 
@@ -191,6 +199,9 @@ class FaultProxy:
                             doomed.set()
                 if hit and self.mode == "before":
                     return
+                with self._lock:
+                    self.sent += len(data)
+                    self.requests += len(REQUEST_LINE.findall(data))
                 upstream.sendall(data)
         except OSError:
             pass
@@ -203,6 +214,8 @@ class FaultProxy:
             while data := upstream.recv(65536):
                 if doomed.is_set():
                     return  # the server applied it; the client never hears so
+                with self._lock:
+                    self.received += len(data)
                 client.sendall(data)
         except OSError:
             pass
