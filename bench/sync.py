@@ -202,10 +202,7 @@ def main() -> int:
     text = report(args, out, apply_result, bucket_bytes)
     print(text)
     if args.record:
-        append_section(
-            f"Sync at scale (bench/sync.py) ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})",
-            text,
-        )
+        append_section("Sync at scale (bench/sync.py)", text)
     return 0
 
 

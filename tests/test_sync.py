@@ -513,3 +513,26 @@ def test_compaction_drops_only_superseded_rows_and_readers_lose_nothing(
     b.sync()  # B's cursor pointed into the rows that were dropped
     assert b.texts() == ["The build takes 7 minutes"]
     assert a.texts() == b.texts()
+
+
+@needs_git
+def test_an_edit_after_receiving_wins_even_from_a_clock_running_behind(
+    devices: tuple[Device, Device, str],
+) -> None:
+    """Clock skew: A's clock runs an hour ahead. B receives A's memory, then edits it; B's
+    clock says that edit is older, yet it must win (it was made from A's version)."""
+    from datetime import UTC, datetime, timedelta
+
+    a, b, _ = devices
+    for d in (a, b):
+        d.app.sync_enable(d.project, scope="me")
+    mid = a.app.add("The cron job runs at 02:00", project=a.project)["memory"]["id"]
+    ahead = (datetime.now(UTC) + timedelta(hours=1)).isoformat(timespec="milliseconds")
+    a.app.store.update_fields({mid: {"updated_at": ahead.replace("+00:00", "Z")}})
+    a.sync()
+    b.sync()
+    b.app.edit(mid, text="The cron job runs at 03:00")  # stamped with B's (earlier) clock
+    b.sync()
+    a.sync()
+    assert a.app.show(mid)["memory"]["text"] == "The cron job runs at 03:00"
+    assert b.app.show(mid)["memory"]["text"] == "The cron job runs at 03:00"
