@@ -536,3 +536,62 @@ def test_an_edit_after_receiving_wins_even_from_a_clock_running_behind(
     a.sync()
     assert a.app.show(mid)["memory"]["text"] == "The cron job runs at 03:00"
     assert b.app.show(mid)["memory"]["text"] == "The cron job runs at 03:00"
+
+
+@pytest.fixture
+def s3_with_auth(tmp_path: Path) -> Iterator[S3Server]:
+    """A moto server (a subprocess) that checks credentials after its first request."""
+    import os
+    import socket as socket_module
+    import sys
+
+    from s3_server import wait_listening
+
+    with socket_module.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "1"}
+    log = open(tmp_path / "moto.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        env=env,
+        stdout=log,
+        stderr=log,
+    )
+    try:
+        wait_listening(port, timeout=30)
+        server = S3Server()
+        server.port = port
+        server.create_bucket("locked")  # the one request allowed without credentials
+        yield server
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+
+
+def test_wrong_credentials_are_named_by_sync_now_and_doctor(
+    tmp_path: Path, s3_with_auth: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memd.doctor import Doctor
+
+    for name in AWS_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in s3_with_auth.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAWRONGWRONGWRONG1")  # unknown to the server
+    settings = load_settings(home=str(tmp_path / "memd"), sync_uri="s3://locked/memd")
+    check = Doctor(settings).check_sync()
+    assert check.level == "fail"
+    assert "refused the credentials" in check.fix and "AWS_ACCESS_KEY_ID" in check.fix
+    app = App(settings).open(writer=True)
+    try:
+        project = tmp_path / "p"
+        project.mkdir()
+        app.sync_enable(str(project))
+        app.add("a memory that cannot leave", project=str(project))
+        with pytest.raises(SyncError, match="refused the credentials"):
+            app.sync_now()
+        assert "refused the credentials" in app.sync_status()["sync"]["hint"]
+    finally:
+        app.close()
