@@ -249,3 +249,51 @@ def test_kill_9_during_a_push_then_the_next_sync_completes(
     assert on_a == on_b
     killed = [t for t in on_b.values() if t.startswith("killed ")]
     assert len(killed) == len(set(killed)) == 300
+
+
+def test_a_hanging_bucket_never_slows_the_hooks(tmp_path: Path) -> None:
+    """While a round waits on a bucket that never answers, hooks and writes answer at once,
+    and `memd sync now` gives up within sync_timeout_seconds, exit 1, saying why."""
+    from s3_server import HangingServer
+
+    hanging = HangingServer()
+    s3 = S3Server()
+    s3.port = hanging.port
+    machine = Machine(tmp_path / "m", s3, "https://github.com/acme/widgets.git")
+    machine.daemon.env["MEMD_SYNC_TIMEOUT_SECONDS"] = "8"
+    try:
+        machine.start()
+        assert machine.memd("sync", "enable", "--project", str(machine.repo)).returncode == 0
+        text = "The payments service retries webhooks three times"
+        machine.ask("add", text=text, cwd=str(machine.repo))
+        started = time.monotonic()
+        running = subprocess.Popen(
+            [MEMD, "sync", "now"],
+            env=machine.daemon.env,
+            cwd=str(machine.repo),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(1.0)
+        assert running.poll() is None  # the round is waiting on the bucket
+        hook_started = time.monotonic()
+        out = machine.prompt_hook("how many times does the payments service retry webhooks?")
+        assert text in out
+        assert time.monotonic() - hook_started < 2.0
+        machine.ask("add", text="Refunds are processed daily", cwd=str(machine.repo))
+        _, err = running.communicate(timeout=60)
+        took = time.monotonic() - started
+        assert running.returncode == 1
+        assert "did not finish within 8 s" in err and "unreachable" in err
+        assert took < 20
+        status = json.loads(machine.memd("status", "--json").stdout)["sync"]
+        assert status["last_round"]["ok"] is False
+        assert "unreachable" in status["hint"]
+        assert "FAILED" in machine.memd("sync", "status").stdout
+        stop_started = time.monotonic()
+        assert machine.daemon.stop() == 0, machine.daemon.log()  # a stuck round does not block it
+        assert time.monotonic() - stop_started < 30
+    finally:
+        machine.stop()
+        hanging.close()
