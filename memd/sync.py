@@ -394,9 +394,11 @@ class SyncEngine:
         if scope not in SCOPES:
             raise UserError(f"unknown scope {scope!r}; choose one of: {', '.join(SCOPES)}")
         root = resolve_project(path)
-        if root.startswith("user:"):
-            raise UserError("the user-wide scope cannot be synced per project; give a project dir")
-        if not os.path.isdir(root):
+        if root.startswith("user:") and scope != "me":
+            raise UserError(
+                f"{root} holds your own preferences: it syncs only in `me` scope (--scope me)"
+            )
+        if not root.startswith("user:") and not os.path.isdir(root):
             raise UserError(f"no such directory: {root}")
         project = SyncProject(root, portable_project(root), scope, bool(excerpts))
         self.state.enable(project, self.settings.sync_user)

@@ -595,3 +595,50 @@ def test_wrong_credentials_are_named_by_sync_now_and_doctor(
         assert "refused the credentials" in app.sync_status()["sync"]["hint"]
     finally:
         app.close()
+
+
+@needs_git
+def test_status_history_and_user_wide_preferences_travel(
+    devices: tuple[Device, Device, str],
+) -> None:
+    a, b, _ = devices
+    for d in (a, b):
+        d.app.sync_enable(d.project, scope="me")
+        d.app.sync_enable("user:global", scope="me")
+    with pytest.raises(UserError, match="only in `me` scope"):
+        a.app.sync_enable("user:global", scope="team")
+    mid = a.app.add("Nightly backups go to Glacier", project=a.project)["memory"]["id"]
+    a.app.add("Answer in British English", project="user:global", kind="preference")
+    a.sync()
+    b.sync()
+    a.app.edit(mid, text="Nightly backups go to S3 Glacier Deep Archive")
+    a.app.archive(mid, reason="moved to the runbook")
+    a.sync()
+    b.sync()
+    shared = b.app.show(mid)["memory"]
+    assert shared["status"] == "archived"
+    assert shared["text"] == "Nightly backups go to S3 Glacier Deep Archive"
+    assert [h.get("text") for h in shared["history"]] == [
+        h.get("text") for h in a.app.show(mid)["memory"]["history"]
+    ]
+    assert len(shared["history"]) >= 1
+    prefs = b.app.list(project="user:global")["memories"]
+    assert [m["text"] for m in prefs] == ["Answer in British English"]
+
+
+def test_the_scheduler_runs_sync_only_when_configured(tmp_path: Path) -> None:
+    from memd.jobs import Scheduler
+    from memd.state import State
+
+    state = State.open_default(tmp_path / "state")
+    try:
+        plain = Scheduler(object(), state, load_settings(home=str(tmp_path / "h")))
+        assert "sync" not in plain.functions and "sync" not in plain.triggers()
+        synced = load_settings(
+            home=str(tmp_path / "h"), sync_uri="s3://b/p", sync_interval_minutes=7
+        )
+        scheduler = Scheduler(object(), state, synced)
+        assert "sync" in scheduler.functions
+        assert scheduler.triggers()["sync"].interval.total_seconds() == 7 * 60
+    finally:
+        state.close()

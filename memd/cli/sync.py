@@ -27,7 +27,9 @@ def sync_group() -> None:
 
 
 @sync_group.command(name="enable")
-@click.option("--project", required=True, type=click.Path(file_okay=False, exists=True))
+@click.option(
+    "--project", required=True, help="Project dir, or 'user:global' (your preferences, `me` only)."
+)
 @click.option("--scope", type=click.Choice(["me", "team"]), default="me", show_default=True)
 @click.option(
     "--excerpts", is_flag=True, help="Also share raw excerpts in team scope (off by default)."
