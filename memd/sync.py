@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 SCOPES = ("me", "team")
 TABLE_PREFIX = "dev-"
 MAX_BACKOFF_MINUTES = 60.0
+APPLY_CHUNK = 256
+"""Received memories applied per batch: the store's write lock is held for one batch at a time."""
 COMPACT_MIN_ROWS = 1000
 """Own rows beyond twice the live ones after which the device compacts its table."""
 COMPACT_PUSHES = 50
@@ -556,17 +558,69 @@ class SyncEngine:
         by_portable: dict[str, SyncProject] = {}
         for p in members:
             by_portable.setdefault(p.portable, p)
+        wanted = [(mid, row) for mid, row in newest.items() if row["project"] in by_portable]
+        applied = deleted = 0
+        for offset in range(0, len(wanted), APPLY_CHUNK):
+            chunk = wanted[offset : offset + APPLY_CHUNK]
+            vectors = self.vectors_for(store, chunk, by_portable)  # embedding: outside the lock
+            with store.write_lock:  # decided on the rows as they are now, written before any other
+                puts, deletes, learned = self.decide(store, area, chunk, by_portable)
+                store.write(puts, {m.id: vectors[m.id] for m in puts if m.id in vectors})
+                if deletes:
+                    store.delete(deletes)
+                with self.state.tx() as tx:
+                    self.state.set_known(tx, area, learned)
+            applied += len(puts)
+            deleted += len(deletes)
+        with self.state.tx() as tx:
+            for dev, (seq, version) in got.read_to.items():
+                self.state.set_cursor(tx, area, dev, max(seq, cursors.get(dev, (0, 0))[0]), version)
+        return {"pulled": pulled, "applied": applied, "deleted": deleted, "devices": names}
+
+    def vectors_for(
+        self,
+        store: MemoryStore,
+        chunk: list[tuple[str, dict[str, Any]]],
+        by_portable: dict[str, SyncProject],
+    ) -> dict[str, Any]:
+        """Vectors for the incoming texts: the stored one when the text is unchanged, else new."""
+        existing = store.rows_with_vectors(mid for mid, _ in chunk)
+        vectors: dict[str, Any] = {}
+        fresh: list[tuple[str, str]] = []
+        for mid, row in chunk:
+            if row["deleted"]:
+                continue
+            text = memory_from_row(row, by_portable[row["project"]].path).text
+            if mid in existing and existing[mid]["text"] == text:
+                vectors[mid] = existing[mid]["vector"]
+            else:
+                fresh.append((mid, text))
+        if fresh:
+            embedded = store.embedder.embed([t for _, t in fresh])
+            vectors.update({mid: v for (mid, _), v in zip(fresh, embedded, strict=True)})
+        return vectors
+
+    def decide(
+        self,
+        store: MemoryStore,
+        area: str,
+        chunk: list[tuple[str, dict[str, Any]]],
+        by_portable: dict[str, SyncProject],
+    ) -> tuple[list[Memory], list[str], dict[str, Known]]:
+        """Which incoming versions win over the local ones (call under the store's write lock)."""
+        from memd.store import sql_in
+
         known = self.state.known(area)
-        local, _ = self.local_versions(store, members)
+        local = {m.id: m for m in store.query(sql_in("id", [mid for mid, _ in chunk]))}
         puts: list[Memory] = []
         deletes: list[str] = []
         learned: dict[str, Known] = {}
-        for mid, row in newest.items():
-            project = by_portable.get(row["project"])
-            if project is None:
-                continue  # a project not synced here (enabling it later re-reads the area)
+        for mid, row in chunk:
+            project = by_portable[row["project"]]
             k = known.get(mid)
             mine = local.get(mid)
+            if mine is not None and mine.project != project.path:
+                continue  # the same id under another local project: leave it alone
             incoming = (row["clock"], row["device"])
             if mine is not None and (k is None or k.deleted or self.dirty(mine, project, k)):
                 ours = (self.clock_for(mine, k), self.device)  # an unpushed local version
@@ -597,26 +651,7 @@ class SyncEngine:
             puts.append(memory)
             fp = fingerprint(payload(memory, project.portable, self.settings.redact_patterns))
             learned[mid] = Known(row["clock"], row["device"], fp, False, row["project"])
-        if puts:
-            existing = store.rows_with_vectors(m.id for m in puts)
-            vectors = {
-                m.id: existing[m.id]["vector"]
-                for m in puts
-                if m.id in existing and existing[m.id]["text"] == m.text
-            }
-            store.write(puts, vectors)
-        if deletes:
-            store.delete(deletes)
-        with self.state.tx() as tx:
-            self.state.set_known(tx, area, learned)
-            for dev, (seq, version) in got.read_to.items():
-                self.state.set_cursor(tx, area, dev, max(seq, cursors.get(dev, (0, 0))[0]), version)
-        return {
-            "pulled": pulled,
-            "applied": len(puts),
-            "deleted": len(deletes),
-            "devices": names,
-        }
+        return puts, deletes, learned
 
     def dirty(self, memory: Memory, project: SyncProject, known: Known) -> bool:
         fp = fingerprint(payload(memory, project.portable, self.settings.redact_patterns))
