@@ -322,3 +322,27 @@ class App:
         self._need_writer()
         count = self.store.reindex()
         return {"reindexed": count, "model": self.store.embedder.model_id}
+
+    # ---- sync across machines (memd.sync); the network is touched only by sync_now
+    def sync_enable(
+        self, project: str, scope: str = "me", excerpts: bool = False
+    ) -> dict[str, Any]:
+        from memd.sync import engine_for
+
+        return engine_for(self.settings).enable(project_of(None, project), scope, excerpts)
+
+    def sync_disable(self, project: str) -> dict[str, Any]:
+        from memd.sync import engine_for
+
+        return engine_for(self.settings).disable(project_of(None, project))
+
+    def sync_status(self) -> dict[str, Any]:
+        from memd.sync import engine_for
+
+        return {"sync": engine_for(self.settings).status()}
+
+    def sync_now(self) -> dict[str, Any]:
+        from memd.sync import engine_for
+
+        self._need_writer()
+        return {"round": engine_for(self.settings).run(self.store)}

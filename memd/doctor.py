@@ -76,6 +76,7 @@ class Doctor:
             ("inotify", self.check_inotify, None),
             ("disk", self.check_disk, None),
             ("extractor", self.check_extractor, None),
+            ("sync", self.check_sync, None),
         ]
 
     def run(self, *, repair: bool = False) -> list[Check]:
@@ -460,6 +461,35 @@ class Doctor:
             f"claude-cli: `{self.settings.claude_cli_path}` is not on PATH",
             "npm install -g @anthropic-ai/claude-code",
         )
+
+    def check_sync(self) -> Check:
+        """Off, or: the bucket answers (a bounded probe), projects are enabled, the last round."""
+        from memd.sync import explain_error, probe
+
+        uri = self.settings.sync_uri
+        if not uri:
+            return Check("sync", "ok", "off (sync_uri is not set; nothing leaves this machine)")
+        error = probe(self.settings)
+        if error:
+            return Check("sync", "fail", f"{uri}: {error[:300]}", explain_error(error))
+        status = (self.status or {}).get("sync") or {}
+        if not status.get("projects"):
+            return Check(
+                "sync",
+                "warn",
+                f"{uri} answers, but no project is synced on this machine",
+                "memd sync enable --project DIR --scope me   (or --scope team)",
+            )
+        last = status.get("last_round") or {}
+        if last and not last.get("ok"):
+            return Check(
+                "sync",
+                "warn",
+                f"{uri} answers now, but the last round failed: {str(last.get('error'))[:200]}",
+                "memd sync now",
+            )
+        n = len(status["projects"])
+        return Check("sync", "ok", f"{uri} answers; {n} project(s) synced")
 
     # ------------------------------------------------------------ repairs
 

@@ -380,6 +380,10 @@ class Scheduler:
         self.state = state
         self.settings: Settings = settings or app.settings
         self.functions: dict[str, JobFunction] = {**JOBS, **(functions or {})}
+        if getattr(self.settings, "sync_uri", None) and "sync" not in self.functions:
+            from memd.sync import sync_job
+
+            self.functions["sync"] = sync_job  # pushes and pulls; backs off after failures
         self._trigger_overrides = dict(triggers or {})
         self.catch_up_delay = catch_up_delay
         self.writes_check = writes_check
@@ -403,6 +407,8 @@ class Scheduler:
             "cleanup": CronTrigger(hour=s.cleanup_cron_hour, minute=0),
             "optimize": IntervalTrigger(minutes=s.optimize_interval_minutes),
         }
+        if getattr(s, "sync_uri", None):
+            default["sync"] = IntervalTrigger(minutes=s.sync_interval_minutes)
         return {**default, **self._trigger_overrides}
 
     def start(self) -> None:

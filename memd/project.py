@@ -29,3 +29,94 @@ def resolve_project(cwd: str | os.PathLike[str] | None) -> str:
         if parent == probe:
             return path
         probe = parent
+
+
+def git_dir(root: str) -> str | None:
+    """The git directory of a work tree root (``.git`` itself, or where a ``.git`` file points)."""
+    dot = os.path.join(root, ".git")
+    if os.path.isdir(dot):
+        return dot
+    try:
+        with open(dot, encoding="utf-8") as fh:
+            first = fh.readline().strip()
+    except OSError:
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    target = first[len("gitdir:") :].strip()
+    return os.path.normpath(os.path.join(root, target))
+
+
+def remote_urls(root: str) -> dict[str, str]:
+    """``{remote name: url}`` from the repository's config (a linked worktree reads the main
+    repository's config through ``commondir``). Standard library only, no `git` process."""
+    import configparser
+
+    gdir = git_dir(root)
+    if gdir is None:
+        return {}
+    try:
+        with open(os.path.join(gdir, "commondir"), encoding="utf-8") as fh:
+            gdir = os.path.normpath(os.path.join(gdir, fh.read().strip()))
+    except OSError:
+        pass
+    parser = configparser.RawConfigParser(strict=False)
+    try:
+        parser.read(os.path.join(gdir, "config"), encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        return {}
+    urls = {}
+    for section in parser.sections():
+        name = section.strip()
+        if name.startswith("remote ") and parser.has_option(section, "url"):
+            urls[name[len("remote ") :].strip().strip('"')] = parser.get(section, "url").strip()
+    return urls
+
+
+def normalise_remote(url: str) -> str | None:
+    """One spelling for every form of the same repository's URL, without credentials:
+    ``https://user:tok@GitHub.com/acme/app.git``, ``git@github.com:acme/app`` and
+    ``ssh://git@github.com:22/acme/app/`` all give ``github.com/acme/app``."""
+    import re
+    from urllib.parse import urlsplit
+
+    url = url.strip()
+    if not url:
+        return None
+    scp = re.fullmatch(r"(?:[^@/]+@)?([^:/]+):(?!//)(.+)", url)
+    if scp and "://" not in url:
+        host, path, port = scp.group(1), scp.group(2), None
+    elif "://" in url:
+        parts = urlsplit(url)
+        if parts.scheme == "file":
+            return None
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        host, path = parts.hostname or "", parts.path
+        if port in (22, 80, 443, 9418):
+            port = None
+    else:
+        return None  # a local path: not portable
+    path = path.strip("/")
+    path = re.sub(r"\.git$", "", path).strip("/")
+    path = re.sub(r"/{2,}", "/", path)
+    if not host or not path:
+        return None
+    host = host.lower() + (f":{port}" if port else "")
+    return f"{host}/{path}"
+
+
+def portable_project(root: str) -> str:
+    """The identity of a project across machines: ``git:<normalised remote>`` (``origin``, else
+    the first remote by name), else ``path:<root>`` (which only matches the same path)."""
+    if root.startswith("user:"):
+        return root
+    urls = remote_urls(root)
+    for name in ["origin", *sorted(urls)]:
+        if name in urls:
+            normal = normalise_remote(urls[name])
+            if normal:
+                return f"git:{normal}"
+    return f"path:{root}"

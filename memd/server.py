@@ -554,6 +554,23 @@ class Server:
     async def cmd_reindex(self, **args: Any) -> dict[str, Any]:
         return await self.call_app("reindex", args, write=True)
 
+    async def cmd_sync_enable(self, **args: Any) -> dict[str, Any]:
+        return await self.call_app("sync_enable", args, write=False)
+
+    async def cmd_sync_disable(self, **args: Any) -> dict[str, Any]:
+        return await self.call_app("sync_disable", args, write=False)
+
+    async def cmd_sync_status(self) -> dict[str, Any]:
+        return await self.call_app("sync_status", {}, write=False)
+
+    async def cmd_sync_now(self) -> dict[str, Any]:
+        """A sync round, off the writer thread (it waits on the network, bounded by
+        sync_timeout_seconds; its local writes take the store's write lock)."""
+        try:
+            return await self.call_app("sync_now", {}, write=False)
+        finally:
+            self.injector.vectors.invalidate()
+
     async def cmd_context(
         self,
         cwd: str | None = None,
@@ -710,7 +727,20 @@ class Server:
             "last_errors": list(self.errors),
         }
         out.update(self.ingest_status())
+        out["sync"] = self.sync_status()
         return out
+
+    def sync_status(self) -> dict[str, Any]:
+        """What syncs where (`memd status`); never touches the network."""
+        try:
+            from memd.sync import engine_for
+
+            home = Path(self.settings.home)
+            if not self.settings.sync_uri and not (home / "sync").is_dir():
+                return {"configured": False}
+            return engine_for(self.settings).status()
+        except Exception as exc:
+            return {"error": str(exc)}
 
     def session_status(self) -> dict[str, Any]:
         counts: dict[str, Any] = {"pending": 0, "extracted": 0}

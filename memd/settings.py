@@ -7,6 +7,7 @@ Opening the store or loading the model happens later, in ``MemoryStore.open()``.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +35,16 @@ def default_home() -> Path:
 def default_config_path() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "memd" / "memd.toml"
+
+
+def default_sync_user() -> str:
+    """The login name: the default identity of `me`-scope sync."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "me"
 
 
 def config_path_from_env() -> Path:
@@ -173,6 +184,30 @@ class Settings(BaseSettings):
         default=2000, ge=1, description="Active memories per project; lowest scores evicted."
     )
 
+    # --- sync across machines (memd.sync): off unless sync_uri is set
+    sync_uri: str | None = Field(
+        default=None,
+        description=(
+            "Shared object storage prefix, e.g. s3://bucket/memd (credentials and endpoint: "
+            "the AWS_* environment or sync_storage_options); unset: nothing leaves the machine."
+        ),
+    )
+    sync_user: str = Field(
+        default_factory=default_sync_user,
+        description="Who you are in `me` scope: set the same name on all your machines.",
+    )
+    sync_interval_minutes: float = Field(default=5, gt=0, description="Sync job period.")
+    sync_timeout_seconds: float = Field(
+        default=45, gt=0, le=600, description="A sync round gives up after this long."
+    )
+    sync_storage_options: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "LanceDB storage options for the bucket (endpoint, region, allow_http, "
+            "aws_access_key_id, ...); they override the AWS_* environment."
+        ),
+    )
+
     # --- daemon
     log_level: str = Field(default="INFO", description="Log level of `memd serve`.")
     flush_seconds: float = Field(
@@ -186,6 +221,20 @@ class Settings(BaseSettings):
     @classmethod
     def _expand_user(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
+
+    @field_validator("sync_user", mode="after")
+    @classmethod
+    def _safe_user(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", value) or value.strip(".") == "":
+            raise ValueError("use 1-64 letters, digits, '.', '_' or '-'")
+        return value
+
+    @field_validator("sync_uri", mode="after")
+    @classmethod
+    def _trim_uri(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return value.strip().rstrip("/")
 
     @property
     def socket_path(self) -> Path:
@@ -275,6 +324,8 @@ def describe_settings(settings: Settings, **overrides: Any) -> list[dict[str, An
             origin = f"file {path}"
         if name == "anthropic_api_key" and value:
             value = "[set]"
+        if name == "sync_storage_options" and value:
+            value = {k: "[set]" if secret_option(k) else v for k, v in value.items()}
         rows.append(
             {
                 "name": name,
@@ -292,6 +343,11 @@ def describe_settings(settings: Settings, **overrides: Any) -> list[dict[str, An
         }
     )
     return rows
+
+
+def secret_option(key: str) -> bool:
+    """A storage option whose value is a credential (never printed)."""
+    return any(word in key.lower() for word in ("secret", "token", "key", "password"))
 
 
 def toml_value(value: Any) -> str:
@@ -323,6 +379,8 @@ def example_toml() -> str:
             default = field.default
         if name in {"home", "transcripts_dir"}:
             default = {"home": "~/.local/share/memd", "transcripts_dir": "~/.claude/projects"}[name]
+        if name == "sync_user":
+            default = None  # the login name of whoever reads the file
         if default is None:
             lines.append(f"# {name} = ")
         else:

@@ -141,6 +141,7 @@ def test_healthy_setup_exits_zero_with_every_check_ok(healthy: StandInDaemon) ->
             "inotify",
             "disk",
             "extractor",
+            "sync",
         ],
         "ok",
     ), report

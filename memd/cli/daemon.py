@@ -168,6 +168,11 @@ def human_status(s: dict[str, Any]) -> str:
                 f"  {job.get('name', '?'):<10} last {job.get('last_run') or '-'} "
                 f"({job.get('last_status') or '-'}), next {job.get('next_run') or '-'}"
             )
+    sync = s.get("sync") or {}
+    if sync.get("configured") or sync.get("projects"):
+        from memd.cli.sync import human as sync_lines
+
+        lines += sync_lines(sync)
     req = s.get("requests", {})
     lines.append(
         f"requests:   {req.get('requests', 0)} served, {req.get('errors', 0)} errors, "
