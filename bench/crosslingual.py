@@ -181,7 +181,7 @@ def recall_runs(
     model: Model, pairs: list[dict[str, str]], distractors: list[str]
 ) -> dict[str, Any]:
     np = model.np
-    out: dict[str, Any] = {"related": [], "unrelated": []}
+    out: dict[str, Any] = {"related": [], "unrelated": [], "cross_rel": [], "cross_un": []}
     runs = {
         "zh->en": [(p["zh"], p["en"]) for p in pairs],
         "en->zh": [(p["en"], p["zh"]) for p in pairs],
@@ -204,6 +204,9 @@ def recall_runs(
         out[name]["unrelated_p95"] = percentile(unrelated, 95)
         out["related"] += related
         out["unrelated"] += unrelated
+        if name != "same":
+            out["cross_rel"] += related
+            out["cross_un"] += unrelated
     en = [(p["same_lang_prompt"], p["en"]) for p in pairs if p["memory"] == "en"]
     en_corpus = [m for _, m in en] + [d for d in distractors if not is_chinese(d)]
     sims = model.query([q for q, _ in en]) @ model.passage(en_corpus).T
@@ -212,6 +215,10 @@ def recall_runs(
     out["calibration_en"] = (
         round(percentile(sims[mask].tolist(), 95), 2),
         round(statistics.median(float(sims[i, i]) for i in range(len(en))), 2),
+    )
+    out["calibration_cross"] = (
+        round(percentile(out.pop("cross_un"), 95), 2),
+        round(statistics.median(out.pop("cross_rel")), 2),
     )
     out["calibration"] = (
         round(percentile(out["unrelated"], 95), 2),
@@ -394,6 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "unrelated p95",
         "calibration (pooled)",
         "calibration (English only)",
+        "calibration (cross-lingual)",
     ]
     cos_rows = [
         [
@@ -403,6 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             r[run]["unrelated_p95"],
             str(r["calibration"]),
             str(r["calibration_en"]),
+            str(r["calibration_cross"]),
         ]
         for n, r in results.items()
         for run in ("zh->en", "en->zh", "same")

@@ -72,17 +72,17 @@ def test_cross_lingual_pair_beats_same_language_distractor(e5_env: None) -> None
 
 
 @pytest.mark.slow
-def test_zh_en_recall_at_5_on_the_labelled_set(e5_env: None) -> None:
-    """The figures of bench/crosslingual.py, asserted a little below the measured 0.875/0.944."""
-    pairs = [
-        json.loads(x) for x in (LABELLED / "crosslingual_zh_en.jsonl").read_text().split("\n") if x
-    ]
+@pytest.mark.parametrize("name", ["crosslingual_zh_en.jsonl", "crosslingual_heldout.jsonl"])
+def test_zh_en_recall_at_5_on_the_labelled_set(e5_env: None, name: str) -> None:
+    """The vector-only figures of bench/crosslingual.py (dev 0.875/0.944, held-out 0.875/0.950),
+    asserted a little below."""
+    pairs = [json.loads(x) for x in (LABELLED / name).read_text().split("\n") if x]
     distractors = [
         json.loads(x)["text"]
         for x in (LABELLED / "crosslingual_distractors.jsonl").read_text().split("\n")
         if x
     ]
-    assert len(pairs) >= 60 and len(pairs) + len(distractors) >= 150
+    assert len(pairs) >= 40 and len(pairs) + len(distractors) >= 140
     e5 = Embedder(load_settings()).load()
     for src, dst in (("zh", "en"), ("en", "zh")):
         corpus = np.array(e5.embed([p[dst] for p in pairs] + distractors))
