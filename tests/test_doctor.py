@@ -480,3 +480,18 @@ def test_doctor_against_a_real_daemon(tmp_path: Path, fake_systemctl: Path) -> N
         if proc.proc is not None and proc.proc.poll() is None:
             proc.stop()
         remove_socket_dir(sock)
+
+
+def test_model_check_says_which_languages_the_model_covers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memd.embed import E5_MODEL
+
+    check = doctor_for().check_model()
+    assert check.level == "ok", check
+    assert "English only" in check.detail and E5_MODEL in check.detail
+    monkeypatch.setenv("MEMD_EMBEDDING_MODEL", E5_MODEL)
+    check = doctor_for().check_model()
+    assert check.level == "ok", check.detail
+    assert check.detail.startswith(f"{E5_MODEL}-centred@")
+    assert "Chinese and English" in check.detail

@@ -4,10 +4,12 @@ of a real store written with the previous default (MiniLM) to the multilingual d
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
 from memd.app import App
 from memd.embed import (
@@ -70,17 +72,17 @@ def test_cross_lingual_pair_beats_same_language_distractor(e5_env: None) -> None
 
 
 @pytest.mark.slow
-def test_zh_en_recall_at_5_on_the_labelled_set(e5_env: None) -> None:
-    """The figures of bench/crosslingual.py, asserted a little below the measured 0.875/0.944."""
-    pairs = [
-        json.loads(x) for x in (LABELLED / "crosslingual_zh_en.jsonl").read_text().split("\n") if x
-    ]
+@pytest.mark.parametrize("name", ["crosslingual_zh_en.jsonl", "crosslingual_heldout.jsonl"])
+def test_zh_en_recall_at_5_on_the_labelled_set(e5_env: None, name: str) -> None:
+    """The vector-only figures of bench/crosslingual.py (dev 0.875/0.944, held-out 0.875/0.950),
+    asserted a little below."""
+    pairs = [json.loads(x) for x in (LABELLED / name).read_text().split("\n") if x]
     distractors = [
         json.loads(x)["text"]
         for x in (LABELLED / "crosslingual_distractors.jsonl").read_text().split("\n")
         if x
     ]
-    assert len(pairs) >= 60 and len(pairs) + len(distractors) >= 150
+    assert len(pairs) >= 40 and len(pairs) + len(distractors) >= 140
     e5 = Embedder(load_settings()).load()
     for src, dst in (("zh", "en"), ("en", "zh")):
         corpus = np.array(e5.embed([p[dst] for p in pairs] + distractors))
@@ -192,3 +194,107 @@ def test_near_duplicates_merge_with_e5_too(e5_env: None) -> None:
         float(vectors[0] @ distinct),
         e5.model_id,
     )
+
+
+def test_cross_language_pairs_have_their_own_scale() -> None:
+    """A prompt and a memory in two languages are read on the cross-lingual calibration."""
+    from memd.embed import cross_calibration_for
+    from memd.retrieve import Calibration, calibration_of
+
+    e5 = Embedder(load_settings().model_copy(update={"embedding_model": E5_MODEL}))
+    cal = calibration_of(e5)
+    assert cal.cross == cross_calibration_for(E5_MODEL) is not None
+    cosine = 0.30  # a typical cross-lingual match: below the pooled related median (0.40)
+    same = cal.scale_pair(cosine, query_zh=False, text="We use PostgreSQL 16 for billing.")
+    cross = cal.scale_pair(cosine, query_zh=False, text="账单数据库用的是 PostgreSQL 16")
+    assert same == pytest.approx(cal.scale(cosine))
+    assert cross > same
+    assert cal.scale_pair(cosine, query_zh=True, text="账单数据库用的是 PostgreSQL 16") == same
+    # MiniLM (English only) has one scale for every pair.
+    mini = calibration_of(Embedder(load_settings()))
+    assert mini.cross is None
+    assert mini.scale_pair(cosine, True, "We use PostgreSQL 16.") == mini.scale(cosine)
+    assert Calibration(0.2, 0.6).scale_pair(0.4, True, "text") == pytest.approx(0.5)
+
+
+CROSS_MEMORIES = [
+    ("preference", "接口报错时统一用 ElMessage 弹窗提示用户"),
+    ("decision", "用户密码统一用 argon2id 哈希后再存储"),
+    ("todo", "TODO: finish the v0.5.0 release checklist before tagging."),
+    ("fact", "Uploaded images are stored in S3; the database keeps only the object key."),
+    # Distractors in both languages.
+    ("fact", "地图组件用高德地图 JS API 2.0"),
+    ("preference", "图标统一用 iconfont，不再用 png 切图"),
+    ("fact", "The font stack is Inter for the UI and JetBrains Mono for code."),
+    ("decision", "Map tiles come from a self-hosted OpenStreetMap server."),
+]
+
+
+@pytest.fixture(scope="module")
+def e5_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DaemonProcess, str]]:
+    root = tmp_path_factory.mktemp("xling")
+    sock = short_socket_path()
+    env = daemon_env(root, sock, MEMD_EMBEDDING_MODEL=E5_MODEL)
+    proc = DaemonProcess(env, root / "serve.log").start()
+    project = root / "shop"
+    (project / ".git").mkdir(parents=True)
+    try:
+        for kind, text in CROSS_MEMORIES:
+            reply = proc.request(
+                {"cmd": "add", "project": str(project), "kind": kind, "text": text}
+            )
+            assert reply["ok"], reply
+        yield proc, str(project)
+    finally:
+        code = proc.stop()
+        remove_socket_dir(sock)
+        assert code == 0, proc.log()
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("How should API errors be shown to the user?", "ElMessage"),
+        ("Which algorithm hashes the user passwords?", "argon2id"),
+        ("帮我继续完善 v0.5.0 的发布检查清单。", "release checklist"),
+        ("用户上传的图片存在哪里？", "stored in S3"),
+    ],
+)
+def test_the_hook_finds_a_memory_written_in_the_other_language(
+    e5_daemon: tuple[DaemonProcess, str], prompt: str, expected: str
+) -> None:
+    """The prompt hook's own path (the daemon's ``context`` command), multilingual model on."""
+    proc, project = e5_daemon
+    ctx = proc.request({"cmd": "context", "cwd": project, "prompt": prompt})
+    assert ctx["ok"], ctx
+    chosen = [c["text"] for c in ctx["chosen"]]
+    assert any(expected in text for text in chosen), (prompt, ctx["chosen"], ctx["reason"])
+    assert expected in ctx["context"]
+    assert is_chinese(prompt) != is_chinese(next(t for t in chosen if expected in t))
+
+
+def test_the_real_hook_injects_the_chinese_memory_for_an_english_prompt(
+    e5_daemon: tuple[DaemonProcess, str],
+) -> None:
+    proc, project = e5_daemon
+    payload = {
+        "session_id": "xling-1",
+        "transcript_path": "/nonexistent/t.jsonl",
+        "cwd": project,
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "How should API errors be shown to the user?",
+    }
+    out = proc.hook("user-prompt-submit", payload)
+    assert out.returncode == 0, out.stderr
+    assert "ElMessage" in out.stdout
+
+
+def test_an_unrelated_prompt_gets_none_of_the_cross_lingual_memories(
+    e5_daemon: tuple[DaemonProcess, str],
+) -> None:
+    proc, project = e5_daemon
+    for prompt in ("How do I center a div with flexbox?", "这个正则表达式怎么匹配邮箱地址？"):
+        ctx = proc.request({"cmd": "context", "cwd": project, "prompt": prompt})
+        texts = " ".join(c["text"] for c in ctx["chosen"])
+        for needle in ("ElMessage", "argon2id", "release checklist", "stored in S3"):
+            assert needle not in texts, (prompt, ctx["chosen"])
