@@ -6,10 +6,11 @@
 - ``session-start``: a project brief: every pinned memory (or as many as fit, and how many
   more there are), open TODOs, recent decisions, preferences and the last session's summary.
 
-Within a block, no two items cover the same transcript turns, and an excerpt (raw turns) is cut
-down to the turns and sentences that carry the prompt's terms, citing only the turns it still
-shows. When two memories disagree (same subject, different value) the newer comes first and
-both are marked.
+Within a block, no two items cover the same transcript turns. Excerpts (windows of raw turns)
+are shown turn by turn: the turns that carry the prompt's terms first, from every relevant
+excerpt, then their neighbours while the budget lasts; a turn is shown whole unless it is long
+(then cut to its matching sentences), and an excerpt cites only the turns it shows. When two
+memories disagree (same subject, different value) the newer comes first and both are marked.
 
 Every block sits between ``<memd-context>`` and ``</memd-context>``, so the transcript parser
 drops it and memd never re-learns its own injection. A memory injected earlier in a session is
