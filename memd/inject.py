@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 OPEN_TAG = "<memd-context>"
 CLOSE_TAG = "</memd-context>"
 HEADER = (
-    "# memd: memories from earlier sessions, maybe outdated: this conversation wins; "
+    "# memd: memories from earlier sessions, may be outdated: the current conversation wins; "
     "if memories disagree, ask the user."
 )
 """Starts with ``memd.transcript.MEMD_CONTEXT_HEADER``, which the parser also recognizes."""
