@@ -1,14 +1,15 @@
 """Tune the injection's weights on one LoCoMo half of an ingested ``--home``, in-process.
 
-    .venv/bin/python bench/locomo_sweep.py --home H --split A [--grid default|wide]
+    .venv/bin/python bench/locomo_sweep.py --home H --split A [--grid default|wide|lines]
 
 Every prompt is recalled once, with a permissive threshold (the candidates and their signals do
 not depend on the weights); then each configuration re-scores the candidates, makes the
 relevance decision, chooses and renders the block exactly as the prompt hook does
 (``memd.inject.choose`` / ``render``), and judges it with ``bench/locomo_budget.py``'s rule.
-It prints, per configuration, the budgeted recall of categories 1-4 and the share of empty
-blocks for unrelated prompts, best first. Pick on one half; report the other with
-``bench/locomo.py --budgeted --reuse``.
+The ``lines`` grid varies how the block is filled instead (``memd.inject.LINE_MATCH`` and
+``WHOLE_TURN_CHARS``). It prints, per configuration, the budgeted recall of categories 1-4 and
+the share of empty blocks for unrelated prompts, best first. Pick on one half; report the other
+with ``bench/locomo.py --budgeted --reuse``.
 
 Nothing from LoCoMo is written anywhere but stdout.
 """
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from locomo import DATA, load_conversations, parse_range
 from locomo_budget import UNRELATED_PROMPTS, Judge
 
+from memd.inject import LINE_MATCH, WHOLE_TURN_CHARS
 from memd.retrieve import BROAD_KINDS
 
 GRIDS: dict[str, dict[str, list[Any]]] = {
@@ -45,6 +47,14 @@ GRIDS: dict[str, dict[str, list[Any]]] = {
         "semantic": [0.5],
         "rank_mix": [0.6],
         "unrelated": [0.21],
+    },
+    "lines": {
+        "threshold": [0.30],
+        "excerpt_margin": [0.05],
+        "semantic": [0.5],
+        "rank_mix": [0.6],
+        "line_match": [0.0, 0.1, 0.3, 0.5, 0.8, 1.0],
+        "whole_turn": [280, 320, 400, 500],
     },
     "wide": {
         "threshold": [0.2, 0.25, 0.3, 0.35, 0.4, 0.45],
@@ -134,8 +144,12 @@ def main() -> None:
         params = dict(zip(grid, values, strict=True))
         params["lexical"] = 1 - params["semantic"]
         calib = replace(calibration, unrelated=params.pop("unrelated", calibration.unrelated))
+        # How the block is filled (memd.inject's constants), not how memories are scored.
+        inject.LINE_MATCH = params.pop("line_match", LINE_MATCH)
+        inject.WHOLE_TURN_CHARS = params.pop("whole_turn", WHOLE_TURN_CHARS)
         weights = replace(retrieve.DEFAULT_WEIGHTS, **params)
-        params["unrelated"] = calib.unrelated
+        params.update(unrelated=calib.unrelated, line_match=inject.LINE_MATCH)
+        params["whole_turn"] = inject.WHOLE_TURN_CHARS
         recalls, empty, unrelated, chars = [], 0, 0, []
         for judge, category, gold, terms, results, vecs in asked:
             scored = rescore(results, weights, calib)

@@ -6,10 +6,11 @@
 - ``session-start``: a project brief: every pinned memory (or as many as fit, and how many
   more there are), open TODOs, recent decisions, preferences and the last session's summary.
 
-Within a block, no two items cover the same transcript turns, and an excerpt (raw turns) is cut
-down to the turns and sentences that carry the prompt's terms, citing only the turns it still
-shows. When two memories disagree (same subject, different value) the newer comes first and
-both are marked.
+Within a block, no two items cover the same transcript turns. Excerpts (windows of raw turns)
+are shown turn by turn: the turns that carry the prompt's terms first, from every relevant
+excerpt, then their neighbours while the budget lasts; a turn is shown whole unless it is long
+(then cut to its matching sentences), and an excerpt cites only the turns it shows. When two
+memories disagree (same subject, different value) the newer comes first and both are marked.
 
 Every block sits between ``<memd-context>`` and ``</memd-context>``, so the transcript parser
 drops it and memd never re-learns its own injection. A memory injected earlier in a session is
@@ -43,8 +44,8 @@ log = logging.getLogger(__name__)
 OPEN_TAG = "<memd-context>"
 CLOSE_TAG = "</memd-context>"
 HEADER = (
-    "# memd: memories from earlier sessions. They may be outdated: the current conversation "
-    "wins on any conflict, and where memories disagree, ask the user."
+    "# memd: memories from earlier sessions, may be outdated: the current conversation wins; "
+    "if memories disagree, ask the user."
 )
 """Starts with ``memd.transcript.MEMD_CONTEXT_HEADER``, which the parser also recognizes."""
 
@@ -53,12 +54,17 @@ HARD_CAP = 10_000
 MAX_ITEM_CHARS = 400
 """A typed memory is clipped to this many characters."""
 MAX_EXCERPT_CHARS = 600
-"""An excerpt shows at most this much, after it is cut to what matches the prompt."""
-WHOLE_TURN_CHARS = 280
+"""An excerpt that is not one line per turn (an older one) shows at most this much."""
+WHOLE_TURN_CHARS = 500
+"""A turn this short is shown whole; a longer one is cut to its matching sentences. (A turn
+cut to one matching sentence loses the rest of what it said: at 280 characters a quarter of
+LoCoMo's evidence turns were cut, and budgeted recall on half A was 0.595 instead of 0.704.)"""
 KEEP_SHARE = 0.5
-"""Of an excerpt, the turns (and of a long turn, the sentences) whose match is at least half
-the best one's are kept."""
-"""A matching turn this short is shown whole; a longer one is cut to its matching sentences."""
+"""Of a long turn, the sentences whose match is at least half the best one's are kept."""
+LINE_MATCH = 0.5
+"""How much a turn's own match with the prompt (the weighted share of the prompt's terms it
+carries, 0..1) adds to its excerpt's score when turns are ranked for the block. Picked on
+LoCoMo half A (0.3-0.8 all within 0.01)."""
 SEARCH_DEPTH = 24
 MAX_SESSIONS = 512
 MAX_IDS_PER_SESSION = 2000
@@ -77,7 +83,7 @@ SECTIONS = (
     ("fact", "Facts"),
     ("bugfix", "Fixes"),
     ("progress", "Progress"),
-    ("excerpt", "Excerpts from earlier sessions"),
+    ("excerpt", "Excerpts"),
 )
 
 BRIEF_LIMITS = {"todo": 8, "decision": 8, "preference": 6, "summary": 1}
@@ -182,8 +188,26 @@ class BlockSize:
 
     def with_item(self, item: Item, footer: str = "") -> int:
         """The block's length with ``item`` added (and ``footer``)."""
+        return self.now(footer) + self.line(item)
+
+    def now(self, footer: str = "") -> int:
+        """The block's length as it stands (its frame alone when empty), with ``footer``."""
         extra = len(footer) + 1 if footer else 0
-        return self.chars + self.lines - 1 + self.line(item) + extra
+        return self.chars + self.lines - 1 + extra
+
+    @staticmethod
+    def change(item: Item, display: str) -> int:
+        """How many characters showing ``display`` instead of ``item``'s adds to its line."""
+        before, shown = len(line_for(item)), item.display
+        item.display = display
+        try:
+            return len(line_for(item)) - before
+        finally:
+            item.display = shown
+
+    def grow(self, delta: int) -> None:
+        """An item already counted now shows ``delta`` more characters."""
+        self.chars += delta
 
     def add(self, item: Item) -> None:
         if item.section not in self.sections:
@@ -211,48 +235,40 @@ def sentences(text: str) -> list[str]:
     return [s for s in SENTENCE_END.split(text) if s.strip()]
 
 
-def cut_excerpt(
-    memory: dict[str, Any], weights: dict[str, float], covered: set[str]
-) -> tuple[str, frozenset[str]]:
-    """The part of an excerpt worth showing for a prompt, and the turns that part carries.
+def excerpt_turns(memory: dict[str, Any]) -> tuple[str, list[tuple[str, str]] | None]:
+    """An excerpt's day and its (turn uuid, line) pairs, in order; ``None`` for the pairs when
+    its text is not one line per source turn (an older excerpt).
 
     An excerpt's text has one line per turn, in the order of its sources (the first line may
-    start with a ``[YYYY-MM-DD]`` date). Turns already shown by another item are dropped; of
-    the rest, the turns that carry the prompt's terms best are kept (``weights``: terms that
-    few candidates share count most; a short turn whole, a long one cut to its matching
-    sentences). When no turn matches a term (a semantic match), the middle turn is kept.
-    Returns ("", empty) when nothing new is left.
-    """
+    start with a ``[YYYY-MM-DD]`` date)."""
     text = memory["text"]
-    sources = source_uuids(memory)
     day = ""
     m = DATE_PREFIX.match(text)
     if m:
         day, text = m.group(1), text[m.end() :]
     lines = [line for line in text.split("\n") if line.strip()]
+    sources = source_uuids(memory)
     if len(lines) != len(sources) or not lines:
-        # Not one line per turn (an older excerpt): show it whole, citing every source.
-        if covered.intersection(sources):
-            return "", frozenset()
-        body = clip(" ".join(lines), MAX_EXCERPT_CHARS)
-        return (f"[{day}] " if day else "") + body, frozenset(sources)
-    fresh = [(u, line) for u, line in zip(sources, lines, strict=True) if u not in covered]
-    if not fresh:
-        return "", frozenset()
-    scored = [(lexical.weighted_match(weights, line), u, line) for u, line in fresh]
-    best = max(score for score, _, _ in scored)
-    keep = [(u, line) for score, u, line in scored if score > 0 and score >= KEEP_SHARE * best]
-    if not keep:
-        middle = scored[len(scored) // 2] if len(fresh) == len(lines) else scored[0]
-        keep = [(middle[1], middle[2])]
+        return day, None
+    return day, list(zip(sources, lines, strict=True))
+
+
+def show_turns(
+    day: str, turns: list[tuple[str, str]], picked: Iterable[int], weights: dict[str, float]
+) -> str:
+    """The picked turns of an excerpt, in order, dated: a turn longer than
+    ``WHOLE_TURN_CHARS`` is cut to its matching sentences."""
     parts = []
-    for _, line in keep:
-        if len(line) > WHOLE_TURN_CHARS:
-            line = cut_turn(line, weights)
-        parts.append(line)
-    body = " / ".join(parts)
-    body = clip(body, MAX_EXCERPT_CHARS)
-    return (f"[{day}] " if day else "") + body, frozenset(u for u, _ in keep)
+    for n in sorted(picked):
+        line = turns[n][1]
+        parts.append(cut_turn(line, weights) if len(line) > WHOLE_TURN_CHARS else line)
+    return (f"[{day}] " if day else "") + " / ".join(parts)
+
+
+def whole_excerpt(memory: dict[str, Any], day: str) -> str:
+    """An excerpt that is not one line per turn (an older one), shown whole (clipped)."""
+    body = clip(DATE_PREFIX.sub("", memory["text"], count=1), MAX_EXCERPT_CHARS)
+    return (f"[{day}] " if day else "") + body
 
 
 def cut_turn(line: str, weights: dict[str, float]) -> str:
@@ -589,8 +605,12 @@ def choose(
 ) -> Plan:
     """The items to inject, best first, within ``budget`` characters, and why others were not.
 
-    One greedy pass in priority order: an item is cut to what it adds (excerpts lose the turns
-    already shown), skipped when it adds nothing, and kept when the block still fits.
+    An excerpt is a window of a few turns; the block is filled turn by turn. Every turn of a
+    relevant excerpt is a piece scored by its excerpt's priority plus ``LINE_MATCH`` times its
+    own match with the prompt; typed memories are pieces of their own. One greedy pass in score
+    order (summaries last): a turn already shown is skipped, a turn joins its excerpt's item
+    (turns in their order, the excerpt citing only the turns it shows), and a piece is kept
+    when the block still fits.
     """
     plan = Plan()
     if not results:
@@ -617,31 +637,59 @@ def choose(
             plan.reason = f"none relevant (best relevance {best:.2f} < {need:.2f})"
         return plan
     weights = lexical.local_weights(query_terms, (r["text"] for r in relevant))
-    # Summaries last: whether one repeats the items shown can only be told once they are chosen.
-    order = sorted(relevant, key=lambda r: (r["kind"] == "summary", -priority(r)))
-    pinned_total = sum(1 for r in order if r.get("pinned")) if brief else 0
+    split = {r["id"]: excerpt_turns(r) for r in relevant if r["kind"] == "excerpt"}
+    pieces = ranked_pieces(relevant, weights, split)
+    pinned_total = sum(1 for r in relevant if r.get("pinned")) if brief else 0
     disagreements = Disagreements(vectors or {}, model_id)
     covered: set[str] = set()
     kept: list[Item] = []
-    size = BlockSize()
+    picked: dict[str, set[int]] = {}
+    """Of each excerpt shown, the numbers of the turns it shows."""
+    items: dict[str, Item] = {}
     pinned_shown = 0
-    for r in order:
-        section = "pinned" if r.get("pinned") and brief else r["kind"]
-        if r["kind"] == "excerpt":
-            display, turns = cut_excerpt(r, weights, covered)
-            if not display:
+    size = BlockSize()
+    for r, n in pieces:
+        if n is not None:  # one turn of an excerpt
+            day, turns = split[r["id"]]
+            assert turns is not None
+            uuid = turns[n][0]
+            if (
+                uuid in covered
+                or size.now() + len(show_turns("", turns, [n], weights)) + 3 > budget
+            ):
+                continue  # shown already, or cannot fit (the block only grows)
+            item = items.get(r["id"])
+            if item is not None:  # another turn of an excerpt in the block
+                grown = show_turns(day, turns, [*picked[r["id"]], n], weights)
+                delta = size.change(item, grown)
+                if size.now(overflow(pinned_total - pinned_shown)) + delta > budget:
+                    continue
+                item.display = grown
+                item.turns = item.turns | {uuid}
+                size.grow(delta)
+                picked[r["id"]].add(n)
+                covered.add(uuid)
+                continue
+            display, turns_shown = show_turns(day, turns, [n], weights), frozenset([uuid])
+        elif r["id"] in items:
+            continue
+        elif r["kind"] == "excerpt":  # an older excerpt, not one line per turn: whole
+            turns_shown = frozenset(source_uuids(r))
+            if covered.intersection(turns_shown):
                 plan.left_out.append(left(r, "its turns are already shown"))
                 continue
+            display = whole_excerpt(r, split[r["id"]][0])
         else:
-            turns = frozenset(source_uuids(r))
-            if r["kind"] != "summary" and turns and turns <= covered:
+            turns_shown = frozenset(source_uuids(r))
+            if r["kind"] != "summary" and turns_shown and turns_shown <= covered:
                 plan.left_out.append(left(r, "its turns are already shown"))
                 continue
             display = clip(r["text"])
             if r["kind"] == "summary" and repeats(display, kept):
                 plan.left_out.append(left(r, "repeats what the items below say"))
                 continue
-        item = Item(r, section, priority(r), retrieve.explain(r), display, turns)
+        section = "pinned" if r.get("pinned") and brief else r["kind"]
+        item = Item(r, section, priority(r), retrieve.explain(r), display, turns_shown)
         is_pinned = brief and bool(r.get("pinned"))
         footer = overflow(pinned_total - pinned_shown - (1 if is_pinned else 0))
         fits = size.with_item(item, footer) <= budget
@@ -650,17 +698,27 @@ def choose(
             fits = rendered_size(ordered([*kept, item]), footer) <= budget
         if not fits:
             disagreements.undo(marked)
-            plan.left_out.append(left(r, "over the budget"))
+            if n is None:
+                plan.left_out.append(left(r, "over the budget"))
             continue
         kept.append(item)
+        items[r["id"]] = item
         if marked:
             size = BlockSize.of(kept)
         else:
             size.add(item)
+        if n is not None:
+            picked[r["id"]] = {n}
         if is_pinned:
             pinned_shown += 1
         if r["kind"] != "summary":
-            covered |= turns
+            covered |= turns_shown
+    for r in relevant:  # the excerpts none of whose turns were shown, and why
+        if r["id"] not in items and split.get(r["id"], ("", None))[1] is not None:
+            shown = set(source_uuids(r)) <= covered
+            plan.left_out.append(
+                left(r, "its turns are already shown" if shown else "over the budget")
+            )
     plan.items = ordered(kept)
     plan.footer = overflow(pinned_total - pinned_shown)
     if plan.footer and rendered_size(plan.items, plan.footer) > budget:
@@ -681,6 +739,34 @@ def priority(result: dict[str, Any]) -> float:
     """Fusion score, with typed memories ahead of excerpts of the same relevance."""
     base = float(result.get("score", 0.0))
     return base - (0.05 if result["kind"] == "excerpt" else 0.0)
+
+
+def ranked_pieces(
+    relevant: list[dict[str, Any]],
+    weights: dict[str, float],
+    split: dict[str, tuple[str, list[tuple[str, str]] | None]],
+) -> list[tuple[dict[str, Any], int | None]]:
+    """What the block is filled from, best first: (memory, turn number) for each turn of an
+    excerpt that is one line per turn, (memory, None) for any other memory; summaries last
+    (whether one repeats the items shown can only be told once those are chosen). ``split``:
+    each excerpt's :func:`excerpt_turns`.
+
+    A turn scores its excerpt's priority plus ``LINE_MATCH`` times the weighted share of the
+    prompt's terms it carries, so the turn that says what the prompt asks comes before its
+    neighbours, and a neighbour (often the question or the answer) before weaker excerpts."""
+    total = sum(weights.values())
+    scored: list[tuple[bool, float, int, dict[str, Any], int | None]] = []
+    for order, r in enumerate(relevant):
+        base = priority(r)
+        turns = split[r["id"]][1] if r["id"] in split else None
+        if not turns:
+            scored.append((r["kind"] == "summary", -base, order, r, None))
+            continue
+        for n, (_, line) in enumerate(turns):
+            match = lexical.weighted_match(weights, line) / total if total > 0 else 0.0
+            scored.append((False, -(base + LINE_MATCH * match), order, r, n))
+    scored.sort(key=lambda x: x[:3])
+    return [(r, n) for _, _, _, r, n in scored]
 
 
 SECTION_ORDER = {key: n for n, (key, _) in enumerate(SECTIONS)}

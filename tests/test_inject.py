@@ -447,3 +447,86 @@ def test_warming_builds_the_caches_before_the_first_hook(app: App, tmp_path: Pat
     assert builds - before == 3  # both projects and the user-wide scope
     assert "Celery" in ask(inj, p, "What runs the background jobs?").text
     assert inj.vectors.builds == builds  # the hook found its project warm
+
+
+def window(mid: str, score: float, lines: list[str], first: int) -> dict[str, Any]:
+    """An excerpt result in the recall shape: one line per turn, turns ``first``..."""
+    return {
+        "id": mid,
+        "text": "[2026-11-20] " + "\n".join(lines),
+        "kind": "excerpt",
+        "score": score,
+        "relevant": True,
+        "sources": [
+            {"uuid": f"t{first + i}", "timestamp": "2026-11-20T10:00:00Z"}
+            for i in range(len(lines))
+        ],
+        "score_breakdown": {"total": score, "importance": 0.3, "recency": 1.0},
+    }
+
+
+def test_the_block_is_filled_turn_by_turn() -> None:
+    """The turns that match the prompt come first, from every relevant excerpt, then their
+    neighbours while the budget lasts; a turn shared by two windows is shown once."""
+    a = window(
+        "a",
+        0.9,
+        [
+            "user: Good morning, I am back after the weekend.",
+            "assistant: The deploy script lives in tools/deploy.sh and reads AWS_PROFILE.",
+            "user: Thanks, I will have a look after lunch today.",
+        ],
+        0,
+    )
+    b = window(
+        "b",
+        0.8,
+        [
+            "user: Thanks, I will have a look after lunch today.",
+            "user: The deploy script failed: AWS_PROFILE was not set in the shell.",
+            "assistant: Export it in your shell profile before you run it again.",
+        ],
+        2,
+    )
+    from memd.lexical import terms as lexical_terms
+
+    query = lexical_terms(normalize_query("Where is the deploy script, what is AWS_PROFILE?"))
+    only = [Item(w, "excerpt", w["score"], "", w["text"].split("\n")[1]) for w in (a, b)]
+    room = len(render(only)) + 20  # the two matching turns, and less than any neighbour
+    tight = choose([a, b], set(), room, query, brief=False)
+    text = render(tight.items, tight.footer)
+    assert "tools/deploy.sh" in text and "AWS_PROFILE was not set" in text
+    assert "Good morning" not in text and "after lunch" not in text  # neighbours wait
+    roomy = choose([a, b], set(), 1500, query, brief=False)
+    text = render(roomy.items, roomy.footer)
+    assert "Good morning" in text and "Export it in your shell" in text  # the room is used
+    assert text.count("after lunch") == 1  # turn t2 is in both windows, shown once
+    cited = [t for item in roomy.items for t in item.turns]
+    assert sorted(cited) == ["t0", "t1", "t2", "t3", "t4"]
+    for item in roomy.items:  # each excerpt cites exactly the turns it shows, in order
+        lines = (a if item.memory["id"] == "a" else b)["text"].split("\n")
+        shown = [n for n, line in enumerate(lines) if line.split("] ")[-1] in item.display]
+        assert item.turns == frozenset(item.memory["sources"][n]["uuid"] for n in shown)
+
+
+def test_a_turn_up_to_whole_turn_chars_is_shown_whole() -> None:
+    """A turn of a few sentences is shown whole (cut to one matching sentence, it would lose
+    what else it said); a longer one is cut to its matching sentences."""
+    from memd.inject import WHOLE_TURN_CHARS
+    from memd.lexical import terms as lexical_terms
+
+    said = (
+        "assistant: The flaky test was a race in the cache warmer. It started before the "
+        "fixture had created the temporary directory, so the first read failed. I moved the "
+        "warmer start behind the fixture and added a barrier. The suite passed 50 times in a "
+        "row afterwards, and the CI job is green again on the main branch."
+    )
+    assert 280 < len(said) <= WHOLE_TURN_CHARS
+    query = lexical_terms("Why was the cache warmer test flaky?")
+    plan = choose([window("w", 0.9, [said], 0)], set(), 1500, query, brief=False)
+    assert said.split(": ", 1)[1] in render(plan.items)
+    long_turn = said + " " + " ".join(f"Unrelated remark number {n}." for n in range(30))
+    assert len(long_turn) > WHOLE_TURN_CHARS
+    plan = choose([window("w", 0.9, [long_turn], 0)], set(), 1500, query, brief=False)
+    text = render(plan.items)
+    assert "race in the cache warmer" in text and "Unrelated remark number 29" not in text

@@ -266,6 +266,43 @@ def test_no_two_items_in_a_block_cover_the_same_turn(daemon: DaemonProcess) -> N
             assert set(c["turns"]) == shown_turns, c
 
 
+def test_the_hook_fills_its_block_with_whole_turns(daemon: DaemonProcess) -> None:
+    """The turn that answers the prompt is shown whole (a few sentences, not just the one
+    that shares its words), and the room left goes to its neighbours, each turn once."""
+    p = project(daemon, "turns")
+    session = "sess-turns"
+    turns = [
+        "user: The integration tests hang forever on the CI runner since yesterday.",
+        "assistant: The hang comes from the Postgres container: it waits for a volume that "
+        "the runner never mounts. I pinned the service to the tmpfs volume instead and set a "
+        "health check with a 30 second timeout. The suite finishes in four minutes now, and a "
+        "stuck container fails the job instead of blocking the queue for hours.",
+        "user: Great, then also add that health check to the staging compose file.",
+    ]
+    assert 280 < len(turns[1]) <= 500
+    record = {
+        "text": "[2026-11-21] " + "\n".join(turns),
+        "kind": "excerpt",
+        "project": p,
+        "sources": [
+            {"session_id": session, "uuid": f"ci-{n}", "timestamp": "2026-11-21T09:00:00Z"}
+            for n in range(3)
+        ],
+    }
+    path = daemon.root / "turns.jsonl"  # type: ignore[attr-defined]
+    path.write_text(json.dumps(record) + "\n")
+    out = daemon.memd("import", str(path))
+    assert out.returncode == 0, out.stderr
+    reply = preview(daemon, p, "Why did the integration tests hang on the CI runner?")
+    excerpts = [c for c in reply["chosen"] if c["kind"] == "excerpt"]
+    assert len(excerpts) == 1, reply
+    shown = excerpts[0]["shown"]
+    assert turns[1].split(": ", 1)[1] in shown  # the whole turn, every sentence
+    assert turns[0] in shown and turns[2] in shown  # the neighbours fit in the budget
+    assert excerpts[0]["turns"] == ["ci-0", "ci-1", "ci-2"]
+    assert len(reply["context"]) <= 1500
+
+
 def test_the_hook_never_blocks_when_the_project_is_empty(daemon: DaemonProcess) -> None:
     p = project(daemon, "empty")
     assert prompt(daemon, p, "How do we deploy?", "empty-1") == ""
