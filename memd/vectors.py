@@ -78,7 +78,7 @@ class VectorCache:
         self._entries: OrderedDict[str, tuple[Any, Any, Any, float]] = OrderedDict()
         self._indexes: dict[str, tuple[Any, dict[str, int]]] = {}
         self._terms: dict[str, tuple[Any, Any, dict[str, int]]] = {}
-        """Per project: (the entry's rows, their texts lower-cased, term -> document count)."""
+        """Per project: (the entry's rows, their texts, term -> document count)."""
         """Per project: (the entry's rows, id -> row number), built on first use."""
         self._lock = threading.Lock()
 
@@ -161,7 +161,7 @@ class VectorCache:
     ) -> tuple[int, dict[str, int]] | None:
         """(active memories, how many of them contain each term) over ``projects``; None when a
         project is too big to cache. A term counts where it occurs as a substring of the
-        lower-cased text (terms are stems and bigrams, so "deploy" counts "deploys"); counts
+        text, case aside (terms are stems and bigrams, so "deploy" counts "deploys"); counts
         are cached until the project's entry changes."""
         import pyarrow.compute as pc
 
@@ -178,13 +178,16 @@ class VectorCache:
             with self._lock:
                 cached = self._terms.get(project)
                 if cached is None or cached[0] is not rows:
-                    cached = (rows, pc.utf8_lower(rows.column("text")), {})
+                    cached = (rows, rows.column("text"), {})
                     self._terms[project] = cached
-            _, lower, known = cached
+            _, texts, known = cached
             for term in terms:
                 n = known.get(term)
                 if n is None:
-                    n = int(pc.sum(pc.match_substring(lower, term)).as_py() or 0)
+                    # RE2's case-blind search: 3x faster here than a plain one over a
+                    # lower-cased copy, which also cost 20 MB at 100k memories.
+                    found = pc.match_substring(texts, term, ignore_case=True)
+                    n = int(pc.sum(found).as_py() or 0)
                     if len(known) < 50_000:
                         known[term] = n
                 counts[term] += n
