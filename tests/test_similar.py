@@ -339,3 +339,19 @@ def test_fast_enough(labelled: tuple[list[dedupe.Pair], list[dedupe.Pair]]) -> N
         similar.conflict(p.a, p.b, 0.8, dedupe.MINILM)
     per_pair = (time.perf_counter() - t0) / len(pairs)
     assert per_pair < 0.005, per_pair
+
+
+def test_conflict_floor_keeps_every_labelled_conflict(
+    labelled: tuple[list[dedupe.Pair], list[dedupe.Pair]], cos: Cosine
+) -> None:
+    # Injection skips pairs under the floor without asking conflict(): no labelled
+    # contradiction that conflict() flags may sit under it.
+    floor = similar.conflict_floor(dedupe.MINILM)
+    flagged = [
+        p
+        for p in labelled[1]
+        if p.label == "conflict" and similar.conflict(p.a, p.b, cos(p.a, p.b), dedupe.MINILM)
+    ]
+    assert len(flagged) > 50
+    assert all(cos(p.a, p.b) >= floor for p in flagged)
+    assert similar.conflict_floor("somebody/unknown-model") == -1.0  # no floor when unknown
