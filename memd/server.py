@@ -366,7 +366,10 @@ class Server:
                 cached = self.injector.vectors.cached_projects()
                 self.injector.vectors.invalidate()
                 # Build the caches again now, off the hook path: the next prompt finds them.
-                asyncio.get_running_loop().run_in_executor(self.reads, self.injector.warm, cached)
+                with contextlib.suppress(RuntimeError):  # the read pool is shutting down
+                    asyncio.get_running_loop().run_in_executor(
+                        self.reads, self.injector.warm, cached
+                    )
                 log.info("extracted %d segment(s)", done)
                 self.extract_wakeup.set()  # there may be more
 
