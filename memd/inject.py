@@ -760,7 +760,13 @@ def ranked_pieces(
         base = priority(r)
         turns = split[r["id"]][1] if r["id"] in split else None
         if not turns:
-            scored.append((r["kind"] == "summary", -base, order, r, None))
+            # A typed memory gets the same bonus for its own match, so a decision is not
+            # pushed out by raw turns that say the same (typed ones keep their edge).
+            match = lexical.weighted_match(weights, r["text"]) / total if total > 0 else 0.0
+            summary = r["kind"] == "summary"
+            scored.append(
+                (summary, -(base + (0.0 if summary else LINE_MATCH * match)), order, r, None)
+            )
             continue
         for n, (_, line) in enumerate(turns):
             match = lexical.weighted_match(weights, line) / total if total > 0 else 0.0
