@@ -97,7 +97,7 @@ def idf_weights(n_docs: int, counts: dict[str, int]) -> dict[str, float]:
 def weighted_terms(
     query_terms: Iterable[str], idf: dict[str, float] | None = None
 ) -> tuple[tuple[tuple[str, float], ...], float]:
-    """Each distinct query term with its weight, and their sum (see :func:`coverage`)."""
+    """Each distinct query term with its weight, and their sum (see :func:`coverage_of`)."""
     pairs = []
     total = 0.0
     for term in dict.fromkeys(query_terms):
@@ -107,17 +107,6 @@ def weighted_terms(
         total += weight
         pairs.append((term, weight))
     return tuple(pairs), total
-
-
-def coverage(
-    query_terms: Iterable[str], text_terms: frozenset[str], idf: dict[str, float] | None = None
-) -> float:
-    """The weighted share of the query's distinct terms that ``text_terms`` holds (0 when the
-    query has none). A term weighs its ``idf`` in the project (1 without one); identifiers and
-    numbers ("v0.5.0", "8080", "make_deploy") count double: a prompt that names one is about
-    it."""
-    pairs, total = weighted_terms(query_terms, idf)
-    return _covered(pairs, total, text_terms)
 
 
 def _covered(pairs: tuple[tuple[str, float], ...], total: float, have: frozenset[str]) -> float:
@@ -147,23 +136,16 @@ def query_terms(query: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     return terms(query), segments if len(segments) > 1 else []
 
 
-def best_coverage(
-    whole: tuple[str, ...],
-    segments: list[tuple[str, ...]],
-    text_terms: frozenset[str],
-    idf: dict[str, float] | None = None,
-) -> float:
-    """Coverage of the whole query, or a little less than that of its best-covered sentence."""
-    return coverage_of(whole, segments, idf)(text_terms)
-
-
 def coverage_of(
     whole: tuple[str, ...],
     segments: list[tuple[str, ...]],
     idf: dict[str, float] | None = None,
 ) -> Callable[[frozenset[str]], float]:
-    """:func:`best_coverage` for one query, its term weights worked out once: a recall scores
-    every candidate with it."""
+    """A scorer for one query: the weighted share of its distinct terms a text's terms hold
+    (0 when it has none), each term weighing its ``idf`` in the project (1 without one), with
+    identifiers and numbers ("v0.5.0", "8080", "make_deploy") counting double; the coverage of
+    the whole query, or a little less than that of its best-covered sentence. The weights are
+    worked out once: a recall scores every candidate with it."""
     first = weighted_terms(whole, idf)
     rest = [weighted_terms(segment, idf) for segment in segments]
 

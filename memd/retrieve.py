@@ -186,23 +186,27 @@ def recall(
     by_text_future: Any = TEXT_SEARCH.submit(
         store.text_search_ids if cacheable else store.text_search, query, where, depth
     )
+
+    def uncached() -> None:
+        """A project too big to cache, or the cache dropped meanwhile: read the rows after all."""
+        nonlocal by_text_future, cacheable
+        by_text_future.cancel()
+        by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
+        cacheable = False
+
     pending = embed_later(query) if vector is None and embed_later is not None else None
     whole, segments = lexical.query_terms(query)
     wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
     stats = vectors.document_frequencies(scope, wanted) if cacheable and vectors else None
-    if stats is None and cacheable:  # a project too big to cache: read the rows after all
-        by_text_future.cancel()
-        by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
-        cacheable = False
+    if stats is None and cacheable:
+        uncached()
     if stats is None and wanted:
         stats = store.document_frequencies(where, wanted)
     if vector is None:
         vector = pending.result() if pending else (embed_query or store.embedder.embed_one)(query)
     by_vec = vectors.search(vector, scope, depth) if cacheable and vectors is not None else None
-    if by_vec is None and cacheable:  # the cache was dropped meanwhile
-        by_text_future.cancel()
-        by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
-        cacheable = False
+    if by_vec is None and cacheable:
+        uncached()
     if by_vec is None:
         by_vec = store.vector_search(vector, where, depth)
     by_text = by_text_future.result()

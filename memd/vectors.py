@@ -77,8 +77,8 @@ class VectorCache:
         self.builds = 0
         self._entries: OrderedDict[str, tuple[Any, Any, Any, float]] = OrderedDict()
         self._indexes: dict[str, tuple[Any, dict[str, int]]] = {}
-        self._terms: dict[str, tuple[Any, Any, dict[str, int]]] = {}
-        """Per project: (the entry's rows, their texts, term -> document count)."""
+        self._terms: dict[str, tuple[Any, dict[str, int]]] = {}
+        """Per project: (the entry's rows, term -> document count)."""
         """Per project: (the entry's rows, id -> row number), built on first use."""
         self._lock = threading.Lock()
 
@@ -178,9 +178,10 @@ class VectorCache:
             with self._lock:
                 cached = self._terms.get(project)
                 if cached is None or cached[0] is not rows:
-                    cached = (rows, rows.column("text"), {})
+                    cached = (rows, {})
                     self._terms[project] = cached
-            _, texts, known = cached
+            known = cached[1]
+            texts = rows.column("text")
             for term in terms:
                 n = known.get(term)
                 if n is None:
