@@ -180,38 +180,36 @@ def recall(
     scope = list(dict.fromkeys([*projects, USER_SCOPE]))
     where = where_clause(scope, kinds, statuses)
     cacheable = vectors is not None and not kinds and tuple(statuses) == ("active",)
-    # The full-text half runs in another thread, and the query's embedding in the batcher's,
-    # while this one counts the query's terms in the project (LanceDB and onnxruntime release
-    # the GIL). With the cache, the full text returns ids only and the rows come from the cache.
-    by_text_future: Any = TEXT_SEARCH.submit(
-        store.text_search_ids if cacheable else store.text_search, query, where, depth
-    )
-
-    def uncached() -> None:
-        """A project too big to cache, or the cache dropped meanwhile: read the rows after all."""
-        nonlocal by_text_future, cacheable
-        by_text_future.cancel()
-        by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
-        cacheable = False
-
+    # The query's embedding runs in the batcher's thread while this one finds the full-text
+    # candidates and the terms' document frequencies: in the vector cache (BM25 over its
+    # texts) when it holds the projects, else in the table (its full-text index, in another
+    # thread; LanceDB and onnxruntime release the GIL).
     pending = embed_later(query) if vector is None and embed_later is not None else None
     whole, segments = lexical.query_terms(query)
     wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
-    stats = vectors.document_frequencies(scope, wanted) if cacheable and vectors else None
-    if stats is None and cacheable:
-        uncached()
-    if stats is None and wanted:
-        stats = store.document_frequencies(where, wanted)
+    found = vectors.text_search(scope, wanted, depth) if cacheable and vectors else None
+    stats: tuple[int, dict[str, int]] | None = None
+    by_text_future: Future[list[tuple[Memory, float]]] | None = None
+    if found is None:
+        cacheable = False
+        by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
+        if wanted:
+            stats = store.document_frequencies(where, wanted)
+    else:
+        stats = (found.total, found.counts)
     if vector is None:
         vector = pending.result() if pending else (embed_query or store.embedder.embed_one)(query)
     by_vec = vectors.search(vector, scope, depth) if cacheable and vectors is not None else None
-    if by_vec is None and cacheable:
-        uncached()
+    if by_vec is None and cacheable:  # the cache dropped the project meanwhile
+        cacheable = False
+        by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
     if by_vec is None:
         by_vec = store.vector_search(vector, where, depth)
-    by_text = by_text_future.result()
-    if cacheable and vectors is not None:
-        by_text = rows_for(store, vectors, scope, by_text)
+    if by_text_future is not None:
+        by_text = by_text_future.result()
+    else:
+        assert found is not None and vectors is not None
+        by_text = rows_for(store, vectors, scope, found.hits)
     cosines = {m.id: sim for m, sim in by_vec}
     missing = [m.id for m, _ in by_text if m.id not in cosines]
     if missing:

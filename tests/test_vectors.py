@@ -1,0 +1,113 @@
+"""The vector cache's full-text half (BM25 over the cached texts), against the table and a
+plain-Python reference: a real LanceDB in a temporary directory and the real model."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import pytest
+from daemon_process import daemon_env
+
+from memd.app import App
+from memd.models import USER_SCOPE
+from memd.retrieve import recall, where_clause
+from memd.settings import load_settings
+
+PROJECT = "/work/shop"
+TEXTS = [
+    "Deploy the billing service with the GitHub Actions release workflow only.",
+    "Never deploy with make deploy; production deploys go through the release workflow.",
+    "The billing database is PostgreSQL 16.",
+    "Run pytest -x before every commit; the CI job runs the same command.",
+    "接口报错时统一用 ElMessage 弹窗提示用户",
+    "Caching: Redis is the job broker, not a cache.",
+    "The frontend uses pnpm and Vite; deploy previews go to Netlify.",
+]
+USER_TEXTS = ["I prefer short commit messages in English."]
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+    root = tmp_path_factory.mktemp("vectors")
+    env = daemon_env(root, str(root / "no.sock"))
+    memd = App(load_settings(home=env["MEMD_HOME"], socket=env["MEMD_SOCKET"])).open(writer=True)
+    for text in TEXTS:
+        memd.add(text, project=PROJECT)
+    for text in USER_TEXTS:
+        memd.add(text, project=USER_SCOPE, kind="preference")
+    try:
+        yield memd
+    finally:
+        memd.close()
+
+
+def reference_bm25(texts: dict[str, str], terms: list[str]) -> dict[str, float]:
+    """BM25 (k1 1.2, b 0.75, Lucene's idf) with case-blind substring counts and character
+    lengths, written out plainly."""
+    n = len(texts)
+    mean = sum(len(t) for t in texts.values()) / n
+    df = {term: sum(1 for t in texts.values() if term in t.lower()) for term in terms}
+    out: dict[str, float] = {}
+    for mid, text in texts.items():
+        score = 0.0
+        for term in terms:
+            tf = text.lower().count(term)
+            if tf:
+                idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+                norm = 1.2 * (1 - 0.75 + 0.75 * len(text) / mean)
+                score += idf * tf * 2.2 / (tf + norm)
+        if score:
+            out[mid] = score
+    return out
+
+
+def test_cached_text_search_scores_bm25_over_the_scope(app: App) -> None:
+    cache, _ = app.recall_cache()
+    scope = [PROJECT, USER_SCOPE]
+    terms = ["deploy", "release", "commit", "弹窗"]
+    found = cache.text_search(scope, terms, 5)
+    assert found is not None
+    memories = app.store.query(where_clause(scope, None, ("active",)))
+    texts = {m.id: m.text for m in memories}
+    expected = reference_bm25(texts, terms)
+    assert found.total == len(TEXTS) + len(USER_TEXTS)
+    assert found.counts == {"deploy": 3, "release": 2, "commit": 2, "弹窗": 1}
+    best = sorted(expected.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    assert [mid for mid, _ in found.hits] == [mid for mid, _ in best]
+    for (_, got), (_, want) in zip(found.hits, best, strict=True):
+        assert got == pytest.approx(want, rel=1e-4)
+    # The table's own count of the same terms (the path without a cache) agrees.
+    assert app.store.document_frequencies(where_clause(scope, None, ("active",)), terms) == (
+        found.total,
+        found.counts,
+    )
+
+
+def test_cached_text_search_follows_an_edit_and_a_forget(app: App) -> None:
+    cache, _ = app.recall_cache()
+    scope = [PROJECT, USER_SCOPE]
+    before = cache.text_search(scope, ["zebra"], 5)
+    assert before is not None and before.hits == [] and before.counts == {"zebra": 0}
+    target = next(m for m in app.store.query(None) if m.text.startswith("The billing database"))
+    app.edit(target.id, text="The billing database is PostgreSQL 16, hosted next to the zebra.")
+    after = cache.text_search(scope, ["zebra"], 5)
+    assert after is not None and [mid for mid, _ in after.hits] == [target.id]
+    app.forget(target.id)
+    gone = cache.text_search(scope, ["zebra"], 5)
+    assert gone is not None and gone.hits == [] and gone.total == before.total - 1
+
+
+def test_recall_finds_a_memory_by_its_words_alone_through_the_cache(app: App) -> None:
+    cache, batcher = app.recall_cache()
+    found = recall(
+        app.store,
+        "How do I ship to production? make deploy?",
+        [PROJECT],
+        vectors=cache,
+        embed_later=batcher.submit,
+    )
+    by_text = {r["text"]: r for r in found}
+    never = by_text[TEXTS[1]]
+    assert never["relevant"]
+    assert never["score_breakdown"]["bm25"] > 0  # a full-text candidate, scored by the cache
