@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from memd import lexical
+from memd import bridge, lexical
 from memd.embed import is_chinese
 from memd.models import USER_SCOPE, Memory, check_kind
 from memd.store import MemoryStore, sql_in
@@ -180,23 +180,27 @@ def recall(
     scope = list(dict.fromkeys([*projects, USER_SCOPE]))
     where = where_clause(scope, kinds, statuses)
     cacheable = vectors is not None and not kinds and tuple(statuses) == ("active",)
+    bridged = bridge.bridge(query)  # the query's terms in the other language (zh<->en)
+    text_query = bridged.search_text(query)
     # The full-text half runs in another thread, and the query's embedding in the batcher's,
     # while this one counts the query's terms in the project (LanceDB and onnxruntime release
     # the GIL). With the cache, the full text returns ids only and the rows come from the cache.
     by_text_future: Any = TEXT_SEARCH.submit(
-        store.text_search_ids if cacheable else store.text_search, query, where, depth
+        store.text_search_ids if cacheable else store.text_search, text_query, where, depth
     )
 
     def uncached() -> None:
         """A project too big to cache, or the cache dropped meanwhile: read the rows after all."""
         nonlocal by_text_future, cacheable
         by_text_future.cancel()
-        by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
+        by_text_future = TEXT_SEARCH.submit(store.text_search, text_query, where, depth)
         cacheable = False
 
     pending = embed_later(query) if vector is None and embed_later is not None else None
     whole, segments = lexical.query_terms(query)
-    wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
+    wanted = list(
+        dict.fromkeys([*whole, *(t for seg in segments for t in seg), *bridged.frequency_terms])
+    )
     stats = vectors.document_frequencies(scope, wanted) if cacheable and vectors else None
     if stats is None and cacheable:
         uncached()
@@ -220,7 +224,7 @@ def recall(
         still = [i for i in missing if i not in cosines]
         if still:
             cosines.update(store.cosines(vector, still))
-    idf = lexical.idf_weights(*stats) if stats else None
+    idf = lexical.idf_weights(*bridged.concept_counts(*stats)) if stats else None
     return rank(
         by_vec,
         by_text,
@@ -314,6 +318,7 @@ def rank(
     ``text_partial``: the full-text rows, like the vector ones, come from the vector cache."""
     now = now or datetime.now(UTC)
     whole, segments = lexical.query_terms(query)
+    bridged = bridge.bridge(query)
     query_zh = is_chinese(query)
     memories: dict[str, Memory] = {}
     partial: set[str] = set()
@@ -338,7 +343,7 @@ def rank(
     for mid, memory in memories.items():
         cosine = max(0.0, cosines.get(mid, 0.0))
         semantic = calibration.scale_pair(cosine, query_zh, memory.text)
-        lex = covers(lexical.term_set(memory.text))
+        lex = covers(bridged.extend(memory.text, lexical.term_set(memory.text)))
         relevance = max(semantic, weights.semantic * semantic + weights.lexical * lex)
         need = weights.threshold + (weights.excerpt_margin if memory.kind in BROAD_KINDS else 0.0)
         fused = rrf[mid] / best_rrf

@@ -1,0 +1,257 @@
+"""The zh<->en term bridge: which of a query's terms a memory in the other language carries.
+
+A Chinese prompt shares no words with an English memory, so the lexical signal
+(:mod:`memd.lexical`) is blind across languages and an English-only embedding model is too. A
+hand-written glossary of software-engineering words (``data/glossary_zh_en.tsv``: "数据库" ->
+"database", "db"; "部署" -> "deploy", "deployment"; ...) links the two, offline and the same
+for every model.
+
+The bridge never adds terms to what a prompt asks: each of the query's own terms (an English
+stem, a Chinese character bigram) stays one concept, with the weight it already has, and a
+memory carries it when it holds the term itself *or* one of its translations. A Chinese bigram
+inside a glossary word ("数据" and "据库" of "数据库") is carried by the word's translations; a
+bigram across two glossary words ("库备" of "数据库备份") by a translation of each. Translations
+widen what satisfies a concept, never the denominator of the coverage. A concept's rarity
+counts the memories holding it in either language (:meth:`Bridged.concept_counts`).
+
+:func:`bridge` is pure and cached per query; the glossary loads once, on first use, from the
+package (nothing is downloaded).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+from memd import lexical
+from memd.errors import MemdError
+
+GLOSSARY = "glossary_zh_en.tsv"
+MAX_WORDS = 48
+"""At most this many translated words go into the full-text query."""
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_KEPT = re.compile(  # the parts of a Chinese run that lexical.terms cuts into bigrams
+    r"[^的了是在我你他她它们这那和与就都也还要把被给对从到个上下中为吗呢吧啊有没不会能很再先让看请帮一下]+"
+)
+
+Form = str | frozenset[str]
+"""What carries a concept in a memory: a Chinese word (found in its text) or the terms of an
+English word or phrase (all found among its terms)."""
+Clause = tuple[Form, ...]
+"""Satisfied by any one of its forms."""
+Alternative = tuple[Clause, ...]
+"""Satisfied when every clause is."""
+
+
+class GlossaryError(MemdError):
+    """The packaged glossary has a malformed line (a packaging bug, not a user error)."""
+
+
+@dataclass(frozen=True)
+class Glossary:
+    zh: dict[str, tuple[str, ...]]
+    """Chinese word -> its English forms, as written."""
+    en: dict[tuple[str, ...], tuple[str, ...]]
+    """English form's terms (stems, in order) -> the Chinese words it translates."""
+    zh_longest: int
+    en_longest: int
+
+
+def parse(text: str) -> Glossary:
+    """A glossary from TSV lines ``中文<TAB>form|form``; ``#`` starts a comment line."""
+    zh: dict[str, list[str]] = {}
+    en: dict[tuple[str, ...], list[str]] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        word, sep, rest = line.partition("\t")
+        word = word.strip()
+        forms = [f.strip().lower() for f in rest.split("|") if f.strip()]
+        if not sep or not forms or len(word) < 2 or len(_CJK_CHAR.findall(word)) != len(word):
+            raise GlossaryError(f"glossary line {number}: want 中文<TAB>english|english: {line!r}")
+        for form in forms:
+            key = lexical.terms(form)
+            if len(key) != len(form.split()) or _CJK_CHAR.search(form):
+                raise GlossaryError(
+                    f"glossary line {number}: {form!r} has a stop word or no English term"
+                )
+            zh.setdefault(word, [])
+            if form not in zh[word]:
+                zh[word].append(form)
+            if word not in en.setdefault(key, []):
+                en[key].append(word)
+    return Glossary(
+        zh={w: tuple(f) for w, f in zh.items()},
+        en={k: tuple(w) for k, w in en.items()},
+        zh_longest=max((len(w) for w in zh), default=0),
+        en_longest=max((len(k) for k in en), default=0),
+    )
+
+
+@lru_cache(maxsize=1)
+def glossary() -> Glossary:
+    """The packaged glossary, read once."""
+    return parse(resources.files("memd").joinpath("data", GLOSSARY).read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class Bridged:
+    """One query's bridge: for each of its terms that the glossary knows, what else carries it."""
+
+    alternatives: dict[str, tuple[Alternative, ...]] = field(default_factory=dict)
+    words: tuple[str, ...] = ()
+    """The translations as words (English forms, Chinese words), for a full-text query."""
+
+    @property
+    def frequency_terms(self) -> tuple[str, ...]:
+        """What :meth:`concept_counts` needs counted in the project (each a substring of a
+        text, as ``document_frequencies`` counts): Chinese words whole, English stems."""
+        out: dict[str, None] = {}
+        for alts in self.alternatives.values():
+            for alt in alts:
+                if len(alt) == 1:
+                    for form in alt[0]:
+                        out.update(dict.fromkeys([form] if isinstance(form, str) else form))
+        return tuple(out)
+
+    def search_text(self, query: str) -> str:
+        """The query for the full-text index: the prompt and its translations."""
+        return f"{query} {' '.join(self.words)}" if self.words else query
+
+    def concept_counts(self, n_docs: int, counts: dict[str, int]) -> tuple[int, dict[str, int]]:
+        """Document frequencies with each bridged term counting the memories that hold it or
+        its commonest translation (``counts`` must include :attr:`frequency_terms`)."""
+        if not self.alternatives:
+            return n_docs, counts
+        out = dict(counts)
+        for term, alts in self.alternatives.items():
+            best = 0
+            for alt in alts:
+                if len(alt) != 1:
+                    continue  # a bigram across two words: its own count stands
+                for form in alt[0]:
+                    keys = [form] if isinstance(form, str) else sorted(form)
+                    best = max(best, min(counts.get(k, 0) for k in keys))
+            out[term] = min(n_docs, counts.get(term, 0) + best)
+        return n_docs, out
+
+    def extend(self, text: str, have: frozenset[str]) -> frozenset[str]:
+        """A memory's terms plus each query term it carries through a translation."""
+        if not self.alternatives:
+            return have
+        extra = [
+            term
+            for term, alts in self.alternatives.items()
+            if term not in have
+            and any(
+                all(any(_holds(form, text, have) for form in clause) for clause in alt)
+                for alt in alts
+            )
+        ]
+        return have.union(extra) if extra else have
+
+
+def _holds(form: Form, text: str, have: frozenset[str]) -> bool:
+    return form in text if isinstance(form, str) else form <= have
+
+
+NO_BRIDGE = Bridged()
+
+
+def _segment(run: str, words: dict[str, tuple[str, ...]], longest: int) -> list[tuple[int, int]]:
+    """Glossary words in a Chinese run, longest first from the left: (start, end) spans."""
+    spans = []
+    i = 0
+    while i < len(run) - 1:
+        for size in range(min(longest, len(run) - i), 1, -1):
+            if run[i : i + size] in words:
+                spans.append((i, i + size))
+                i += size
+                break
+        else:
+            i += 1
+    return spans
+
+
+def _inner(run: str, start: int, end: int, words: dict[str, tuple[str, ...]]) -> list[str]:
+    """The glossary words inside ``run[start:end]``, itself included."""
+    return [
+        run[a:b]
+        for a in range(start, end - 1)
+        for b in range(a + 2, end + 1)
+        if run[a:b] in words
+    ]
+
+
+def _english_forms(g: Glossary, words: list[str]) -> Clause:
+    forms: dict[frozenset[str], None] = {}
+    for word in words:
+        for form in g.zh[word]:
+            forms[frozenset(lexical.terms(form))] = None
+    return tuple(forms)
+
+
+@lru_cache(maxsize=512)
+def bridge(query: str) -> Bridged:
+    """The bridge for ``query`` (already normalised as the recall path does)."""
+    g = glossary()
+    alternatives: dict[str, dict[Alternative, None]] = {}
+    words: dict[str, None] = {}
+
+    def add(term: str, alt: Alternative) -> None:
+        if all(alt):
+            alternatives.setdefault(term, {})[alt] = None
+
+    low = query.lower()
+    for match in _CJK_RUN.finditer(low):
+        run = match.group()
+        spans = _segment(run, g.zh, g.zh_longest)
+        if not spans:
+            continue
+        inner = {span: _inner(run, *span, g.zh) for span in spans}
+        forms = {(a, b): _english_forms(g, [run[a:b]]) for a, b in spans}
+        for span in spans:
+            for word in inner[span]:
+                words.update(dict.fromkeys(g.zh[word]))
+        for part in _KEPT.finditer(run):
+            for i in range(part.start(), part.end() - 1):
+                bigram = run[i : i + 2]
+                for a, b in spans:
+                    if a <= i and i + 2 <= b:
+                        covering = [
+                            run[p:q]
+                            for p in range(a, i + 1)
+                            for q in range(i + 2, b + 1)
+                            if run[p:q] in g.zh
+                        ]
+                        add(bigram, (_english_forms(g, covering),))
+                left = next((s for s in spans if s[1] == i + 1), None)
+                right = next((s for s in spans if s[0] == i + 1), None)
+                if left and right:
+                    add(bigram, (forms[left], forms[right]))
+    sequence = [t for t in lexical.terms(low) if not _CJK_CHAR.match(t)]
+    i = 0
+    while i < len(sequence):
+        for size in range(min(g.en_longest, len(sequence) - i), 0, -1):
+            key = tuple(sequence[i : i + size])
+            if key in g.en:
+                for a in range(i, i + size):
+                    chinese: dict[str, None] = {}
+                    for p in range(i, a + 1):
+                        for q in range(a + 1, i + size + 1):
+                            chinese.update(dict.fromkeys(g.en.get(tuple(sequence[p:q]), ())))
+                    add(sequence[a], (tuple(chinese),))
+                    words.update(chinese)
+                i += size
+                break
+        else:
+            i += 1
+    if not alternatives:
+        return NO_BRIDGE
+    return Bridged(
+        alternatives={t: tuple(alts) for t, alts in alternatives.items()},
+        words=tuple(list(words)[:MAX_WORDS]),
+    )
