@@ -11,8 +11,8 @@ stem, a Chinese character bigram) stays one concept, with the weight it already 
 memory carries it when it holds the term itself *or* one of its translations. A Chinese bigram
 inside a glossary word ("数据" and "据库" of "数据库") is carried by the word's translations; a
 bigram across two glossary words ("库备" of "数据库备份") by a translation of each. Translations
-widen what satisfies a concept, never the denominator of the coverage. A concept's rarity
-counts the memories holding it in either language (:meth:`Bridged.concept_counts`).
+widen what satisfies a concept, never the denominator of the coverage, and a concept weighs
+what its term weighs (its rarity in the project, :func:`lexical.idf_weights`).
 
 :func:`bridge` is pure and cached per query; the glossary loads once, on first use, from the
 package (nothing is downloaded).
@@ -33,9 +33,6 @@ MAX_WORDS = 48
 """At most this many translated words go into the full-text query."""
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_KEPT = re.compile(  # the parts of a Chinese run that lexical.terms cuts into bigrams
-    r"[^的了是在我你他她它们这那和与就都也还要把被给对从到个上下中为吗呢吧啊有没不会能很再先让看请帮一下]+"
-)
 
 Form = str | frozenset[str]
 """What carries a concept in a memory: a Chinese word (found in its text) or the terms of an
@@ -54,16 +51,40 @@ class GlossaryError(MemdError):
 class Glossary:
     zh: dict[str, tuple[str, ...]]
     """Chinese word -> its English forms, as written."""
+    zh_terms: dict[str, tuple[frozenset[str], ...]]
+    """Chinese word -> the terms of each English form and of its inflections."""
     en: dict[tuple[str, ...], tuple[str, ...]]
-    """English form's terms (stems, in order) -> the Chinese words it translates."""
+    """The terms of an English form or inflection (stems, in order) -> its Chinese words."""
     zh_longest: int
     en_longest: int
 
 
+_VOWELS = "aeiou"
+
+
+def inflections(form: str) -> list[str]:
+    """``form`` and the regular inflections of its last word ("cache": "caches", "cached",
+    "caching"), whose stems :func:`lexical.terms` does not always bring back to the form's."""
+    *head, last = form.split()
+    if not last.isalpha() or last.endswith(("ing", "ed")):
+        return [form]
+    if last.endswith("e"):
+        ends = [last, last + "s", last + "d", last[:-1] + "ing"]
+    elif last.endswith("y") and len(last) > 2 and last[-2] not in _VOWELS:
+        ends = [last, last[:-1] + "ies", last[:-1] + "ied", last + "ing"]
+    else:
+        ends = [last, last + "s", last + "es", last + "ed", last + "ing"]
+        if len(last) >= 3 and last[-1] not in _VOWELS + "wxy" and last[-2] in _VOWELS:
+            if last[-3] not in _VOWELS:  # commit -> committed, pin -> pinned
+                ends += [last + last[-1] + "ed", last + last[-1] + "ing"]
+    return [" ".join([*head, end]) for end in ends]
+
+
 def parse(text: str) -> Glossary:
     """A glossary from TSV lines ``中文<TAB>form|form``; ``#`` starts a comment line."""
-    zh: dict[str, list[str]] = {}
-    en: dict[tuple[str, ...], list[str]] = {}
+    zh: dict[str, dict[str, None]] = {}
+    zh_terms: dict[str, dict[frozenset[str], None]] = {}
+    en: dict[tuple[str, ...], dict[str, None]] = {}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -73,18 +94,20 @@ def parse(text: str) -> Glossary:
         if not sep or not forms or len(word) < 2 or len(_CJK_CHAR.findall(word)) != len(word):
             raise GlossaryError(f"glossary line {number}: want 中文<TAB>english|english: {line!r}")
         for form in forms:
-            key = lexical.terms(form)
-            if len(key) != len(form.split()) or _CJK_CHAR.search(form):
+            if len(lexical.terms(form)) != len(form.split()) or _CJK_CHAR.search(form):
                 raise GlossaryError(
                     f"glossary line {number}: {form!r} has a stop word or no English term"
                 )
-            zh.setdefault(word, [])
-            if form not in zh[word]:
-                zh[word].append(form)
-            if word not in en.setdefault(key, []):
-                en[key].append(word)
+            zh.setdefault(word, {})[form] = None
+            for variant in inflections(form):
+                key = lexical.terms(variant)
+                if len(key) != len(form.split()):
+                    continue  # an inflection that is a stop word ("used")
+                zh_terms.setdefault(word, {})[frozenset(key)] = None
+                en.setdefault(key, {})[word] = None
     return Glossary(
         zh={w: tuple(f) for w, f in zh.items()},
+        zh_terms={w: tuple(f) for w, f in zh_terms.items()},
         en={k: tuple(w) for k, w in en.items()},
         zh_longest=max((len(w) for w in zh), default=0),
         en_longest=max((len(k) for k in en), default=0),
@@ -105,38 +128,9 @@ class Bridged:
     words: tuple[str, ...] = ()
     """The translations as words (English forms, Chinese words), for a full-text query."""
 
-    @property
-    def frequency_terms(self) -> tuple[str, ...]:
-        """What :meth:`concept_counts` needs counted in the project (each a substring of a
-        text, as ``document_frequencies`` counts): Chinese words whole, English stems."""
-        out: dict[str, None] = {}
-        for alts in self.alternatives.values():
-            for alt in alts:
-                if len(alt) == 1:
-                    for form in alt[0]:
-                        out.update(dict.fromkeys([form] if isinstance(form, str) else form))
-        return tuple(out)
-
     def search_text(self, query: str) -> str:
         """The query for the full-text index: the prompt and its translations."""
         return f"{query} {' '.join(self.words)}" if self.words else query
-
-    def concept_counts(self, n_docs: int, counts: dict[str, int]) -> tuple[int, dict[str, int]]:
-        """Document frequencies with each bridged term counting the memories that hold it or
-        its commonest translation (``counts`` must include :attr:`frequency_terms`)."""
-        if not self.alternatives:
-            return n_docs, counts
-        out = dict(counts)
-        for term, alts in self.alternatives.items():
-            best = 0
-            for alt in alts:
-                if len(alt) != 1:
-                    continue  # a bigram across two words: its own count stands
-                for form in alt[0]:
-                    keys = [form] if isinstance(form, str) else sorted(form)
-                    best = max(best, min(counts.get(k, 0) for k in keys))
-            out[term] = min(n_docs, counts.get(term, 0) + best)
-        return n_docs, out
 
     def extend(self, text: str, have: frozenset[str]) -> frozenset[str]:
         """A memory's terms plus each query term it carries through a translation."""
@@ -159,6 +153,18 @@ def _holds(form: Form, text: str, have: frozenset[str]) -> bool:
 
 
 NO_BRIDGE = Bridged()
+
+
+def _kept(run: str) -> list[tuple[int, int]]:
+    """The parts of a Chinese run that :func:`lexical.terms` cuts into bigrams: between its stop
+    characters and function words."""
+    parts = []
+    start = 0
+    for stop in lexical._CJK_STOP.finditer(run):
+        parts.append((start, stop.start()))
+        start = stop.end()
+    parts.append((start, len(run)))
+    return [(a, b) for a, b in parts if b - a >= 2]
 
 
 def _segment(run: str, words: dict[str, tuple[str, ...]], longest: int) -> list[tuple[int, int]]:
@@ -189,8 +195,7 @@ def _inner(run: str, start: int, end: int, words: dict[str, tuple[str, ...]]) ->
 def _english_forms(g: Glossary, words: list[str]) -> Clause:
     forms: dict[frozenset[str], None] = {}
     for word in words:
-        for form in g.zh[word]:
-            forms[frozenset(lexical.terms(form))] = None
+        forms.update(dict.fromkeys(g.zh_terms[word]))
     return tuple(forms)
 
 
@@ -216,8 +221,8 @@ def bridge(query: str) -> Bridged:
         for span in spans:
             for word in inner[span]:
                 words.update(dict.fromkeys(g.zh[word]))
-        for part in _KEPT.finditer(run):
-            for i in range(part.start(), part.end() - 1):
+        for first, last in _kept(run):
+            for i in range(first, last - 1):
                 bigram = run[i : i + 2]
                 for a, b in spans:
                     if a <= i and i + 2 <= b:

@@ -198,9 +198,7 @@ def recall(
 
     pending = embed_later(query) if vector is None and embed_later is not None else None
     whole, segments = lexical.query_terms(query)
-    wanted = list(
-        dict.fromkeys([*whole, *(t for seg in segments for t in seg), *bridged.frequency_terms])
-    )
+    wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
     stats = vectors.document_frequencies(scope, wanted) if cacheable and vectors else None
     if stats is None and cacheable:
         uncached()
@@ -224,7 +222,7 @@ def recall(
         still = [i for i in missing if i not in cosines]
         if still:
             cosines.update(store.cosines(vector, still))
-    idf = lexical.idf_weights(*bridged.concept_counts(*stats)) if stats else None
+    idf = lexical.idf_weights(*stats) if stats else None
     return rank(
         by_vec,
         by_text,
