@@ -185,10 +185,7 @@ def _segment(run: str, words: dict[str, tuple[str, ...]], longest: int) -> list[
 def _inner(run: str, start: int, end: int, words: dict[str, tuple[str, ...]]) -> list[str]:
     """The glossary words inside ``run[start:end]``, itself included."""
     return [
-        run[a:b]
-        for a in range(start, end - 1)
-        for b in range(a + 2, end + 1)
-        if run[a:b] in words
+        run[a:b] for a in range(start, end - 1) for b in range(a + 2, end + 1) if run[a:b] in words
     ]
 
 

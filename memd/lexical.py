@@ -20,11 +20,12 @@ _TOKEN = re.compile(
     r"|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[._+#/-][^\W_\u3400-\u9fff]+)*[+#]*"
 )
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_CJK_STOP_WORDS = """
+_CJK_STOP_TEXT = """
 怎么样 怎么 怎样 什么 哪个 哪些 哪里 哪儿 如何 是否 应该 可以 需要 已经 现在 之前 之后 以前
 以后 时候 多少 几个 几次 还是 或者 以及 并且 而且 但是 因为 所以 如果 然后 关于 一直 总是 所有
 每个 其他 自己 告诉 知道 记得 使用
-""".split()
+"""
+_CJK_STOP_WORDS = _CJK_STOP_TEXT.split()
 """Chinese function words, the counterparts of English stop words ("how", "should", "where")."""
 _CJK_STOP = re.compile(
     "(?:" + "|".join(sorted(_CJK_STOP_WORDS, key=len, reverse=True)) + ")"
