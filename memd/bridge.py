@@ -21,8 +21,9 @@ package (nothing is downloaded).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 
 from memd import lexical
@@ -132,24 +133,71 @@ class Bridged:
         """The query for the full-text index: the prompt and its translations."""
         return f"{query} {' '.join(self.words)}" if self.words else query
 
+    @cached_property
+    def _plan(self) -> tuple[tuple[str, _Test | None, tuple[tuple[_Test, _Test], ...]], ...]:
+        """Per bridged term: one test for every whole-word translation, and a pair of tests
+        per bigram across two words (a recall runs :meth:`extend` on every candidate)."""
+        plan = []
+        for term, alts in self.alternatives.items():
+            single = [form for alt in alts if len(alt) == 1 for form in alt[0]]
+            pairs = tuple((_Test.of(alt[0]), _Test.of(alt[1])) for alt in alts if len(alt) == 2)
+            plan.append((term, _Test.of(single) if single else None, pairs))
+        return tuple(plan)
+
+    @cached_property
+    def _any(self) -> _Test:
+        """Whether a memory holds any translation of this query at all."""
+        return _Test.of(
+            form for alts in self.alternatives.values() for alt in alts for form in alt[0]
+        )
+
     def extend(self, text: str, have: frozenset[str]) -> frozenset[str]:
         """A memory's terms plus each query term it carries through a translation."""
         if not self.alternatives:
             return have
+        chinese = _CJK_CHAR.search(text) is not None
+        if not self._any.holds(text, have, chinese):
+            return have  # no translation at all: most candidates
         extra = [
             term
-            for term, alts in self.alternatives.items()
+            for term, test, pairs in self._plan
             if term not in have
-            and any(
-                all(any(_holds(form, text, have) for form in clause) for clause in alt)
-                for alt in alts
+            and (
+                (test is not None and test.holds(text, have, chinese))
+                or any(
+                    a.holds(text, have, chinese) and b.holds(text, have, chinese) for a, b in pairs
+                )
             )
         ]
         return have.union(extra) if extra else have
 
 
-def _holds(form: Form, text: str, have: frozenset[str]) -> bool:
-    return form in text if isinstance(form, str) else form <= have
+@dataclass(frozen=True)
+class _Test:
+    """Whether a memory holds any of some forms: Chinese words (one regex over its text), single
+    English terms (one set operation), English phrases (all their terms)."""
+
+    words: re.Pattern[str] | None
+    singles: frozenset[str]
+    phrases: tuple[frozenset[str], ...]
+
+    @classmethod
+    def of(cls, forms: Iterable[Form]) -> _Test:
+        forms = list(forms)
+        words = sorted({f for f in forms if isinstance(f, str)}, key=len, reverse=True)
+        sets = [f for f in forms if not isinstance(f, str)]
+        return cls(
+            re.compile("|".join(map(re.escape, words))) if words else None,
+            frozenset(next(iter(f)) for f in sets if len(f) == 1),
+            tuple(f for f in sets if len(f) > 1),
+        )
+
+    def holds(self, text: str, have: frozenset[str], chinese: bool) -> bool:
+        return (
+            not self.singles.isdisjoint(have)
+            or (chinese and self.words is not None and self.words.search(text) is not None)
+            or any(f <= have for f in self.phrases)
+        )
 
 
 NO_BRIDGE = Bridged()
