@@ -5,8 +5,10 @@ say "this is unrelated". Injection needs an absolute measure, so this module giv
 share of the prompt's meaningful terms that appear in the memory (``coverage``). Terms are the
 same for English and Chinese: English words lower-cased and lightly stemmed ("deploys" and
 "deploy" meet), identifiers and versions kept whole ("v0.5.0", "make_deploy"), stop words
-dropped, and Chinese runs cut into character bigrams (the ICU index does the same job for the
-ranking).
+dropped, and Chinese runs cut into character bigrams between stop characters and function words
+("怎么", "应该": the counterparts of English stop words; the ICU index does the same job for the
+ranking). Across languages, :mod:`memd.bridge` says which of a prompt's terms a memory carries
+through a translation.
 """
 
 from __future__ import annotations
