@@ -134,6 +134,12 @@ class Bridged:
         return f"{query} {' '.join(self.words)}" if self.words else query
 
     @cached_property
+    def search_terms(self) -> tuple[str, ...]:
+        """The translations as :func:`lexical.terms`, for a ranker over terms (BM25): to add to
+        the query's own terms."""
+        return tuple(dict.fromkeys(t for word in self.words for t in lexical.terms(word)))
+
+    @cached_property
     def _plan(self) -> tuple[tuple[str, _Test | None, tuple[tuple[_Test, _Test], ...]], ...]:
         """Per bridged term: one test for every whole-word translation, and a pair of tests
         per bigram across two words (a recall runs :meth:`extend` on every candidate)."""

@@ -102,6 +102,7 @@ def test_a_mixed_language_prompt_bridges_both_ways() -> None:
     assert {"fix", "cache", "bug"} <= set(found.alternatives)
     assert coverage(query, "修复了缓存失效的缺陷") == 1.0
     assert "缓存" in found.search_text(query)
+    assert {"缓存", "修复", "缺陷"} <= set(found.search_terms)  # bigrams, as lexical.terms cuts
 
 
 def test_chinese_function_words_are_stop_words_like_their_english_counterparts() -> None:
