@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from memd import lexical, retrieve, similar
+from memd import bridge, lexical, retrieve, similar
 from memd.merge import SUPERSEDABLE
 from memd.models import USER_SCOPE, Memory
 from memd.project import resolve_project
@@ -436,6 +436,7 @@ class Injector:
                 self.vectors.rows(project)
             except Exception as exc:  # best effort: the first hook builds it instead
                 log.warning("cannot warm the vector cache of %s: %s", project, exc)
+        bridge.glossary()  # parsed once (~70 ms), not on the first prompt
         try:  # the first full-text query of a table version loads its index (~50-150 ms)
             where = retrieve.where_clause(scope, None, ("active",))
             self.app.store.text_search_ids("memd", where, 1)

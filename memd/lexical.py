@@ -5,8 +5,10 @@ say "this is unrelated". Injection needs an absolute measure, so this module giv
 share of the prompt's meaningful terms that appear in the memory (``coverage``). Terms are the
 same for English and Chinese: English words lower-cased and lightly stemmed ("deploys" and
 "deploy" meet), identifiers and versions kept whole ("v0.5.0", "make_deploy"), stop words
-dropped, and Chinese runs cut into character bigrams (the ICU index does the same job for the
-ranking).
+dropped, and Chinese runs cut into character bigrams between stop characters and function words
+("怎么", "应该": the counterparts of English stop words; the ICU index does the same job for the
+ranking). Across languages, :mod:`memd.bridge` says which of a prompt's terms a memory carries
+through a translation.
 """
 
 from __future__ import annotations
@@ -20,8 +22,16 @@ _TOKEN = re.compile(
     r"|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[._+#/-][^\W_\u3400-\u9fff]+)*[+#]*"
 )
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK_STOP_TEXT = """
+怎么样 怎么 怎样 什么 哪个 哪些 哪里 哪儿 如何 是否 应该 可以 需要 已经 现在 之前 之后 以前
+以后 时候 多少 几个 几次 还是 或者 以及 并且 而且 但是 因为 所以 如果 然后 关于 一直 总是 所有
+每个 其他 自己 告诉 知道 记得 使用
+"""
+_CJK_STOP_WORDS = _CJK_STOP_TEXT.split()
+"""Chinese function words, the counterparts of English stop words ("how", "should", "where")."""
 _CJK_STOP = re.compile(
-    r"[的了是在我你他她它们这那和与就都也还要把被给对从到个上下中为吗呢吧啊有没不会能很再先让看请帮一下]+"
+    "(?:" + "|".join(sorted(_CJK_STOP_WORDS, key=len, reverse=True)) + ")"
+    r"|[的了是在我你他她它们这那和与就都也还要把被给对从到个上下中为吗呢吧啊有没不会能很再先让看请帮一下]+"
 )
 _STOP_TEXT = """
 a about above after again against all am an and any are as at be because been before being

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from memd import lexical
+from memd import bridge, lexical
 from memd.embed import is_chinese
 from memd.models import USER_SCOPE, Memory, check_kind
 from memd.store import MemoryStore, sql_in
@@ -180,29 +180,33 @@ def recall(
     scope = list(dict.fromkeys([*projects, USER_SCOPE]))
     where = where_clause(scope, kinds, statuses)
     cacheable = vectors is not None and not kinds and tuple(statuses) == ("active",)
+    bridged = bridge.bridge(query)  # the query's terms in the other language (zh<->en)
+    text_query = bridged.search_text(query)
     # The query's embedding runs in the batcher's thread while this one finds the full-text
     # candidates and the terms' document frequencies: in the vector cache (BM25 over its
-    # texts) when it holds the projects, else in the table (its full-text index, in another
-    # thread; LanceDB and onnxruntime release the GIL).
+    # texts, the translations searched beside the query's own terms) when it holds the
+    # projects, else in the table (its full-text index, in another thread; LanceDB and
+    # onnxruntime release the GIL).
     pending = embed_later(query) if vector is None and embed_later is not None else None
     whole, segments = lexical.query_terms(query)
     wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
-    found = vectors.text_search(scope, wanted, depth) if cacheable and vectors else None
+    searched = list(dict.fromkeys([*wanted, *bridged.search_terms]))
+    found = vectors.text_search(scope, searched, depth) if cacheable and vectors else None
     stats: tuple[int, dict[str, int]] | None = None
     by_text_future: Future[list[tuple[Memory, float]]] | None = None
     if found is None:
         cacheable = False
-        by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
+        by_text_future = TEXT_SEARCH.submit(store.text_search, text_query, where, depth)
         if wanted:
             stats = store.document_frequencies(where, wanted)
     else:
-        stats = (found.total, found.counts)
+        stats = (found.total, {t: found.counts[t] for t in wanted})
     if vector is None:
         vector = pending.result() if pending else (embed_query or store.embedder.embed_one)(query)
     by_vec = vectors.search(vector, scope, depth) if cacheable and vectors is not None else None
     if by_vec is None and cacheable:  # the cache dropped the project meanwhile
         cacheable = False
-        by_text_future = TEXT_SEARCH.submit(store.text_search, query, where, depth)
+        by_text_future = TEXT_SEARCH.submit(store.text_search, text_query, where, depth)
     if by_vec is None:
         by_vec = store.vector_search(vector, where, depth)
     if by_text_future is not None:
@@ -312,6 +316,7 @@ def rank(
     ``text_partial``: the full-text rows, like the vector ones, come from the vector cache."""
     now = now or datetime.now(UTC)
     whole, segments = lexical.query_terms(query)
+    bridged = bridge.bridge(query)
     query_zh = is_chinese(query)
     memories: dict[str, Memory] = {}
     partial: set[str] = set()
@@ -336,7 +341,7 @@ def rank(
     for mid, memory in memories.items():
         cosine = max(0.0, cosines.get(mid, 0.0))
         semantic = calibration.scale_pair(cosine, query_zh, memory.text)
-        lex = covers(lexical.term_set(memory.text))
+        lex = covers(bridged.extend(memory.text, lexical.term_set(memory.text)))
         relevance = max(semantic, weights.semantic * semantic + weights.lexical * lex)
         need = weights.threshold + (weights.excerpt_margin if memory.kind in BROAD_KINDS else 0.0)
         fused = rrf[mid] / best_rrf

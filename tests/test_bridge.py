@@ -1,0 +1,183 @@
+"""The zh<->en term bridge (memd.bridge): unit tests of the glossary and of what a translation
+may carry, then a real daemon with the default (English-only) model recalling across languages."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from importlib import resources
+
+import pytest
+from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
+
+from memd import bridge, lexical
+
+
+def coverage(query: str, text: str) -> float:
+    """The lexical coverage of ``text`` for ``query`` as recall computes it, without idf."""
+    whole, segments = lexical.query_terms(query)
+    have = bridge.bridge(query).extend(text, lexical.term_set(text))
+    return lexical.coverage_of(whole, segments)(have)
+
+
+def test_the_packaged_glossary_loads_whole_and_has_no_repeated_word() -> None:
+    text = resources.files("memd").joinpath("data", bridge.GLOSSARY).read_text(encoding="utf-8")
+    words = [line.split("\t")[0] for line in text.splitlines() if line and line[0] != "#"]
+    assert len(words) == len(set(words))
+    g = bridge.glossary()
+    assert len(g.zh) == len(words) >= 500
+    assert g.zh["数据库"] == ("database", "db")
+    assert "数据库" in g.en[("database",)]
+
+
+def test_a_malformed_glossary_line_is_refused() -> None:
+    with pytest.raises(bridge.GlossaryError, match="line 2"):
+        bridge.parse("# header\n数据库 database\n")
+    with pytest.raises(bridge.GlossaryError, match="stop word"):
+        bridge.parse("登录\tlog in\n")  # "in" is a stop word: "log" alone would mean 日志
+    with pytest.raises(bridge.GlossaryError):
+        bridge.parse("库\tlibrary\n")  # one character is too ambiguous
+
+
+def test_a_chinese_word_is_carried_by_its_english_translation() -> None:
+    query = "数据库备份保留多久？"
+    assert coverage(query, "Weather is nice today.") == 0.0
+    full = coverage(query, "Database backups are kept for 30 days.")
+    part = coverage(query, "The database is PostgreSQL 16.")
+    # 8 terms: 数据 据库 库备 备份 份保 保留 留多 多久; "how long" is no term in English.
+    assert full == pytest.approx(6 / 8)
+    # 数据, 据库 only: 库备 (across 数据库|备份) needs both words' translations.
+    assert part == pytest.approx(2 / 8)
+
+
+def test_an_english_word_is_carried_by_its_chinese_translation() -> None:
+    query = "How do I deploy the service to production?"
+    assert coverage(query, "生产环境部署只走 GitHub Actions 的 release 工作流") == pytest.approx(
+        2 / 3
+    )  # deploy, production; not service
+    assert coverage(query, "线上服务的部署由运维负责") == 1.0
+    assert coverage(query, "周末去爬山，记得带水") == 0.0
+
+
+def test_inflections_meet_the_glossary_form() -> None:
+    # lexical.terms stems "caching" to "cach" but "cache" to itself: both carry 缓存.
+    for text in ("Caching is off in tests.", "The cache is Redis.", "Results are cached."):
+        assert coverage("缓存", text) == 1.0, text
+    assert coverage("Which queries are cached?", "慢查询的结果缓存五分钟") == 1.0
+
+
+def test_translations_never_add_to_what_the_prompt_asks() -> None:
+    """The denominator is the prompt's own terms: a memory holding a term and all of its
+    translations covers no more than one holding the term alone."""
+    query = "接口报错怎么处理"
+    alone = coverage(query, "接口报错处理")
+    both = coverage(query, "接口报错处理 api error handler interface endpoint exception")
+    assert alone == both == 1.0
+    assert coverage("database", "database 数据库 db") == 1.0
+
+
+def test_no_bridge_for_words_outside_the_glossary() -> None:
+    for query in (
+        "What did we eat for dinner?",
+        "我们晚饭吃了什么？",
+        "Explain photosynthesis in plants.",
+    ):
+        assert bridge.bridge(query) is bridge.NO_BRIDGE, query
+        assert bridge.bridge(query).search_text(query) == query
+
+
+def test_no_bridge_across_a_word_boundary() -> None:
+    # 数据库|存储: the "库存" (inventory) spanning the two words is not a word of the prompt.
+    found = bridge.bridge("数据库存储用什么？")
+    assert "inventory" not in found.words and "stock" not in found.words
+    assert coverage("数据库存储用什么？", "Inventory is counted nightly.") == 0.0
+    # English: "log" is 日志, never 登录 (login) or 登出 (logout).
+    assert coverage("What format do the logs use?", "登录页的按钮") == 0.0
+    assert coverage("What format do the logs use?", "日志统一用 JSON 格式输出") == 1.0
+
+
+def test_a_mixed_language_prompt_bridges_both_ways() -> None:
+    query = "帮我 fix 一下 cache 的 bug"
+    found = bridge.bridge(query)
+    assert {"fix", "cache", "bug"} <= set(found.alternatives)
+    assert coverage(query, "修复了缓存失效的缺陷") == 1.0
+    assert "缓存" in found.search_text(query)
+    assert {"缓存", "修复", "缺陷"} <= set(found.search_terms)  # bigrams, as lexical.terms cuts
+
+
+def test_chinese_function_words_are_stop_words_like_their_english_counterparts() -> None:
+    assert lexical.terms("功能开关应该在哪里配置？") == ("开关", "配置")
+    assert lexical.terms("Where should feature flags be configured?") == (
+        "feature",
+        "flag",
+        "configur",
+    )
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
+    root = tmp_path_factory.mktemp("bridge")
+    sock = short_socket_path()
+    proc = DaemonProcess(daemon_env(root, sock), root / "serve.log").start()
+    proc.root = root  # type: ignore[attr-defined]
+    try:
+        yield proc
+    finally:
+        code = proc.stop()
+        remove_socket_dir(sock)
+        assert code == 0, proc.log()
+
+
+def project(daemon: DaemonProcess, name: str, texts: list[str]) -> tuple[str, dict[str, str]]:
+    path = daemon.root / name  # type: ignore[attr-defined]
+    (path / ".git").mkdir(parents=True, exist_ok=True)
+    ids = {}
+    for text in texts:
+        out = daemon.memd("add", text, "--project", str(path), "--json", "--kind", "fact")
+        assert out.returncode == 0, out.stderr
+        ids[text] = json.loads(out.stdout)["memory"]["id"]
+    return str(path), ids
+
+
+ENGLISH = [
+    "Database backups are kept for 30 days in the S3 bucket.",
+    "Production deploys go through the GitHub Actions release workflow only.",
+    "The frontend uses Pinia for state management.",
+    "We went hiking last weekend and the weather was great.",
+    "Lunch orders are collected on Fridays before noon.",
+]
+CHINESE = [
+    "接口报错时统一用 ElMessage 弹窗提示用户",
+    "缓存失效时间设为十分钟，用 Redis 存储",
+    "周末我们去爬山了，天气很好",
+    "午饭订单每周五中午之前收集",
+]
+
+
+def test_the_default_model_recalls_across_languages_through_the_bridge(
+    daemon: DaemonProcess,
+) -> None:
+    """MiniLM (the default) knows no Chinese: the bridge's lexical signal alone finds these."""
+    status = daemon.request({"cmd": "status"})
+    assert "MiniLM" in json.dumps(status), status
+    en_project, en_ids = project(daemon, "english", ENGLISH)
+    zh_project, zh_ids = project(daemon, "chinese", CHINESE)
+    cases = [
+        ("数据库备份保留多久？", en_project, en_ids[ENGLISH[0]]),
+        ("生产环境怎么部署？", en_project, en_ids[ENGLISH[1]]),
+        ("How should API errors be shown to the user?", zh_project, zh_ids[CHINESE[0]]),
+        ("When does the cache expire, and where is it stored?", zh_project, zh_ids[CHINESE[1]]),
+    ]
+    for prompt, cwd, gold in cases:
+        reply = daemon.request({"cmd": "search", "query": prompt, "cwd": cwd, "limit": 5})
+        assert reply["ok"], reply
+        found = {r["id"]: r for r in reply["results"]}
+        assert gold in found, (prompt, reply["results"])
+        assert found[gold]["score_breakdown"]["lexical"] > 0.5, found[gold]
+        chosen = daemon.request({"cmd": "context", "cwd": cwd, "prompt": prompt})["chosen"]
+        assert gold in [c["id"] for c in chosen], (prompt, chosen)
+    # An English prompt about nothing the glossary links still finds nothing in Chinese.
+    reply = daemon.request(
+        {"cmd": "search", "query": "Which bundler builds the mobile app?", "cwd": zh_project}
+    )
+    assert reply["results"] == [], reply["results"]
