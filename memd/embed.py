@@ -89,6 +89,15 @@ def calibration_for(model_name: str) -> tuple[float, float]:
     return MODEL_CALIBRATION.get(model_name.split("@", 1)[0], DEFAULT_CALIBRATION)
 
 
+ENGLISH_ONLY = re.compile(r"MiniLM-L\d+|(?:^|/)(?:bge|gte|e5)-\w+-en\b", re.I)
+"""Model names of English-only models (MiniLM; bge/gte/e5 "-en" variants)."""
+
+
+def reads_chinese(model_name: str) -> bool:
+    """Whether the model's cosines mean anything for Chinese text."""
+    return ENGLISH_ONLY.search(model_name) is None or "multilingual" in model_name.lower()
+
+
 def cross_calibration_for(model_name: str) -> tuple[float, float] | None:
     """The calibration of prompt-memory pairs in two languages, for models that have one."""
     return CROSS_CALIBRATION.get(model_name.split("@", 1)[0])
@@ -318,6 +327,11 @@ class Embedder:
     def cross_calibration(self) -> tuple[float, float] | None:
         """The same for a prompt and a memory in different languages (None: one scale)."""
         return cross_calibration_for(self.model_name)
+
+    @property
+    def reads_chinese(self) -> bool:
+        """False for an English-only model (recall then ignores its cosines for Chinese)."""
+        return reads_chinese(self.model_name)
 
     @property
     def loaded(self) -> bool:

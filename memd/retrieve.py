@@ -58,6 +58,10 @@ class Calibration:
     cross: tuple[float, float] | None = None
     """(unrelated, related) for a prompt and a memory in different languages (zh/en), where a
     multilingual model's related pairs score lower; None: one scale for every pair."""
+    reads_chinese: bool = True
+    """False for an English-only model: its cosines between Chinese texts say nothing (two
+    unrelated Chinese sentences score 0.47-0.57 with MiniLM, as much as related English ones),
+    so a pair with Chinese on either side gets no semantic signal and only its words count."""
 
     def scale(
         self, cosine: float, unrelated: float | None = None, related: float | None = None
@@ -67,6 +71,8 @@ class Calibration:
         return min(1.0, max(0.0, (cosine - low) / span))
 
     def scale_pair(self, cosine: float, query_zh: bool, text: str) -> float:
+        if not self.reads_chinese and (query_zh or is_chinese(text)):
+            return 0.0
         if self.cross is not None and is_chinese(text) != query_zh:
             return self.scale(cosine, *self.cross)
         return self.scale(cosine)
@@ -152,7 +158,8 @@ def calibration_of(embedder: Any) -> Calibration:
         cross = getattr(embedder, "cross_calibration", None)
         if not (isinstance(cross, tuple) and len(cross) == 2):
             cross = None
-        return Calibration(float(raw[0]), float(raw[1]), cross)
+        reads = bool(getattr(embedder, "reads_chinese", True))
+        return Calibration(float(raw[0]), float(raw[1]), cross, reads)
     return DEFAULT_CALIBRATION
 
 

@@ -245,10 +245,13 @@ def test_cross_language_pairs_have_their_own_scale() -> None:
     assert same == pytest.approx(cal.scale(cosine))
     assert cross > same
     assert cal.scale_pair(cosine, query_zh=True, text="账单数据库用的是 PostgreSQL 16") == same
-    # MiniLM (English only) has one scale for every pair.
+    # MiniLM (English only) has one scale for English pairs and no semantic signal at all
+    # when either side is Chinese (its cosines there say nothing).
     mini = calibration_of(Embedder(load_settings()))
-    assert mini.cross is None
-    assert mini.scale_pair(cosine, True, "We use PostgreSQL 16.") == mini.scale(cosine)
+    assert mini.cross is None and not mini.reads_chinese
+    assert mini.scale_pair(cosine, False, "We use PostgreSQL 16.") == mini.scale(cosine) > 0
+    assert mini.scale_pair(0.9, True, "We use PostgreSQL 16.") == 0.0
+    assert mini.scale_pair(0.9, False, "账单数据库用的是 PostgreSQL 16") == 0.0
     assert Calibration(0.2, 0.6).scale_pair(0.4, True, "text") == pytest.approx(0.5)
 
 

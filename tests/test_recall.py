@@ -178,6 +178,30 @@ def test_unrelated_prompts_inject_nothing_whatever_the_store_holds(
         assert reply["context"] == "" and reply["reason"], reply
 
 
+def test_an_english_only_model_abstains_on_unrelated_chinese_prompts(
+    daemon: DaemonProcess,
+) -> None:
+    """The default model (MiniLM) cannot read Chinese: two unrelated Chinese sentences score a
+    cosine as high as related English ones. Its cosines are ignored for Chinese pairs, so an
+    unrelated Chinese prompt injects nothing, and a related one is found by its words."""
+    p = project(daemon, "zh-shop")
+    rules = (
+        "接口报错时统一用 ElMessage 弹窗提示用户",
+        "订单列表页的分页大小固定为二十条",
+        "支付回调必须先验签再更新订单状态",
+        "前端代码格式化用 Prettier，缩进两个空格",
+    )
+    ids = [add(daemon, p, text) for text in rules]
+    for n, unrelated in enumerate(
+        ("今天晚饭吃什么好？", "帮我写一首关于秋天的诗", "周末天气怎么样")
+    ):
+        reply = preview(daemon, p, unrelated)
+        assert reply["context"] == "", (unrelated, reply["chosen"])
+        assert prompt(daemon, p, unrelated, f"zh-abstain-{n}") == ""
+    reply = preview(daemon, p, "支付回调的时候要先做什么？")
+    assert [c["id"] for c in reply["chosen"]][:1] == [ids[2]], reply["chosen"]
+
+
 def test_pinned_memories_that_do_not_fit_are_counted(daemon: DaemonProcess) -> None:
     p = project(daemon, "pins")
     texts = [
