@@ -167,16 +167,25 @@ def daemon_recall(model: str, workdir: Path) -> list[list[object]]:
             for src, dst in (("zh", "en"), ("en", "zh")):
                 cwd = str(workdir / f"{name}-{dst}")
                 found = injected = 0
+                # "As written": the pairs whose memory is on this side, so the prompt is the
+                # question a user would type (the other pairs ask with a statement for a question).
+                written = [0, 0, 0]
                 for p in pairs:
                     gold = ids[f"{name}-{dst}"][p[dst]]
                     reply = daemon.request(
                         {"cmd": "search", "query": p[src], "cwd": cwd, "limit": 5}
                     )
-                    found += gold in [r["id"] for r in reply["results"]]
+                    hit = gold in [r["id"] for r in reply["results"]]
                     ctx = daemon.request({"cmd": "context", "cwd": cwd, "prompt": p[src]})
-                    injected += gold in [c["id"] for c in ctx["chosen"]]
+                    shown = gold in [c["id"] for c in ctx["chosen"]]
+                    found += hit
+                    injected += shown
+                    if p.get("memory") == dst:
+                        written = [written[0] + 1, written[1] + hit, written[2] + shown]
                 n = len(pairs)
-                out.append([model, name, f"{src}→{dst}", n, found / n, injected / n])
+                w = max(1, written[0])
+                row: list[object] = [model, name, f"{src}→{dst}", n, found / n, injected / n]
+                out.append([*row, written[0], written[1] / w, written[2] / w])
                 print(out[-1], flush=True)
     finally:
         daemon.stop()
@@ -321,12 +330,26 @@ def main_daemon(args: argparse.Namespace) -> int:
     body = "\n\n".join(
         [
             markdown_table(
-                ["model", "set", "direction", "pairs", "search R@5", "hook `context` hit"], rows
+                [
+                    "model",
+                    "set",
+                    "direction",
+                    "pairs",
+                    "search R@5",
+                    "hook `context` hit",
+                    "as written: pairs",
+                    "search R@5",
+                    "hook hit",
+                ],
+                rows,
             ),
             f"- Through a real `memd serve` per model: each prompt against a project holding the "
             f"other language's side of every pair of its set plus {n_dist} distractors; `search` "
             "with limit 5 (only memories that pass the relevance decision are returned), "
-            "`context` = what the prompt hook would inject. dev = the set the calibrations were "
+            "`context` = what the prompt hook would inject. As written = only the pairs whose "
+            "memory (the `memory` field) is on the searched side, so the prompt is the question a "
+            "user would type; the other pairs ask with the memory's statement for the question. "
+            "dev = the set the calibrations were "
             "measured on; held-out = 40 pairs written before any tuning; held-out-2 = 80 pairs "
             "written later, blind to the other sets and to the zh↔en glossary, never tuned on.",
         ]
