@@ -211,11 +211,16 @@ class FastembedBackend:
 
 
 def assemble_minilm(home: Path) -> Path:
-    """A model dir under $MEMD_HOME: links to the packaged files plus our tokenizer config."""
+    """A model dir under $MEMD_HOME: the packaged model with its word-embedding table kept int8
+    (:mod:`memd.onnx_graph`: ~33 MiB less RSS, the same vectors), a link to the packaged
+    tokenizer, and our tokenizer config."""
     model, tokenizer, sha = default_model_files()
     target = home / "models" / f"all-MiniLM-L6-v2-int8-{sha[:12]}"
     target.mkdir(parents=True, exist_ok=True)
-    for src, name in ((model, "model.onnx"), (tokenizer, "tokenizer.json")):
+    links = [(tokenizer, "tokenizer.json")]
+    if not write_lean_model(model, target / "model.onnx"):
+        links.append((model, "model.onnx"))
+    for src, name in links:
         dest = target / name
         if dest.is_symlink() and dest.resolve() == src.resolve():
             continue
@@ -227,6 +232,30 @@ def assemble_minilm(home: Path) -> Path:
     if not cfg.exists() or json.loads(cfg.read_text()) != config:
         cfg.write_text(json.dumps(config))
     return target
+
+
+def write_lean_model(model: Path, dest: Path) -> bool:
+    """Write ``model`` with its embedding table gathered before it is dequantized to ``dest``
+    (once: ~0.1 s; a rewritten file already there is kept); False: load the packaged file as it
+    is (a graph of another shape, or a directory that cannot be written)."""
+    from memd.onnx_graph import GraphRewriteError, gather_before_dequantize, is_rewritten
+
+    if not dest.is_symlink() and is_rewritten(dest):
+        return True
+    try:
+        lean = gather_before_dequantize(model.read_bytes())
+    except GraphRewriteError as exc:
+        log.info("the embedding model is loaded as packaged: %s", exc)
+        return False
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_bytes(lean)
+        os.replace(tmp, dest)  # atomic: a concurrent loader sees the link or the whole file
+    except OSError as exc:
+        log.warning("could not write the lean embedding model to %s: %s", dest, exc)
+        tmp.unlink(missing_ok=True)
+        return False
+    return True
 
 
 def model_id_for(model_name: str) -> str:
