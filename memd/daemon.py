@@ -24,6 +24,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from memd.heap import use_system_allocator
 from memd.server import Server, clear_stale_socket, prepare_socket_dir
 
 log = logging.getLogger("memd.daemon")
@@ -116,6 +117,7 @@ class Daemon:
         from memd.app import App
 
         limit_malloc_arenas()
+        use_system_allocator()
         configure_logging(self.settings.log_level, self.errors)
         self.install_signals()
         socket_path = Path(self.settings.socket_path)
