@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from memd import embed
-from memd.embed import Embedder, assemble_minilm, default_model_files
+from memd.embed import MINILM_MODEL, Embedder, assemble_minilm, default_model_files
 from memd.onnx_graph import GraphRewriteError, gather_before_dequantize, is_rewritten
 from memd.settings import load_settings
 
@@ -115,3 +115,32 @@ def test_lean_model_takes_less_memory(tmp_path: Path) -> None:
         used[kind] = json.loads(out.stdout.strip().splitlines()[-1])
     # float32 table 44.7 MiB, int8 table 11.2 MiB: about 33 MiB less
     assert used["packaged"] - used["lean"] > 25, used
+
+
+def test_direct_minilm_backend_gives_fastembeds_vectors_bit_for_bit(tmp_path: Path) -> None:
+    """The daemon loads MiniLM without fastembed; the vectors are the ones fastembed made."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    settings = load_settings(home=str(tmp_path))
+    ours = Embedder(settings).load()
+    assert "fastembed" not in type(ours._backend).__module__
+    model_dir = Path(assemble_minilm(settings.home))
+    if MINILM_MODEL not in {m["model"] for m in TextEmbedding.list_supported_models()}:
+        TextEmbedding.add_custom_model(
+            model=MINILM_MODEL,
+            pooling=PoolingType.MEAN,
+            normalization=True,
+            sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
+            dim=384,
+            model_file="model.onnx",
+        )
+    reference = TextEmbedding(
+        MINILM_MODEL,
+        specific_model_path=str(model_dir),
+        threads=settings.embedding_threads,
+        enable_cpu_mem_arena=False,
+    )
+    for texts in [TEXTS[:1], TEXTS[1:2], TEXTS[4:5], TEXTS[:16], TEXTS[16:]]:
+        theirs = [v.tolist() for v in reference.embed(texts, batch_size=16)]
+        assert ours.embed(texts) == theirs
