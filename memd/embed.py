@@ -364,8 +364,9 @@ class Embedder:
         return FastembedBackend(self.settings, self.model_name, self.batch_size)
 
     def unload(self) -> None:
-        """Drop the model (MiniLM's onnxruntime holds ~160 MB of float32 weights); the next
-        embed loads it again."""
+        """Drop the model (MiniLM's onnxruntime holds ~64 MiB once loaded, mostly its layers'
+        weights folded into float32, and ~50 MiB more while loading); the next embed loads it
+        again."""
         with self._lock:
             self._backend = None
         import gc
