@@ -39,7 +39,7 @@ class App:
         self.writer = False
         self.resident = False
         """True in the daemon. A one-shot command may drop the embedding model once it has no
-        more texts to embed (a bulk import before its final optimize: ~160 MB less peak)."""
+        more texts to embed (a bulk import before its final optimize: ~64 MiB less peak)."""
         self._recall: tuple[VectorCache, QueryBatcher] | None = None
         """The in-memory vectors and the query embedder every recall shares (the daemon's;
         a one-shot CLI never builds them, as building costs more than one query)."""

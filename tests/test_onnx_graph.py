@@ -1,0 +1,146 @@
+"""The packaged MiniLM with its word-embedding table kept int8 (memd.onnx_graph): the same
+vectors bit for bit, less memory, and the packaged file whenever the rewrite does not apply."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memd import embed
+from memd.embed import MINILM_MODEL, Embedder, assemble_minilm, default_model_files
+from memd.onnx_graph import GraphRewriteError, gather_before_dequantize, is_rewritten
+from memd.settings import load_settings
+
+TEXTS = [
+    "a",
+    "Which web framework does the backend use?",
+    "We decided to deploy the API with docker compose on the staging host, not Kubernetes.",
+    "naïve café résumé — unicode, emoji 🚀 and CJK 中文 text",
+    "fix: the migration dropped the index on project; rebuilt it " * 40,  # past 256 tokens
+] + [f"memory number {i} about the cache rebuild and retries" for i in range(20)]
+
+
+def model_file(home: Path) -> Path:
+    return next((home / "models").glob("all-MiniLM-L6-v2-int8-*")) / "model.onnx"
+
+
+def test_lean_model_gives_the_packaged_models_vectors_bit_for_bit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lean = Embedder(load_settings(home=str(tmp_path / "lean"))).load()
+    path = model_file(tmp_path / "lean")
+    assert not path.is_symlink() and is_rewritten(path)
+    monkeypatch.setattr(embed, "write_lean_model", lambda model, dest: False)
+    packaged = Embedder(load_settings(home=str(tmp_path / "packaged"))).load()
+    assert model_file(tmp_path / "packaged").resolve() == default_model_files()[0].resolve()
+    assert lean.model_id == packaged.model_id  # stored vectors stay valid: nothing to re-embed
+    for texts in ([t] for t in TEXTS[:5]):  # one at a time, as a hook's query
+        assert np.array_equal(lean.embed_queries(texts), packaged.embed_queries(texts))
+    assert np.array_equal(lean.embed(TEXTS), packaged.embed(TEXTS))  # batches of 16, padded
+
+
+def test_a_copy_of_the_packaged_model_is_rewritten_and_a_rewritten_one_kept(
+    tmp_path: Path,
+) -> None:
+    model, _, _ = default_model_files()
+    first = assemble_minilm(tmp_path) / "model.onnx"
+    stamp = first.stat().st_mtime_ns
+    assert (assemble_minilm(tmp_path) / "model.onnx").stat().st_mtime_ns == stamp  # kept
+    first.unlink()
+    shutil.copyfile(model, first)  # e.g. a home copied with its links followed
+    assert not is_rewritten(first)
+    assert is_rewritten(assemble_minilm(tmp_path) / "model.onnx")
+    first.write_bytes(b"")  # a truncated file is not taken for a rewritten one
+    assert is_rewritten(assemble_minilm(tmp_path) / "model.onnx")
+
+
+def test_other_graphs_are_refused_and_loaded_as_packaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, tokenizer, sha = default_model_files()
+    lean = gather_before_dequantize(model.read_bytes())
+    with pytest.raises(GraphRewriteError, match="expected one Cast"):
+        gather_before_dequantize(lean)  # nothing left to rewrite
+    with pytest.raises(GraphRewriteError):
+        gather_before_dequantize(b"\x3a\xff")  # a graph field longer than the file
+    with pytest.raises(GraphRewriteError, match="no graph"):
+        gather_before_dequantize(b"")
+    # A package whose graph has another shape: its file is linked and loaded as it is.
+    other = tmp_path / "other.onnx"
+    other.write_bytes(lean)
+    monkeypatch.setattr(embed, "default_model_files", lambda: (other, tokenizer, sha))
+    path = Path(assemble_minilm(tmp_path / "home")) / "model.onnx"
+    assert path.is_symlink() and path.resolve() == other.resolve()
+    vectors = Embedder(load_settings(home=str(tmp_path / "home"))).embed_queries(TEXTS[1:2])
+    assert abs(float(np.linalg.norm(vectors[0])) - 1) < 1e-5
+
+
+MEASURE = """
+import ctypes, json, sys
+from memd.embed import Embedder
+from memd.settings import load_settings
+import memd.embed as embed
+def anon():
+    for line in open("/proc/self/smaps_rollup"):
+        if line.startswith("Anonymous:"):
+            return int(line.split()[1]) / 1024
+if sys.argv[1] == "packaged":
+    embed.write_lean_model = lambda model, dest: False
+import fastembed  # imports are not the model's
+before = anon()
+e = Embedder(load_settings(home=sys.argv[2])).load()
+e.embed_query("warm up the session once")
+ctypes.CDLL("libc.so.6").malloc_trim(0)
+print(json.dumps(anon() - before))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc, trims glibc")
+def test_lean_model_takes_less_memory(tmp_path: Path) -> None:
+    used = {}
+    for kind in ("packaged", "lean"):
+        out = subprocess.run(
+            [sys.executable, "-c", MEASURE, kind, str(tmp_path / kind)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        used[kind] = json.loads(out.stdout.strip().splitlines()[-1])
+    # float32 table 44.7 MiB, int8 table 11.2 MiB: about 33 MiB less
+    assert used["packaged"] - used["lean"] > 25, used
+
+
+def test_direct_minilm_backend_gives_fastembeds_vectors_bit_for_bit(tmp_path: Path) -> None:
+    """The daemon loads MiniLM without fastembed; the vectors are the ones fastembed made."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    settings = load_settings(home=str(tmp_path))
+    ours = Embedder(settings).load()
+    assert "fastembed" not in type(ours._backend).__module__
+    model_dir = Path(assemble_minilm(settings.home))
+    if MINILM_MODEL not in {m["model"] for m in TextEmbedding.list_supported_models()}:
+        TextEmbedding.add_custom_model(
+            model=MINILM_MODEL,
+            pooling=PoolingType.MEAN,
+            normalization=True,
+            sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
+            dim=384,
+            model_file="model.onnx",
+        )
+    reference = TextEmbedding(
+        MINILM_MODEL,
+        specific_model_path=str(model_dir),
+        threads=settings.embedding_threads,
+        enable_cpu_mem_arena=False,
+    )
+    for texts in [TEXTS[:1], TEXTS[1:2], TEXTS[4:5], TEXTS[:16], TEXTS[16:]]:
+        theirs = [v.tolist() for v in reference.embed(texts, batch_size=16)]
+        assert ours.embed(texts) == theirs
