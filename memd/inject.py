@@ -436,12 +436,9 @@ class Injector:
                 self.vectors.rows(project)
             except Exception as exc:  # best effort: the first hook builds it instead
                 log.warning("cannot warm the vector cache of %s: %s", project, exc)
-        bridge.glossary()  # parsed once (~70 ms), not on the first prompt
-        try:  # the first full-text query of a table version loads its index (~50-150 ms)
-            where = retrieve.where_clause(scope, None, ("active",))
-            self.app.store.text_search_ids("memd", where, 1)
-        except Exception as exc:
-            log.warning("cannot warm the full-text index: %s", exc)
+        # Parsed once (~70 ms), not on the first prompt. (The table's full-text index is not
+        # warmed: a hook's full text runs over the cache; only filtered searches read it.)
+        bridge.glossary()
         return self.vectors.cached_rows()
 
     # ---- choosing

@@ -171,15 +171,6 @@ class VectorCache:
     def cached_rows(self) -> int:
         return sum(entry[1].num_rows for entry in self._entries.values())
 
-    def document_frequencies(
-        self, projects: list[str], terms: list[str]
-    ) -> tuple[int, dict[str, int]] | None:
-        """(active memories, how many of them contain each term) over ``projects``; None when a
-        project is too big to cache. A term counts where it occurs as a substring of the
-        text, case aside (terms are stems and bigrams, so "deploy" counts "deploys")."""
-        found = self.text_search(projects, terms, 0)
-        return None if found is None else (found.total, found.counts)
-
     def text_search(self, projects: list[str], terms: list[str], limit: int) -> TextHits | None:
         """BM25 over the cached texts of ``projects``: the ``limit`` best (id, score) for
         ``terms``, with the document frequencies they were scored with; None when a project
