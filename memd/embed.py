@@ -213,9 +213,28 @@ class MinilmBackend:
         self.session = ort.InferenceSession(
             str(path / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
         )
+        # Prompts go through the graph whose matrix products run in 8-bit integers: ~2x faster
+        # for a short prompt, at a cosine of ~0.99 to the float vector. Stored texts keep the
+        # float graph, so what is stored is what fastembed computes.
+        self.query_session = self.session
+        if (path / QUERY_MODEL).is_file():
+            try:
+                self.query_session = ort.InferenceSession(
+                    str(path / QUERY_MODEL),
+                    sess_options=options,
+                    providers=["CPUExecutionProvider"],
+                )
+            except Exception as exc:  # an onnxruntime without the operator: the float graph
+                log.info("prompts use the full-precision graph: %s", exc)
         self.inputs = {i.name for i in self.session.get_inputs()}
 
     def passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._embed(self.session, texts)
+
+    def queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._embed(self.query_session, texts)
+
+    def _embed(self, session: Any, texts: Sequence[str]) -> list[list[float]]:
         np = self.np
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
@@ -227,15 +246,13 @@ class MinilmBackend:
                 feed["attention_mask"] = mask
             if "token_type_ids" in self.inputs:
                 feed["token_type_ids"] = np.zeros_like(ids)
-            tokens = self.session.run(None, feed)[0]
+            tokens = session.run(None, feed)[0]
             # mean over the real tokens, summed in float64, then unit length (as fastembed)
             summed = np.sum(tokens, axis=1, where=mask[:, :, None].astype(bool), dtype=np.float64)
             pooled = summed / np.maximum(np.sum(mask, axis=1, keepdims=True), 1e-9)
             norms = np.maximum(np.linalg.norm(pooled, ord=2, axis=1, keepdims=True), 1e-12)
             out.extend(v.tolist() for v in (pooled / norms).astype(tokens.dtype, copy=False))
         return out
-
-    queries = passages
 
 
 class FastembedBackend:
@@ -287,6 +304,7 @@ def assemble_minilm(home: Path) -> Path:
         if dest.exists() or dest.is_symlink():
             dest.unlink()
         dest.symlink_to(src)
+    write_query_model(target / "model.onnx", target / QUERY_MODEL)
     config = {"model_max_length": MAX_TOKENS, "pad_token": "[PAD]"}
     cfg = target / "tokenizer_config.json"
     if not cfg.exists() or json.loads(cfg.read_text()) != config:
@@ -313,6 +331,33 @@ def write_lean_model(model: Path, dest: Path) -> bool:
         os.replace(tmp, dest)  # atomic: a concurrent loader sees the link or the whole file
     except OSError as exc:
         log.warning("could not write the lean embedding model to %s: %s", dest, exc)
+        tmp.unlink(missing_ok=True)
+        return False
+    return True
+
+
+QUERY_MODEL = "model-query.onnx"
+"""The graph prompts are embedded with: the same weights, multiplied in 8-bit integers."""
+
+
+def write_query_model(model: Path, dest: Path) -> bool:
+    """Write ``model`` with its matrix products quantized (:func:`onnx_graph.quantize_matmuls`)
+    to ``dest`` (once; a file already written is kept); False: prompts use ``model`` as it is."""
+    from memd.onnx_graph import GraphRewriteError, is_quantized, quantize_matmuls
+
+    if is_quantized(dest):
+        return True
+    try:
+        quick = quantize_matmuls(model.read_bytes())
+    except (GraphRewriteError, OSError) as exc:
+        log.info("prompts are embedded with the full-precision graph: %s", exc)
+        return False
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_bytes(quick)
+        os.replace(tmp, dest)
+    except OSError as exc:
+        log.warning("could not write the query model to %s: %s", dest, exc)
         tmp.unlink(missing_ok=True)
         return False
     return True

@@ -181,3 +181,113 @@ def is_rewritten(path: Path, table: str = WORD_TABLE) -> bool:
             return view.find(f"{table}_gather_q".encode()) >= 0
     except (OSError, ValueError):  # missing, or empty (mmap refuses a file of 0 bytes)
         return False
+
+
+GRAPH_INITIALIZER = 5
+TENSOR_NAME = 8
+NODE_DOMAIN = 7
+MODEL_OPSET = 8
+OPSET_DOMAIN, OPSET_VERSION = 1, 2
+QUANTIZED_SUFFIX = "_int8_matmul"
+"""Ends the name of every node :func:`quantize_matmuls` writes (how a written file is known)."""
+
+
+def _simple_node(inputs: list[str], outputs: list[str], name: str, op: str, domain: str) -> bytes:
+    out = [_bytes_field(NODE_INPUT, s.encode()) for s in inputs]
+    out += [_bytes_field(NODE_OUTPUT, s.encode()) for s in outputs]
+    out.append(_bytes_field(NODE_NAME, name.encode()))
+    out.append(_bytes_field(NODE_OP_TYPE, op.encode()))
+    out.append(_bytes_field(NODE_DOMAIN, domain.encode()))
+    return b"".join(out)
+
+
+def quantize_matmuls(model: Buffer) -> bytes:
+    """The model with every ``MatMul(x, Mul(Cast(w_q), w_scale))`` (an int8 weight with a float
+    scale per output column, dequantized at load) rewritten as onnxruntime's
+    ``DynamicQuantizeMatMul(x, w_q, w_scale)``: the activations are quantized to 8 bits on the
+    fly and multiplied in integers (VNNI/AMX where the CPU has them), about twice as fast for a
+    short prompt. The vectors are close to the float graph's, not equal (cosine ~0.99 to them):
+    for queries only, never for what is stored. Raises GraphRewriteError when no such MatMul
+    is found."""
+    model = memoryview(model)
+    graph_raw = None
+    for number, wire, payload, _ in _fields(model):
+        if number == MODEL_GRAPH and wire == 2:
+            graph_raw = payload
+    if graph_raw is None:
+        raise GraphRewriteError("no graph in the model")
+    parts: list[Buffer] = []
+    nodes: list[tuple[int, Buffer]] = []
+    initializers: set[str] = set()
+    for number, wire, payload, raw in _fields(graph_raw):
+        if number == GRAPH_NODE and wire == 2:
+            nodes.append((len(parts), payload))
+        elif number == GRAPH_INITIALIZER and wire == 2:
+            initializers.update(_strings(payload, TENSOR_NAME))
+        parts.append(raw)
+    made: dict[str, tuple[int, str, list[str]]] = {}  # output -> (part index, op, inputs)
+    readers: dict[str, int] = {}
+    for at, node in nodes:
+        ins = _strings(node, NODE_INPUT)
+        for name in ins:
+            readers[name] = readers.get(name, 0) + 1
+        op = "".join(_strings(node, NODE_OP_TYPE))
+        for out in _strings(node, NODE_OUTPUT):
+            made[out] = (at, op, ins)
+    dropped: set[int] = set()
+    replaced = 0
+    for at, node in nodes:
+        if _strings(node, NODE_OP_TYPE) != ["MatMul"]:
+            continue
+        ins = _strings(node, NODE_INPUT)
+        mul = made.get(ins[1]) if len(ins) == 2 else None
+        if mul is None or mul[1] != "Mul" or len(mul[2]) != 2 or mul[2][1] not in initializers:
+            continue
+        cast = made.get(mul[2][0])
+        if cast is None or cast[1] != "Cast" or len(cast[2]) != 1 or cast[2][0] not in initializers:
+            continue
+        weight, scale = cast[2][0], mul[2][1]
+        name = "".join(_strings(node, NODE_NAME)) or f"matmul_{at}"
+        new = _simple_node(
+            [ins[0], weight, scale],
+            _strings(node, NODE_OUTPUT),
+            name + QUANTIZED_SUFFIX,
+            "DynamicQuantizeMatMul",
+            "com.microsoft",
+        )
+        parts[at] = _bytes_field(GRAPH_NODE, new)
+        replaced += 1
+        readers[ins[1]] -= 1
+        if readers[ins[1]] == 0:  # the dequantized weight is read by nothing else now
+            dropped.add(mul[0])
+            readers[mul[2][0]] -= 1
+            if readers[mul[2][0]] == 0:
+                dropped.add(cast[0])
+    if not replaced:
+        raise GraphRewriteError("no MatMul reads an int8 weight dequantized by Cast and Mul")
+    for at in dropped:
+        parts[at] = b""
+    opset = (
+        _bytes_field(OPSET_DOMAIN, b"com.microsoft")
+        + _encode_varint(OPSET_VERSION << 3)
+        + _encode_varint(1)
+    )
+    out: list[Buffer] = []
+    for number, wire, _, raw in _fields(model):
+        if number == MODEL_GRAPH and wire == 2:
+            out.append(_bytes_field(MODEL_GRAPH, b"".join(parts)))
+        elif number == MODEL_OPSET and wire == 2 and b"com.microsoft" in bytes(raw):
+            continue  # replaced by ours below
+        else:
+            out.append(raw)
+    out.append(_bytes_field(MODEL_OPSET, opset))
+    return b"".join(out)
+
+
+def is_quantized(path: Path) -> bool:
+    """True when ``path`` holds a graph :func:`quantize_matmuls` wrote."""
+    try:
+        with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            return view.find(QUANTIZED_SUFFIX.encode()) >= 0
+    except (OSError, ValueError):
+        return False

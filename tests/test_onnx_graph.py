@@ -144,3 +144,36 @@ def test_direct_minilm_backend_gives_fastembeds_vectors_bit_for_bit(tmp_path: Pa
     for texts in [TEXTS[:1], TEXTS[1:2], TEXTS[4:5], TEXTS[:16], TEXTS[16:]]:
         theirs = [v.tolist() for v in reference.embed(texts, batch_size=16)]
         assert ours.embed(texts) == theirs
+
+
+def test_prompts_use_the_integer_graph_close_to_the_float_one(tmp_path: Path) -> None:
+    """Prompts are embedded by the graph whose matrix products run in 8-bit integers; stored
+    texts by the float graph. The two vectors of one text stay close, and rank alike."""
+    from memd.onnx_graph import is_quantized, quantize_matmuls
+
+    embedder = Embedder(load_settings(home=str(tmp_path))).load()
+    query_model = model_file(tmp_path).with_name(embed.QUERY_MODEL)
+    assert is_quantized(query_model) and not is_quantized(model_file(tmp_path))
+    assert embedder._backend.query_session is not embedder._backend.session
+    with pytest.raises(GraphRewriteError, match="no MatMul"):
+        quantize_matmuls(query_model.read_bytes())  # nothing left to quantize
+    floats = np.array(embedder.embed(TEXTS))
+    ints = np.array([embedder.embed_query(t) for t in TEXTS])
+    assert not np.array_equal(floats, ints)  # really another graph
+    same = (floats * ints).sum(axis=1)
+    assert same.min() > 0.97, same
+    # each prompt still finds its own text first among the others
+    assert ((ints @ floats.T).argmax(axis=1) == np.arange(len(TEXTS))).mean() > 0.9
+    stamp = query_model.stat().st_mtime_ns
+    assemble_minilm(tmp_path)
+    assert query_model.stat().st_mtime_ns == stamp  # written once, then kept
+
+
+def test_without_the_integer_graph_prompts_use_the_float_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embed, "write_query_model", lambda model, dest: False)
+    embedder = Embedder(load_settings(home=str(tmp_path))).load()
+    assert not model_file(tmp_path).with_name(embed.QUERY_MODEL).exists()
+    assert embedder._backend.query_session is embedder._backend.session
+    assert np.array_equal(embedder.embed(TEXTS[1:2]), embedder.embed_queries(TEXTS[1:2]))
