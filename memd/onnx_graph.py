@@ -232,8 +232,8 @@ def quantize_matmuls(model: Buffer) -> bytes:
         for name in ins:
             readers[name] = readers.get(name, 0) + 1
         op = "".join(_strings(node, NODE_OP_TYPE))
-        for out in _strings(node, NODE_OUTPUT):
-            made[out] = (at, op, ins)
+        for produced in _strings(node, NODE_OUTPUT):
+            made[produced] = (at, op, ins)
     dropped: set[int] = set()
     replaced = 0
     for at, node in nodes:
