@@ -51,6 +51,7 @@ again us one two way ways time times
 STOP = frozenset(_STOP_TEXT.split())
 
 
+@lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
     """A light, consistent stemmer: plural and common suffixes only. Query and memory go
     through the same function, so what matters is that variants meet, not that stems are real

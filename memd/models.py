@@ -75,8 +75,8 @@ class Memory:
             raise UserError(f"unknown status {self.status!r}")
         self.importance = min(1.0, max(0.0, float(self.importance)))
         self.sources = [s if isinstance(s, Source) else Source.from_dict(s) for s in self.sources]
-        stamp = now_iso()
-        self.created_at = self.created_at or stamp
+        if not self.created_at:  # (a row read back has its dates: no clock read for it)
+            self.created_at = now_iso()
         self.updated_at = self.updated_at or self.created_at
         if not self.id:
             self.id = memory_id(self.project, self.kind, self.text, self.sources)

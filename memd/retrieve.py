@@ -210,6 +210,10 @@ def recall(
             stats = store.document_frequencies(where, wanted)
     else:
         stats = (found.total, {t: found.counts[t] for t in wanted})
+    # The full-text hits' rows too, while the embedding may still run.
+    by_text = rows_for(store, vectors, scope, found.hits) if found is not None and vectors else []
+    for memory, _ in by_text:
+        lexical.terms(memory.text)  # (cached: :func:`rank` reads them again)
     if vector is None:
         vector = pending.result() if pending else (embed_query or store.embedder.embed_one)(query)
     by_vec = vectors.search(vector, scope, depth) if cacheable and vectors is not None else None
@@ -220,9 +224,6 @@ def recall(
         by_vec = store.vector_search(vector, where, depth)
     if by_text_future is not None:
         by_text = by_text_future.result()
-    else:
-        assert found is not None and vectors is not None
-        by_text = rows_for(store, vectors, scope, found.hits)
     cosines = {m.id: sim for m, sim in by_vec}
     missing = [m.id for m, _ in by_text if m.id not in cosines]
     if missing:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import queue
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -29,6 +30,8 @@ CACHE_MAX_AGE = 600.0
 POSTINGS_KEPT = 1_000_000
 """Postings (row number and count, 8 bytes each) kept per project entry: 8 MB at most."""
 TERMS_KEPT = 50_000
+CJK_CLASS = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+CJK_CHAR = re.compile(CJK_CLASS)
 BM25_K1 = 1.2
 BM25_B = 0.75
 TRIM_AFTER_BUILD_ROWS = 1000
@@ -57,6 +60,12 @@ def quantize(vectors: Any) -> tuple[Any, Any]:
     scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
     codes = np.rint(vectors / scales[:, None]).astype(np.int8)
     return np.ascontiguousarray(codes), scales
+
+
+def _no_postings() -> tuple[Any, Any]:
+    import numpy as np
+
+    return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
 
 
 class VectorCache:
@@ -93,7 +102,7 @@ class VectorCache:
         self._entries: OrderedDict[str, tuple[Any, Any, Any, float]] = OrderedDict()
         self._indexes: dict[str, tuple[Any, dict[str, int]]] = {}
         """Per project: (the entry's rows, id -> row number), built on first use."""
-        self._terms: dict[str, tuple[Any, dict[str, tuple[Any, Any]], Any, list[int]]] = {}
+        self._terms: dict[str, tuple[Any, dict[str, tuple[Any, Any]], Any, list[int], bool]] = {}
         """Per project: (the entry's rows, term -> postings, row lengths, postings kept)."""
         self._lock = threading.Lock()
 
@@ -231,14 +240,19 @@ class VectorCache:
         with self._lock:
             cached = self._terms.get(project)
             if cached is None or cached[0] is not rows:
-                length = pc.utf8_length(rows.column("text")).to_numpy(zero_copy_only=False)
-                cached = (rows, {}, length.astype(np.float32), [0])
+                texts = rows.column("text")
+                length = pc.utf8_length(texts).to_numpy(zero_copy_only=False)
+                chinese = pc.any(pc.match_substring_regex(texts, CJK_CLASS)).as_py()
+                cached = (rows, {}, length.astype(np.float32), [0], bool(chinese))
                 self._terms[project] = cached
-        _, known, lengths, size = cached
+        _, known, lengths, size, chinese = cached
         texts = rows.column("text")
         out: dict[str, tuple[Any, Any]] = {}
         for term in terms:
             hit = known.get(term)
+            if hit is None and not chinese and CJK_CHAR.search(term):
+                hit = _no_postings()  # a Chinese term in a project without Chinese text (most
+                # English prompts bring some, from the zh<->en bridge): nothing to scan for
             if hit is None:
                 # RE2's case-blind search: 3x faster here than a plain one over a
                 # lower-cased copy, which also cost 20 MB at 100k memories.

@@ -111,3 +111,18 @@ def test_recall_finds_a_memory_by_its_words_alone_through_the_cache(app: App) ->
     never = by_text[TEXTS[1]]
     assert never["relevant"]
     assert never["score_breakdown"]["bm25"] > 0  # a full-text candidate, scored by the cache
+
+
+def test_chinese_terms_are_not_scanned_for_in_a_project_without_chinese(app: App) -> None:
+    """The bridge adds Chinese translations to an English prompt's terms; where no cached text
+    holds a Chinese character they cannot match and are not scanned for. Where one does, a
+    Chinese term is still found."""
+    cache, _ = app.recall_cache()
+    # the user-wide scope holds English only; the project holds one Chinese memory
+    english = cache.text_search([USER_SCOPE], ["commit", "提交", "弹窗"], 5)
+    assert english is not None and english.counts == {"commit": 1, "提交": 0, "弹窗": 0}
+    known = cache._terms[USER_SCOPE][1]
+    assert "commit" in known and "提交" not in known and "弹窗" not in known
+    mixed = cache.text_search([PROJECT, USER_SCOPE], ["弹窗"], 5)
+    assert mixed is not None and mixed.counts == {"弹窗": 1} and len(mixed.hits) == 1
+    assert "弹窗" in cache._terms[PROJECT][1]
