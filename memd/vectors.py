@@ -30,6 +30,8 @@ CACHE_MAX_AGE = 600.0
 POSTINGS_KEPT = 1_000_000
 """Postings (row number and count, 8 bytes each) kept per project entry: 8 MB at most."""
 TERMS_KEPT = 50_000
+MEMOS_KEPT = 4096
+"""Memory objects kept per project entry (a few KiB each)."""
 CJK_CLASS = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
 CJK_CHAR = re.compile(CJK_CLASS)
 BM25_K1 = 1.2
@@ -104,6 +106,8 @@ class VectorCache:
         """Per project: (the entry's rows, id -> row number), built on first use."""
         self._terms: dict[str, tuple[Any, dict[str, tuple[Any, Any]], Any, list[int], bool]] = {}
         """Per project: (the entry's rows, term -> postings, row lengths, postings kept)."""
+        self._memos: dict[str, tuple[Any, dict[int, Memory]]] = {}
+        """Per project: (the entry's rows, row number -> its Memory), the rows recalls read."""
         self._lock = threading.Lock()
 
     def invalidate(self) -> None:
@@ -112,6 +116,7 @@ class VectorCache:
             self._entries.clear()
             self._indexes.clear()
             self._terms.clear()
+            self._memos.clear()
 
     def signature(self) -> Any:
         return (self.generation, id(self.store.table), self.store.mutations)
@@ -308,11 +313,31 @@ class VectorCache:
             found = [(mid, index[mid]) for mid in want if mid in index]
             if not found:
                 continue
-            taken = rows.take([i for _, i in found]).to_pylist()
-            for (mid, _), row in zip(found, taken, strict=True):
-                out[mid] = from_row(row)
+            taken = self._memories(project, rows, [i for _, i in found])
+            for (mid, _), memory in zip(found, taken, strict=True):
+                out[mid] = memory
                 del want[mid]
         return out
+
+    def _memories(self, project: str, rows: Any, indices: list[int]) -> list[Memory]:
+        """The Memory of each row number of the project's entry ``rows``: made once per entry
+        (reading rows and making Memory objects was ~1 ms of a hook: the same memories come up
+        prompt after prompt). Callers read them, never change them."""
+        with self._lock:
+            cached = self._memos.get(project)
+            if cached is None or cached[0] is not rows:
+                cached = (rows, {})
+                self._memos[project] = cached
+        memos = cached[1]
+        local = {i: m for i in indices if (m := memos.get(i)) is not None}
+        missing = [i for i in indices if i not in local]
+        if missing:
+            fresh = [from_row(row) for row in rows.take(missing).to_pylist()]
+            if len(memos) + len(missing) > MEMOS_KEPT:
+                memos.clear()
+            for i, memory in zip(missing, fresh, strict=True):
+                local[i] = memos[i] = memory
+        return [local[i] for i in indices]
 
     def cosines(self, vector: list[float], projects: list[str], ids: list[str]) -> dict[str, float]:
         """The cosine to ``vector`` of each cached memory in ``ids`` (those of ``projects``)."""
@@ -341,18 +366,18 @@ class VectorCache:
             n = rows.num_rows
             top = np.argpartition(-sims, limit)[:limit] if n > limit else np.arange(n)
             scored += [(float(sims[i]), len(tables), int(i)) for i in top]
-            tables.append(rows)
+            tables.append((project, rows))
         scored.sort(key=lambda t: -t[0])
         scored = scored[:limit]
-        picked: dict[tuple[int, int], dict[str, Any]] = {}
-        for t, rows in enumerate(tables):
+        picked: dict[tuple[int, int], Memory] = {}
+        for t, (project, rows) in enumerate(tables):
             indices = [i for _, which, i in scored if which == t]
             if indices:
-                for i, row in zip(indices, rows.take(indices).to_pylist(), strict=True):
-                    picked[(t, i)] = row
+                for i, memory in zip(indices, self._memories(project, rows, indices), strict=True):
+                    picked[(t, i)] = memory
         out = []
         for sim, t, i in scored:
-            memory = from_row(picked[(t, i)])
+            memory = picked[(t, i)]
             if memory.status == "active":
                 out.append((memory, sim))
         return out

@@ -126,3 +126,18 @@ def test_chinese_terms_are_not_scanned_for_in_a_project_without_chinese(app: App
     mixed = cache.text_search([PROJECT, USER_SCOPE], ["弹窗"], 5)
     assert mixed is not None and mixed.counts == {"弹窗": 1} and len(mixed.hits) == 1
     assert "弹窗" in cache._terms[PROJECT][1]
+
+
+def test_cached_memories_are_made_once_per_entry_and_follow_an_edit(app: App) -> None:
+    cache, _ = app.recall_cache()
+    ids = [m.id for m in app.store.query(f"project = '{PROJECT}'") if "Redis" in m.text]
+    first = cache.memories_of([PROJECT], ids)
+    again = cache.memories_of([PROJECT], ids)
+    assert first and first[ids[0]] is again[ids[0]]  # the same object: made once
+    vector = app.store.embedder.embed_query("Redis job broker")
+    nearest = cache.search(vector, [PROJECT], 3)
+    assert nearest is not None and any(m is first[ids[0]] for m, _ in nearest)
+    app.edit(ids[0], text="Caching: Redis is the job broker and the session store.")
+    edited = cache.memories_of([PROJECT], ids)
+    assert edited[ids[0]].text.endswith("the session store.")
+    assert edited[ids[0]] is not first[ids[0]]
