@@ -55,7 +55,9 @@ def test_queries_and_passages_differ_for_e5_only(
     assert float(query @ passage) < 0.99  # the "query: " / "passage: " prefixes differ
     monkeypatch.setenv("MEMD_EMBEDDING_MODEL", MINILM_MODEL)
     mini = Embedder(load_settings()).load()
-    assert mini.embed_query(text) == pytest.approx(mini.embed([text])[0])
+    # MiniLM has no prefixes: a prompt differs from the stored text only by the integer graph
+    # prompts run through (memd.onnx_graph.quantize_matmuls)
+    assert float(np.array(mini.embed_query(text)) @ np.array(mini.embed([text])[0])) > 0.98
 
 
 def test_cross_lingual_pair_beats_same_language_distractor(e5_env: None) -> None:
