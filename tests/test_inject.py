@@ -24,6 +24,7 @@ from memd.inject import (
     SessionMemory,
     choose,
     render,
+    spoken,
 )
 from memd.models import USER_SCOPE, Memory
 from memd.retrieve import normalize_query
@@ -505,7 +506,7 @@ def test_the_block_is_filled_turn_by_turn() -> None:
     assert sorted(cited) == ["t0", "t1", "t2", "t3", "t4"]
     for item in roomy.items:  # each excerpt cites exactly the turns it shows, in order
         lines = (a if item.memory["id"] == "a" else b)["text"].split("\n")
-        shown = [n for n, line in enumerate(lines) if line.split("] ")[-1] in item.display]
+        shown = [n for n, x in enumerate(lines) if spoken(x.split("] ")[-1]) in item.display]
         assert item.turns == frozenset(item.memory["sources"][n]["uuid"] for n in shown)
 
 
