@@ -9,7 +9,8 @@
 Within a block, no two items cover the same transcript turns. Excerpts (windows of raw turns)
 are shown turn by turn: the turns that carry the prompt's terms first, from every relevant
 excerpt, then their neighbours while the budget lasts; a turn is shown whole unless it is long
-(then cut to its matching sentences), and an excerpt cites only the turns it shows. When two
+(then cut to its matching sentences), and an excerpt cites only the turns it shows. Excerpts
+sit under one line per day (oldest first), each turn labelled "user:" or "claude:". When two
 memories disagree (same subject, different value) the newer comes first and both are marked.
 
 Every block sits between ``<memd-context>`` and ``</memd-context>``, so the transcript parser

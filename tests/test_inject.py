@@ -19,6 +19,7 @@ from memd.inject import (
     HARD_CAP,
     HEADER,
     OPEN_TAG,
+    BlockSize,
     Injector,
     Item,
     SessionMemory,
@@ -553,3 +554,43 @@ def test_a_prompt_term_every_candidate_carries_still_ranks_turns() -> None:
     plan = choose([a, b], set(), len(render(only)) + 5, query, brief=False)
     text = render(plan.items)
     assert "Alice owns it" in text and "Good morning" not in text
+
+
+def test_excerpts_show_their_day_once_and_who_said_what() -> None:
+    """Excerpts sit under one line per day, oldest day first; each turn still says who spoke,
+    Claude's turns as "claude:"; a typed memory keeps its own date."""
+    from memd.lexical import terms as lexical_terms
+
+    older = window(
+        "o",
+        0.7,
+        ["user: The webhook handler times out on retries.", "assistant: I moved it to a job."],
+        0,
+    )
+    older["text"] = older["text"].replace("2026-11-20", "2026-11-18")
+    newer = window("n", 0.9, ["user: Why do the webhook retries pile up?"], 5)
+    same_day = window("s", 0.8, ["assistant: The webhook retries now back off."], 9)
+    decision = {
+        **window("d", 0.95, ["Webhook retries back off exponentially."], 20),
+        "kind": "decision",
+        "text": "Webhook retries back off exponentially.",
+    }
+    query = lexical_terms("How do the webhook retries work?")
+    plan = choose([older, newer, same_day, decision], set(), 1500, query, brief=False)
+    text = render(plan.items, plan.footer)
+    assert "- Webhook retries back off exponentially. (2026-11-20)" in text
+    assert "assistant:" not in text and text.count("claude: ") == 2
+    assert "user: The webhook handler times out" in text
+    assert text.count("2026-11-20:") == 1 and text.count("2026-11-18:") == 1
+    assert "[2026-" not in text
+    days = text.index("Excerpts:\n2026-11-18:\n- user: The webhook handler times out on retries.")
+    assert days < text.index("2026-11-20:\n- ")  # the older day first
+    assert [i.day for i in plan.items] == ["", "2026-11-18", "2026-11-20", "2026-11-20"]
+    assert len(text) == BlockSize.of(plan.items).total()
+    # An older excerpt (not one line per turn) is shown whole, speakers named the same way.
+    whole = {**older, "id": "w", "sources": older["sources"][:1]}
+    plan = choose([whole], set(), 1500, query, brief=False)
+    assert plan.items[0].display == (
+        "user: The webhook handler times out on retries. claude: I moved it to a job."
+    )
+    assert plan.items[0].day == "2026-11-18"
