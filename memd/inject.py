@@ -813,10 +813,25 @@ SECTION_TITLES = {key: f"{title}:" for key, title in SECTIONS}
 
 
 def ordered(items: list[Item]) -> list[Item]:
-    """In the order the block shows them: by section, then by day (excerpts, oldest first;
-    the items without a day first), then best first."""
+    """In the order the block shows them: by section, then (excerpts, under their day) in the
+    order they were said, then best first. The items without a day come first in a section."""
     return sorted(
-        items, key=lambda i: (SECTION_ORDER[i.section], i.day, -i.priority, i.memory["id"])
+        items,
+        key=lambda i: (SECTION_ORDER[i.section], i.day, said_at(i), -i.priority, i.memory["id"]),
+    )
+
+
+def said_at(item: Item) -> str:
+    """When the first turn an excerpt shows was said ("" for an item without a day)."""
+    if not item.day:
+        return ""
+    return min(
+        (
+            str(s.get("timestamp") or "")
+            for s in item.memory.get("sources") or []
+            if s.get("uuid") in item.turns
+        ),
+        default="",
     )
 
 

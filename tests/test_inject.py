@@ -557,8 +557,9 @@ def test_a_prompt_term_every_candidate_carries_still_ranks_turns() -> None:
 
 
 def test_excerpts_show_their_day_once_and_who_said_what() -> None:
-    """Excerpts sit under one line per day, oldest day first; each turn still says who spoke,
-    Claude's turns as "claude:"; a typed memory keeps its own date."""
+    """Excerpts sit under one line per day, in the order they were said (oldest day first);
+    each turn still says who spoke, Claude's turns as "claude:"; a typed memory keeps its own
+    date."""
     from memd.lexical import terms as lexical_terms
 
     older = window(
@@ -570,6 +571,7 @@ def test_excerpts_show_their_day_once_and_who_said_what() -> None:
     older["text"] = older["text"].replace("2026-11-20", "2026-11-18")
     newer = window("n", 0.9, ["user: Why do the webhook retries pile up?"], 5)
     same_day = window("s", 0.8, ["assistant: The webhook retries now back off."], 9)
+    same_day["sources"][0]["timestamp"] = "2026-11-20T09:00:00Z"  # said before "newer"
     decision = {
         **window("d", 0.95, ["Webhook retries back off exponentially."], 20),
         "kind": "decision",
@@ -585,7 +587,8 @@ def test_excerpts_show_their_day_once_and_who_said_what() -> None:
     assert "[2026-" not in text
     days = text.index("Excerpts:\n2026-11-18:\n- user: The webhook handler times out on retries.")
     assert days < text.index("2026-11-20:\n- ")  # the older day first
-    assert [i.day for i in plan.items] == ["", "2026-11-18", "2026-11-20", "2026-11-20"]
+    assert [i.memory["id"] for i in plan.items] == ["d", "o", "s", "n"]  # in the order said
+    assert text.index("claude: The webhook retries now") < text.index("user: Why do the webhook")
     assert len(text) == BlockSize.of(plan.items).total()
     # An older excerpt (not one line per turn) is shown whole, speakers named the same way.
     whole = {**older, "id": "w", "sources": older["sources"][:1]}
