@@ -9,7 +9,8 @@
 Within a block, no two items cover the same transcript turns. Excerpts (windows of raw turns)
 are shown turn by turn: the turns that carry the prompt's terms first, from every relevant
 excerpt, then their neighbours while the budget lasts; a turn is shown whole unless it is long
-(then cut to its matching sentences), and an excerpt cites only the turns it shows. When two
+(then cut to its matching sentences), and an excerpt cites only the turns it shows. Excerpts
+sit under one line per day (oldest first), each turn labelled "user:" or "claude:". When two
 memories disagree (same subject, different value) the newer comes first and both are marked.
 
 Every block sits between ``<memd-context>`` and ``</memd-context>``, so the transcript parser
@@ -44,10 +45,13 @@ log = logging.getLogger(__name__)
 OPEN_TAG = "<memd-context>"
 CLOSE_TAG = "</memd-context>"
 HEADER = (
-    "# memd: memories from earlier sessions, may be outdated: the current conversation wins; "
-    "if memories disagree, ask the user."
+    "# memd: memories from earlier sessions; may be outdated, this conversation wins; "
+    "if they disagree, ask the user."
 )
 """Starts with ``memd.transcript.MEMD_CONTEXT_HEADER``, which the parser also recognizes."""
+SPEAKERS = {"assistant": "claude"}
+"""How an excerpt's turn names its speaker in a block ("assistant: " costs 3 more characters
+than "claude: " on every turn Claude said; "user: " stays)."""
 
 HARD_CAP = 10_000
 """Claude Code's cap on hook output, in characters."""
@@ -106,6 +110,9 @@ class Item:
     """The transcript turns (source uuids) whose text this item shows."""
     note: str = ""
     """A mark such as "newer" or "older: may be outdated"."""
+    day: str = ""
+    """Set on excerpts: the day their turns were said, shown once per day above the items of
+    that day (in its section) instead of on every line."""
 
     def __post_init__(self) -> None:
         if not self.display:
@@ -140,24 +147,35 @@ def day_of(memory: dict[str, Any]) -> str:
 
 
 def line_for(item: Item) -> str:
+    """The item's line (without its day line, for an item that has a ``day``)."""
     memory = item.memory
     scope = " [user-wide]" if memory.get("project") == USER_SCOPE else ""
-    day = "" if DATE_PREFIX.match(item.display) else day_of(memory)
+    day = "" if item.day or DATE_PREFIX.match(item.display) else day_of(memory)
     note = f" [{item.note}]" if item.note else ""
     return f"- {item.display}{scope}" + (f" ({day})" if day else "") + note
 
 
+def day_line(day: str) -> str:
+    return f"{day}:"
+
+
 def render(items: list[Item], footer: str = "") -> str:
-    """The block for ``items``, grouped by section in a fixed order (within a section, in the
-    order given)."""
+    """The block for ``items``, grouped by section in a fixed order; within a section, the
+    items without a ``day`` first, then the others by day, each day once on a line of its own
+    (otherwise in the order given)."""
     if not items:
         return ""
     lines = [OPEN_TAG, HEADER]
     for key, title in SECTIONS:
-        group = [i for i in items if i.section == key]
+        group = sorted((i for i in items if i.section == key), key=lambda i: i.day)
         if group:
             lines.append(f"{title}:")
-            lines.extend(line_for(i) for i in group)
+            day = ""
+            for i in group:
+                if i.day and i.day != day:
+                    lines.append(day_line(i.day))
+                day = i.day
+                lines.append(line_for(i))
     if footer:
         lines.append(footer)
     lines.append(CLOSE_TAG)
@@ -178,12 +196,16 @@ class BlockSize:
         self.chars = sum(len(line) for line in self.FIXED)
         self.lines = len(self.FIXED)
         self.sections: set[str] = set()
+        self.days: set[tuple[str, str]] = set()
 
     def line(self, item: Item) -> int:
-        """What ``item`` adds: its line, and its section's title when it is the first."""
+        """What ``item`` adds: its line, its section's title when it is the first, and its
+        day's line when it is the first of that day in its section."""
         added = len(line_for(item)) + 1
         if item.section not in self.sections:
             added += len(SECTION_TITLES[item.section]) + 1
+        if item.day and (item.section, item.day) not in self.days:
+            added += len(day_line(item.day)) + 1
         return added
 
     def with_item(self, item: Item, footer: str = "") -> int:
@@ -213,6 +235,10 @@ class BlockSize:
         if item.section not in self.sections:
             self.sections.add(item.section)
             self.chars += len(SECTION_TITLES[item.section])
+            self.lines += 1
+        if item.day and (item.section, item.day) not in self.days:
+            self.days.add((item.section, item.day))
+            self.chars += len(day_line(item.day))
             self.lines += 1
         self.chars += len(line_for(item))
         self.lines += 1
@@ -253,22 +279,32 @@ def excerpt_turns(memory: dict[str, Any]) -> tuple[str, list[tuple[str, str]] | 
     return day, list(zip(sources, lines, strict=True))
 
 
+def spoken(line: str) -> str:
+    """A turn's line with its speaker as a block names it (:data:`SPEAKERS`)."""
+    speaker, sep, rest = line.partition(": ")
+    return f"{SPEAKERS[speaker]}: {rest}" if sep and speaker in SPEAKERS else line
+
+
+SPEAKER_AT_LINE_START = re.compile(r"^(" + "|".join(SPEAKERS) + r"): ", re.MULTILINE)
+
+
 def show_turns(
-    day: str, turns: list[tuple[str, str]], picked: Iterable[int], weights: dict[str, float]
+    turns: list[tuple[str, str]], picked: Iterable[int], weights: dict[str, float]
 ) -> str:
-    """The picked turns of an excerpt, in order, dated: a turn longer than
-    ``WHOLE_TURN_CHARS`` is cut to its matching sentences."""
+    """The picked turns of an excerpt, in order (its day is shown apart: ``Item.day``): a
+    turn longer than ``WHOLE_TURN_CHARS`` is cut to its matching sentences."""
     parts = []
     for n in sorted(picked):
-        line = turns[n][1]
+        line = spoken(turns[n][1])
         parts.append(cut_turn(line, weights) if len(line) > WHOLE_TURN_CHARS else line)
-    return (f"[{day}] " if day else "") + " / ".join(parts)
+    return " / ".join(parts)
 
 
-def whole_excerpt(memory: dict[str, Any], day: str) -> str:
+def whole_excerpt(memory: dict[str, Any]) -> str:
     """An excerpt that is not one line per turn (an older one), shown whole (clipped)."""
-    body = clip(DATE_PREFIX.sub("", memory["text"], count=1), MAX_EXCERPT_CHARS)
-    return (f"[{day}] " if day else "") + body
+    body = DATE_PREFIX.sub("", memory["text"], count=1)
+    body = SPEAKER_AT_LINE_START.sub(lambda m: SPEAKERS[m.group(1)] + ": ", body)
+    return clip(body, MAX_EXCERPT_CHARS)
 
 
 def cut_turn(line: str, weights: dict[str, float]) -> str:
@@ -533,6 +569,7 @@ class Injector:
                 "kind": i.memory["kind"],
                 "text": i.memory["text"],
                 "shown": i.display,
+                "day": i.day,
                 "turns": sorted(i.turns),
                 "why": i.why,
                 "note": i.note,
@@ -651,14 +688,11 @@ def choose(
             day, turns = split[r["id"]]
             assert turns is not None
             uuid = turns[n][0]
-            if (
-                uuid in covered
-                or size.now() + len(show_turns("", turns, [n], weights)) + 3 > budget
-            ):
+            if uuid in covered or size.now() + len(show_turns(turns, [n], weights)) + 3 > budget:
                 continue  # shown already, or cannot fit (the block only grows)
             item = items.get(r["id"])
             if item is not None:  # another turn of an excerpt in the block
-                grown = show_turns(day, turns, [*picked[r["id"]], n], weights)
+                grown = show_turns(turns, [*picked[r["id"]], n], weights)
                 delta = size.change(item, grown)
                 if size.now(overflow(pinned_total - pinned_shown)) + delta > budget:
                     continue
@@ -668,7 +702,8 @@ def choose(
                 picked[r["id"]].add(n)
                 covered.add(uuid)
                 continue
-            display, turns_shown = show_turns(day, turns, [n], weights), frozenset([uuid])
+            display, turns_shown = show_turns(turns, [n], weights), frozenset([uuid])
+            day = day or day_of(r)
         elif r["id"] in items:
             continue
         elif r["kind"] == "excerpt":  # an older excerpt, not one line per turn: whole
@@ -676,18 +711,18 @@ def choose(
             if covered.intersection(turns_shown):
                 plan.left_out.append(left(r, "its turns are already shown"))
                 continue
-            display = whole_excerpt(r, split[r["id"]][0])
+            display, day = whole_excerpt(r), split[r["id"]][0] or day_of(r)
         else:
             turns_shown = frozenset(source_uuids(r))
             if r["kind"] != "summary" and turns_shown and turns_shown <= covered:
                 plan.left_out.append(left(r, "its turns are already shown"))
                 continue
-            display = clip(r["text"])
+            display, day = clip(r["text"]), ""
             if r["kind"] == "summary" and repeats(display, kept):
                 plan.left_out.append(left(r, "repeats what the items below say"))
                 continue
         section = "pinned" if r.get("pinned") and brief else r["kind"]
-        item = Item(r, section, priority(r), retrieve.explain(r), display, turns_shown)
+        item = Item(r, section, priority(r), retrieve.explain(r), display, turns_shown, day=day)
         is_pinned = brief and bool(r.get("pinned"))
         footer = overflow(pinned_total - pinned_shown - (1 if is_pinned else 0))
         fits = size.with_item(item, footer) <= budget
@@ -778,8 +813,26 @@ SECTION_TITLES = {key: f"{title}:" for key, title in SECTIONS}
 
 
 def ordered(items: list[Item]) -> list[Item]:
-    """In the order the block shows them: by section, then best first."""
-    return sorted(items, key=lambda i: (SECTION_ORDER[i.section], -i.priority, i.memory["id"]))
+    """In the order the block shows them: by section, then (excerpts, under their day) in the
+    order they were said, then best first. The items without a day come first in a section."""
+    return sorted(
+        items,
+        key=lambda i: (SECTION_ORDER[i.section], i.day, said_at(i), -i.priority, i.memory["id"]),
+    )
+
+
+def said_at(item: Item) -> str:
+    """When the first turn an excerpt shows was said ("" for an item without a day)."""
+    if not item.day:
+        return ""
+    return min(
+        (
+            str(s.get("timestamp") or "")
+            for s in item.memory.get("sources") or []
+            if s.get("uuid") in item.turns
+        ),
+        default="",
+    )
 
 
 def repeats(summary: str, kept: list[Item]) -> bool:

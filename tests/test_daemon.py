@@ -166,7 +166,7 @@ def test_prompt_hook_injects_this_projects_memories_only(daemon: DaemonProcess) 
     assert out.returncode == 0
     assert out.stdout.startswith("<memd-context>")
     assert out.stdout.rstrip().endswith("</memd-context>")
-    assert "may be outdated" in out.stdout and "current conversation wins" in out.stdout
+    assert "may be outdated" in out.stdout and "this conversation wins" in out.stdout
     assert "PostgreSQL 16" in out.stdout
     assert "MongoDB" not in out.stdout
     assert "haiku" not in out.stdout

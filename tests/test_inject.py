@@ -19,11 +19,13 @@ from memd.inject import (
     HARD_CAP,
     HEADER,
     OPEN_TAG,
+    BlockSize,
     Injector,
     Item,
     SessionMemory,
     choose,
     render,
+    spoken,
 )
 from memd.models import USER_SCOPE, Memory
 from memd.retrieve import normalize_query
@@ -505,7 +507,7 @@ def test_the_block_is_filled_turn_by_turn() -> None:
     assert sorted(cited) == ["t0", "t1", "t2", "t3", "t4"]
     for item in roomy.items:  # each excerpt cites exactly the turns it shows, in order
         lines = (a if item.memory["id"] == "a" else b)["text"].split("\n")
-        shown = [n for n, line in enumerate(lines) if line.split("] ")[-1] in item.display]
+        shown = [n for n, x in enumerate(lines) if spoken(x.split("] ")[-1]) in item.display]
         assert item.turns == frozenset(item.memory["sources"][n]["uuid"] for n in shown)
 
 
@@ -552,3 +554,46 @@ def test_a_prompt_term_every_candidate_carries_still_ranks_turns() -> None:
     plan = choose([a, b], set(), len(render(only)) + 5, query, brief=False)
     text = render(plan.items)
     assert "Alice owns it" in text and "Good morning" not in text
+
+
+def test_excerpts_show_their_day_once_and_who_said_what() -> None:
+    """Excerpts sit under one line per day, in the order they were said (oldest day first);
+    each turn still says who spoke, Claude's turns as "claude:"; a typed memory keeps its own
+    date."""
+    from memd.lexical import terms as lexical_terms
+
+    older = window(
+        "o",
+        0.7,
+        ["user: The webhook handler times out on retries.", "assistant: I moved it to a job."],
+        0,
+    )
+    older["text"] = older["text"].replace("2026-11-20", "2026-11-18")
+    newer = window("n", 0.9, ["user: Why do the webhook retries pile up?"], 5)
+    same_day = window("s", 0.8, ["assistant: The webhook retries now back off."], 9)
+    same_day["sources"][0]["timestamp"] = "2026-11-20T09:00:00Z"  # said before "newer"
+    decision = {
+        **window("d", 0.95, ["Webhook retries back off exponentially."], 20),
+        "kind": "decision",
+        "text": "Webhook retries back off exponentially.",
+    }
+    query = lexical_terms("How do the webhook retries work?")
+    plan = choose([older, newer, same_day, decision], set(), 1500, query, brief=False)
+    text = render(plan.items, plan.footer)
+    assert "- Webhook retries back off exponentially. (2026-11-20)" in text
+    assert "assistant:" not in text and text.count("claude: ") == 2
+    assert "user: The webhook handler times out" in text
+    assert text.count("2026-11-20:") == 1 and text.count("2026-11-18:") == 1
+    assert "[2026-" not in text
+    days = text.index("Excerpts:\n2026-11-18:\n- user: The webhook handler times out on retries.")
+    assert days < text.index("2026-11-20:\n- ")  # the older day first
+    assert [i.memory["id"] for i in plan.items] == ["d", "o", "s", "n"]  # in the order said
+    assert text.index("claude: The webhook retries now") < text.index("user: Why do the webhook")
+    assert len(text) == BlockSize.of(plan.items).total()
+    # An older excerpt (not one line per turn) is shown whole, speakers named the same way.
+    whole = {**older, "id": "w", "sources": older["sources"][:1]}
+    plan = choose([whole], set(), 1500, query, brief=False)
+    assert plan.items[0].display == (
+        "user: The webhook handler times out on retries. claude: I moved it to a job."
+    )
+    assert plan.items[0].day == "2026-11-18"

@@ -1,4 +1,5 @@
-"""BlockSize: the length of a block, kept item by item, equals what render() gives."""
+"""BlockSize: the length of a block, kept item by item, equals what render() gives (day lines
+included)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ def test_block_size_matches_render() -> None:
             item = inject.Item(memory(i, kind, words, project), kind, 1.0, "why")
             if rng.random() < 0.3:
                 item.note = "newer"
+            if kind == "excerpt" and rng.random() < 0.8:  # shown under a line for its day
+                item.day = rng.choice(["2026-11-20", "2026-11-21", "2026-11-30"])
             expected = inject.rendered_size(inject.ordered([*items, item]), footer)
             assert size.with_item(item, footer) == expected
             items.append(item)

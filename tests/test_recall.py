@@ -286,7 +286,8 @@ def test_no_two_items_in_a_block_cover_the_same_turn(daemon: DaemonProcess) -> N
     assert "timing out" in reply["context"] or "kills it at 30 s" in reply["context"]
     for c in reply["chosen"]:  # an excerpt cites only the turns it still shows
         if c["kind"] == "excerpt":
-            shown_turns = {f"turn-{n}" for n, t in enumerate(turns) if t[:40] in c["shown"]}
+            said = [t.split(": ", 1)[1] for t in turns]  # the block names Claude "claude"
+            shown_turns = {f"turn-{n}" for n, t in enumerate(said) if t[:40] in c["shown"]}
             assert set(c["turns"]) == shown_turns, c
 
 
@@ -323,6 +324,11 @@ def test_the_hook_fills_its_block_with_whole_turns(daemon: DaemonProcess) -> Non
     shown = excerpts[0]["shown"]
     assert turns[1].split(": ", 1)[1] in shown  # the whole turn, every sentence
     assert turns[0] in shown and turns[2] in shown  # the neighbours fit in the budget
+    assert "/ claude: The hang comes from" in shown  # who said what, Claude's turn as "claude"
+    assert (
+        excerpts[0]["day"] == "2026-11-21"
+        and "2026-11-21:\n- user: The integration" in (reply["context"])
+    )  # the day once, on its own line above the excerpts of that day
     assert excerpts[0]["turns"] == ["ci-0", "ci-1", "ci-2"]
     assert len(reply["context"]) <= 1500
 
