@@ -29,7 +29,7 @@ from importlib import resources
 from memd import lexical
 from memd.errors import MemdError
 
-GLOSSARY = "glossary_zh_en.tsv"
+GLOSSARY = lexical.GLOSSARY
 MAX_WORDS = 48
 """At most this many translated words go into the full-text query."""
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
@@ -209,18 +209,6 @@ class _Test:
 NO_BRIDGE = Bridged()
 
 
-def _kept(run: str) -> list[tuple[int, int]]:
-    """The parts of a Chinese run that :func:`lexical.terms` cuts into bigrams: between its stop
-    characters and function words."""
-    parts = []
-    start = 0
-    for stop in lexical._CJK_STOP.finditer(run):
-        parts.append((start, stop.start()))
-        start = stop.end()
-    parts.append((start, len(run)))
-    return [(a, b) for a, b in parts if b - a >= 2]
-
-
 def _segment(run: str, words: dict[str, tuple[str, ...]], longest: int) -> list[tuple[int, int]]:
     """Glossary words in a Chinese run, longest first from the left: (start, end) spans."""
     spans = []
@@ -272,7 +260,7 @@ def bridge(query: str) -> Bridged:
         for span in spans:
             for word in inner[span]:
                 words.update(dict.fromkeys(g.zh[word]))
-        for first, last in _kept(run):
+        for first, last in lexical.cjk_pieces(run):
             for i in range(first, last - 1):
                 bigram = run[i : i + 2]
                 for a, b in spans:

@@ -26,13 +26,49 @@ _CJK_STOP_TEXT = """
 怎么样 怎么 怎样 什么 哪个 哪些 哪里 哪儿 如何 是否 应该 可以 需要 已经 现在 之前 之后 以前
 以后 时候 多少 几个 几次 还是 或者 以及 并且 而且 但是 因为 所以 如果 然后 关于 一直 总是 所有
 每个 其他 自己 告诉 知道 记得 使用
+一律 原来 后来 例如 比如 所在 由于 那么 这样 那样 这种 那种 这类 那类 干嘛 为啥 一些 东西
 """
 _CJK_STOP_WORDS = _CJK_STOP_TEXT.split()
 """Chinese function words, the counterparts of English stop words ("how", "should", "where")."""
-_CJK_STOP = re.compile(
-    "(?:" + "|".join(sorted(_CJK_STOP_WORDS, key=len, reverse=True)) + ")"
-    r"|[的了是在我你他她它们这那和与就都也还要把被给对从到个上下中为吗呢吧啊有没不会能很再先让看请帮一下]+"
+_CJK_STOP_CHARS = (
+    "的了是在我你他她它们这那和与就都也还要把被给对从到个上下中为吗呢吧啊有没不会能很再先让看请帮"
+    "一下用里只做按由已啥咋弄搞呀哦嘛啦"
 )
+"""Characters that are function words on their own ("用" use, "里" in, "只" only; the
+colloquial "啥" what, "咋" how, "弄"/"搞" do)."""
+_CJK_STOP = re.compile(
+    "(?:" + "|".join(sorted(_CJK_STOP_WORDS, key=len, reverse=True)) + f")|[{_CJK_STOP_CHARS}]"
+)
+GLOSSARY = "glossary_zh_en.tsv"
+
+
+@lru_cache(maxsize=1)
+def _cjk_cuts() -> re.Pattern[str]:
+    """Where a Chinese run is cut: at its function words, except inside the words of the zh<->en
+    glossary (``data/glossary_zh_en.tsv``) that hold one ("功能" feature, "请求" request,
+    "上线" release, "用户" user), which are matched first, longest first, and kept whole."""
+    from importlib import resources
+
+    text = resources.files("memd").joinpath("data", GLOSSARY).read_text(encoding="utf-8")
+    words = {line.split("\t", 1)[0].strip() for line in text.splitlines() if line[:1] not in "#"}
+    kept = sorted((w for w in words if w and _CJK_STOP.search(w)), key=len, reverse=True)
+    keep = f"(?P<keep>{'|'.join(kept)})|" if kept else ""
+    return re.compile(keep + "(?P<stop>" + _CJK_STOP.pattern + ")")
+
+
+def cjk_pieces(run: str) -> list[tuple[int, int]]:
+    """The (start, end) spans of a Chinese run between its function words, 2+ characters long:
+    the parts :func:`terms` cuts into bigrams."""
+    parts = []
+    start = 0
+    for cut in _cjk_cuts().finditer(run):
+        if cut.lastgroup == "stop":
+            parts.append((start, cut.start()))
+            start = cut.end()
+    parts.append((start, len(run)))
+    return [(a, b) for a, b in parts if b - a >= 2]
+
+
 _STOP_TEXT = """
 a about above after again against all am an and any are as at be because been before being
 below between both but by can could did do does doing done down during each few for from
@@ -78,10 +114,8 @@ def terms(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for token in _TOKEN.findall(text.lower()):
         if _CJK.match(token):
-            for run in _CJK_STOP.split(token):
-                if len(run) == 1:
-                    continue
-                out.extend(run[i : i + 2] for i in range(len(run) - 1))
+            for a, b in cjk_pieces(token):
+                out.extend(token[i : i + 2] for i in range(a, b - 1))
             continue
         token = token.strip(".-/")
         if not token or token in STOP:

@@ -106,12 +106,45 @@ def test_a_mixed_language_prompt_bridges_both_ways() -> None:
 
 
 def test_chinese_function_words_are_stop_words_like_their_english_counterparts() -> None:
-    assert lexical.terms("功能开关应该在哪里配置？") == ("开关", "配置")
+    # "应该", "在", "哪里" go like "should", "where"; "功能" (feature) holds the stop character
+    # "能" but is a glossary word, so it is kept whole.
+    assert lexical.terms("功能开关应该在哪里配置？") == ("功能", "能开", "开关", "配置")
     assert lexical.terms("Where should feature flags be configured?") == (
         "feature",
         "flag",
         "configur",
     )
+
+
+def test_glossary_words_holding_a_stop_character_are_kept_whole() -> None:
+    """ "能", "请", "上", "会", "用" are function words on their own, but not inside 性能
+    (performance), 请求 (request), 上传 (upload), 会话 (session), 用户 (user)."""
+    assert lexical.terms("性能") == ("性能",)
+    assert lexical.terms("请求超时") == ("请求", "求超", "超时")
+    assert lexical.terms("我会话过期了") == ("会话", "话过", "过期")
+    assert lexical.terms("用户上传的图片") == ("用户", "户上", "上传", "图片")
+    # ... and each carries its translation.
+    assert coverage("性能", "Performance dropped after the upgrade.") == 1.0
+    assert coverage("上传图片", "Image uploads go to S3.") == 1.0
+    assert coverage("会话", "Sessions expire after an hour.") == 1.0
+    # Outside such words they still cut: "用" (use), "里" (in), "只" (only), "做" (do).
+    assert lexical.terms("日志里只用 JSON 格式") == ("日志", "json", "格式")
+    assert lexical.terms("后端框架决定用 FastAPI") == (
+        "后端",
+        "端框",
+        "框架",
+        "架决",
+        "决定",
+        "fastapi",
+    )
+
+
+def test_colloquial_function_words_are_stop_words() -> None:
+    # 啥 = 什么 (what), 咋 = 怎么 (how), 弄 / 搞 (do, make): no term of their own.
+    assert lexical.terms("缓存咋配置") == lexical.terms("缓存怎么配置") == ("缓存", "配置")
+    assert lexical.terms("日志用的啥格式") == lexical.terms("日志用的什么格式") == ("日志", "格式")
+    assert lexical.terms("部署搞好了吗") == lexical.terms("部署弄好了吗") == ("部署",)
+    assert coverage("缓存咋配置", "How is the cache configured?") == 1.0
 
 
 @pytest.fixture(scope="module")
