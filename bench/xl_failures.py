@@ -56,6 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/memd-xlf"))
     ap.add_argument("--all", action="store_true", help="print the hits too")
     ap.add_argument("--quiet", action="store_true", help="only the recall figures")
+    ap.add_argument(
+        "--foreign",
+        action="store_true",
+        help="ask each set's prompts in the next set's project (no gold there): how many "
+        "prompts get a result at all, and how many results",
+    )
+    ap.add_argument("--dump", type=Path, help="write every candidate's breakdown here (jsonl)")
     args = ap.parse_args(argv)
     sets = [s for s in args.sets.split(",") if s]
     if any(s not in TUNING_SETS for s in sets):
@@ -87,24 +94,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return known[text]
 
     summary = []
+    dump = args.dump.open("w") if args.dump else None
     try:
         for name in sets:
             pairs, _ = crosslingual.load_set(name)
             for direction in args.dirs.split(","):
                 src, dst = direction.split("-")
-                project = project_of(str(work / f"{name}-{dst}"))
+                where = TUNING_SETS[(TUNING_SETS.index(name) + 1) % 3] if args.foreign else name
+                project = project_of(str(work / f"{where}-{dst}"))
                 found = 0
                 others = 0
                 for p in pairs:
-                    gold = ids[f"{name}-{dst}"][p[dst]]
+                    gold = "" if args.foreign else ids[f"{name}-{dst}"][p[dst]]
                     vec = vector_of(retrieve.normalize_query(p[src]))
                     res = retrieve.recall(
                         app.store, p[src], [project], depth=40, weights=weights,
                         vector=vec, vectors=vectors,
                     )  # fmt: skip
                     top = [r for r in res if r["relevant"]][:5]
+                    if dump is not None:
+                        for r in res:
+                            row = {"set": name, "dir": direction, "query": p[src]}
+                            row.update(gold=r["id"] == gold, text=r["text"], **r["score_breakdown"])
+                            dump.write(json.dumps(row, ensure_ascii=False) + "\n")
                     hit = gold in [r["id"] for r in top]
-                    found += hit
+                    found += hit if not args.foreign else bool(top)
                     others += sum(1 for r in top if r["id"] != gold)
                     if args.quiet or (hit and not args.all):
                         continue
@@ -125,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                f"{found / len(pairs):.3f}; others shown per prompt "
                                f"{others / len(pairs):.2f}")  # fmt: skip
     finally:
+        if dump is not None:
+            dump.close()
         app.close()
         cache_file.write_text(json.dumps(known))
     print()

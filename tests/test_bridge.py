@@ -10,7 +10,8 @@ from importlib import resources
 import pytest
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
-from memd import bridge, lexical
+from memd import bridge, lexical, retrieve
+from memd.models import Memory
 
 
 def coverage(query: str, text: str) -> float:
@@ -147,6 +148,70 @@ def test_colloquial_function_words_are_stop_words() -> None:
     assert coverage("缓存咋配置", "How is the cache configured?") == 1.0
 
 
+def test_irregular_past_forms_meet_the_glossary_form() -> None:
+    # "paid", "built", "sent", "written": no suffix for lexical.terms or inflections to match.
+    assert coverage("支付", "Orders that were never paid expire.") == 1.0
+    assert coverage("构建", "The frontend is built by Vite.") == 1.0
+    assert coverage("邮件", "The welcome email is sent by a worker.") == 1.0
+    assert coverage("发送", "The welcome email is sent by a worker.") == 1.0
+    assert "paid" in bridge.inflections("pay") and "written" in bridge.inflections("write")
+    assert coverage("What was paid?", "未支付的订单") == 1.0
+
+
+def test_common_developer_words_cross_both_ways() -> None:
+    for zh, en in (
+        ("打包工具", "Which bundler do we use?"),
+        ("线程池", "The thread pool has 8 workers."),
+        ("拦截器", "An axios interceptor adds the token."),
+        ("跳过", "Skip the flaky test."),
+        ("取消订单", "Cancel the order."),
+        ("内存泄漏", "A memory leak in the worker."),
+    ):
+        assert coverage(zh, en) >= 0.5, (zh, en)
+    assert coverage("Which bundler builds the frontend?", "打包构建改用 Vite") == pytest.approx(
+        2 / 3
+    )
+
+
+def lexical_of(query: str, text: str) -> float:
+    """The lexical signal ``rank`` gives ``text`` for ``query`` (no idf, no semantic signal)."""
+    memory = Memory(text=text, kind="fact", project="p", id="m1")
+    found = retrieve.rank(
+        [(memory, 0.0)], [], query, {"m1": 0.0}, calibration=retrieve.Calibration()
+    )
+    return float(found[0]["score_breakdown"]["lexical"])
+
+
+def test_across_languages_a_memory_said_in_full_by_the_prompt_is_covered() -> None:
+    """A Chinese statement covers few of its terms in a short English question, but every
+    term of the question is in the statement: across languages the larger share counts."""
+    statement = "后端框架决定用 FastAPI，不用 Flask"
+    question = "Which web framework does the backend use?"
+    forward = coverage(statement, question)
+    assert forward < 0.5
+    # web, framework, backend: the statement carries framework (框架) and backend (后端).
+    reach = frozenset(lexical.terms(statement)).union(bridge.bridge(statement).search_terms)
+    assert bridge.reverse_coverage(lexical.terms(question), reach) == pytest.approx(2 / 3)
+    assert lexical_of(statement, question) == pytest.approx(2 / 3, abs=1e-3)
+    # The other way round too: an English statement, a Chinese question. 数据 据库 库备 备份 份保
+    # 保留 of its 8 terms: 库备 and 份保, across two words, with the words on both sides.
+    english = "Database backups are kept for 30 days in S3."
+    assert lexical_of(english, "数据库备份保留多久？") == pytest.approx(6 / 8, abs=1e-3)
+    # A memory of fewer than three terms is not covered by a shared word or two.
+    assert bridge.reverse_coverage(("backend", "fastapi"), reach) == 0.0
+    # An unrelated memory stays uncovered.
+    assert lexical_of(statement, "We went hiking last weekend and the weather was great.") == 0.0
+
+
+def test_within_one_language_only_the_prompt_s_own_terms_count() -> None:
+    statement = "The backend framework is FastAPI, not Flask; we picked it after the load tests."
+    question = "Which web framework does the backend use?"
+    assert lexical_of(statement, question) == pytest.approx(coverage(statement, question))
+    assert lexical_of(statement, question) < 0.5
+    zh = "后端框架决定用 FastAPI，不用 Flask，压测之后定的"
+    assert lexical_of(zh, "后端用什么框架？") == pytest.approx(coverage(zh, "后端用什么框架？"))
+
+
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
     root = tmp_path_factory.mktemp("bridge")
@@ -178,6 +243,7 @@ ENGLISH = [
     "The frontend uses Pinia for state management.",
     "We went hiking last weekend and the weather was great.",
     "Lunch orders are collected on Fridays before noon.",
+    "Which web framework does the backend use?",
 ]
 CHINESE = [
     "接口报错时统一用 ElMessage 弹窗提示用户",
@@ -198,6 +264,8 @@ def test_the_default_model_recalls_across_languages_through_the_bridge(
     cases = [
         ("数据库备份保留多久？", en_project, en_ids[ENGLISH[0]]),
         ("生产环境怎么部署？", en_project, en_ids[ENGLISH[1]]),
+        # A statement finds the question it answers: every term of the memory is in it.
+        ("后端框架决定用 FastAPI，不用 Flask", en_project, en_ids[ENGLISH[5]]),
         ("How should API errors be shown to the user?", zh_project, zh_ids[CHINESE[0]]),
         ("When does the cache expire, and where is it stored?", zh_project, zh_ids[CHINESE[1]]),
     ]
