@@ -155,6 +155,18 @@ class Bridged:
         return tuple(dict.fromkeys(t for word in self.words for t in lexical.terms(word)))
 
     @cached_property
+    def reach_terms(self) -> frozenset[str]:
+        """Every term that carries one of the query's terms in the other language: the
+        English forms with their inflections ("paid" for 支付), the Chinese words as bigrams."""
+        out: set[str] = set()
+        for alts in self.alternatives.values():
+            for alt in alts:
+                for clause in alt:
+                    for form in clause:
+                        out.update(lexical.terms(form) if isinstance(form, str) else form)
+        return frozenset(out)
+
+    @cached_property
     def _plan(self) -> tuple[tuple[str, _Test | None, tuple[tuple[_Test, _Test], ...]], ...]:
         """Per bridged term: one test for every whole-word translation, and a pair of tests
         per bigram across two words (a recall runs :meth:`extend` on every candidate)."""
@@ -229,7 +241,7 @@ REVERSE_MIN_TERMS = 3
 def reverse_coverage(terms: tuple[str, ...], reach: frozenset[str]) -> float:
     """The share of a memory's distinct terms (``terms``, :func:`lexical.terms` of its text, in
     order) that a prompt in the other language carries, itself or through a translation
-    (``reach``: the prompt's terms and its translations' :attr:`Bridged.search_terms`).
+    (``reach``: the prompt's terms and its translations' :attr:`Bridged.reach_terms`).
 
     Across languages the prompt's coverage is bounded by what the glossary knows of it: a
     Chinese statement holds many words the glossary has no entry for, so a short English

@@ -353,7 +353,7 @@ def rank(
         rrf[memory.id] = rrf.get(memory.id, 0.0) + weights.text / (RRF_K + rank_no)
     best_rrf = (weights.vector + weights.text) / (RRF_K + 1)
     covers = lexical.coverage_of(whole, segments, idf)
-    reach = frozenset(whole).union(bridged.search_terms)
+    reach = frozenset(whole).union(bridged.reach_terms)
     results = []
     for mid, memory in memories.items():
         cosine = max(0.0, cosines.get(mid, 0.0))

@@ -190,7 +190,7 @@ def test_across_languages_a_memory_said_in_full_by_the_prompt_is_covered() -> No
     forward = coverage(statement, question)
     assert forward < 0.5
     # web, framework, backend: the statement carries framework (框架) and backend (后端).
-    reach = frozenset(lexical.terms(statement)).union(bridge.bridge(statement).search_terms)
+    reach = frozenset(lexical.terms(statement)).union(bridge.bridge(statement).reach_terms)
     assert bridge.reverse_coverage(lexical.terms(question), reach) == pytest.approx(2 / 3)
     assert lexical_of(statement, question) == pytest.approx(2 / 3, abs=1e-3)
     # The other way round too: an English statement, a Chinese question. 数据 据库 库备 备份 份保
