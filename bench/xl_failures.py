@@ -62,6 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="ask each set's prompts in the next set's project (no gold there): how many "
         "prompts get a result at all, and how many results",
     )
+    ap.add_argument(
+        "--same",
+        action="store_true",
+        help="same-language runs: each pair's same_lang_prompt against its memory's side",
+    )
     ap.add_argument("--dump", type=Path, help="write every candidate's breakdown here (jsonl)")
     args = ap.parse_args(argv)
     sets = [s for s in args.sets.split(",") if s]
@@ -100,11 +105,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             pairs, _ = crosslingual.load_set(name)
             for direction in args.dirs.split(","):
                 src, dst = direction.split("-")
+                if args.same:
+                    src, direction = "same_lang_prompt", f"same-{dst}"
                 where = TUNING_SETS[(TUNING_SETS.index(name) + 1) % 3] if args.foreign else name
                 project = project_of(str(work / f"{where}-{dst}"))
                 found = 0
                 others = 0
+                asked = 0
                 for p in pairs:
+                    if args.same and p["memory"] != dst:
+                        continue
+                    asked += 1
                     gold = "" if args.foreign else ids[f"{name}-{dst}"][p[dst]]
                     vec = vector_of(retrieve.normalize_query(p[src]))
                     res = retrieve.recall(
@@ -135,9 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for r in top:
                         if r["id"] != gold:
                             print(f"   > {short(r['score_breakdown'])} | {r['text'][:70]}")
-                summary.append(f"{args.model} {name} {src}->{dst}: {found}/{len(pairs)} = "
-                               f"{found / len(pairs):.3f}; others shown per prompt "
-                               f"{others / len(pairs):.2f}")  # fmt: skip
+                summary.append(f"{args.model} {name} {src}->{dst}: {found}/{asked} = "
+                               f"{found / max(1, asked):.3f}; others shown per prompt "
+                               f"{others / max(1, asked):.2f}")  # fmt: skip
     finally:
         if dump is not None:
             dump.close()
