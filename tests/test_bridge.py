@@ -140,6 +140,22 @@ def test_glossary_words_holding_a_stop_character_are_kept_whole() -> None:
     )
 
 
+def test_the_bridge_and_lexical_terms_cut_chinese_runs_alike() -> None:
+    """The bridge reads a run's pieces (lexical.cjk_pieces) to know which bigrams the prompt
+    has; lexical.terms takes a faster path for runs without a kept word: both must agree."""
+    for run in (
+        "数据库备份保留多久",
+        "我会话过期了怎么办",
+        "用户上传的图片统一存到对象存储",
+        "以后台任务为准",
+        "日志里只用格式化输出",
+        "一下单元测试",
+        "的的的",
+    ):
+        pieces = [run[i : i + 2] for a, b in lexical.cjk_pieces(run) for i in range(a, b - 1)]
+        assert tuple(pieces) == lexical.terms(run), run
+
+
 def test_colloquial_function_words_are_stop_words() -> None:
     # 啥 = 什么 (what), 咋 = 怎么 (how), 弄 / 搞 (do, make): no term of their own.
     assert lexical.terms("缓存咋配置") == lexical.terms("缓存怎么配置") == ("缓存", "配置")
