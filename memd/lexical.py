@@ -27,6 +27,7 @@ _CJK_STOP_TEXT = """
 以后 时候 多少 几个 几次 还是 或者 以及 并且 而且 但是 因为 所以 如果 然后 关于 一直 总是 所有
 每个 其他 自己 告诉 知道 记得 使用
 一律 原来 后来 例如 比如 所在 由于 那么 这样 那样 这种 那种 这类 那类 干嘛 为啥 一些 东西
+多久 多长 多大 之间 以内 希望
 """
 _CJK_STOP_WORDS = _CJK_STOP_TEXT.split()
 """Chinese function words, the counterparts of English stop words ("how", "should", "where")."""
