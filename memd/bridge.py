@@ -29,7 +29,7 @@ from importlib import resources
 from memd import lexical
 from memd.errors import MemdError
 
-GLOSSARY = "glossary_zh_en.tsv"
+GLOSSARY = lexical.GLOSSARY
 MAX_WORDS = 48
 """At most this many translated words go into the full-text query."""
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
@@ -61,14 +61,29 @@ class Glossary:
 
 
 _VOWELS = "aeiou"
+_IRREGULAR_TEXT = """
+build built|rebuild rebuilt|send sent|resend resent|pay paid|prepay prepaid|spend spent
+write wrote written|rewrite rewrote rewritten|overwrite overwrote overwritten|run ran|rerun reran
+find found|keep kept|hold held|lose lost|break broke broken|choose chose chosen|hide hid hidden
+throw threw thrown|begin began begun|bind bound|catch caught|freeze froze frozen|give gave given
+take took taken|drive drove driven|fall fell fallen|forget forgot forgotten|sell sold|lead led
+"""
+IRREGULAR = {
+    forms.split()[0]: tuple(forms.split()[1:])
+    for forms in _IRREGULAR_TEXT.replace("\n", "|").split("|")
+    if forms.strip()
+}
+"""The past forms of the irregular verbs of coding work ("built", "sent", "paid", "written")."""
 
 
 def inflections(form: str) -> list[str]:
-    """``form`` and the regular inflections of its last word ("cache": "caches", "cached",
-    "caching"), whose stems :func:`lexical.terms` does not always bring back to the form's."""
+    """``form`` and the inflections of its last word ("cache": "caches", "cached", "caching";
+    "build": "built"), whose stems :func:`lexical.terms` does not always bring back to the
+    form's."""
     *head, last = form.split()
     if not last.isalpha() or last.endswith(("ing", "ed")):
         return [form]
+    irregular = [" ".join([*head, end]) for end in IRREGULAR.get(last, ())]
     if last.endswith("e"):
         ends = [last, last + "s", last + "d", last[:-1] + "ing"]
     elif last.endswith("y") and len(last) > 2 and last[-2] not in _VOWELS:
@@ -78,7 +93,7 @@ def inflections(form: str) -> list[str]:
         if len(last) >= 3 and last[-1] not in _VOWELS + "wxy" and last[-2] in _VOWELS:
             if last[-3] not in _VOWELS:  # commit -> committed, pin -> pinned
                 ends += [last + last[-1] + "ed", last + last[-1] + "ing"]
-    return [" ".join([*head, end]) for end in ends]
+    return [" ".join([*head, end]) for end in ends] + irregular
 
 
 def parse(text: str) -> Glossary:
@@ -138,6 +153,18 @@ class Bridged:
         """The translations as :func:`lexical.terms`, for a ranker over terms (BM25): to add to
         the query's own terms."""
         return tuple(dict.fromkeys(t for word in self.words for t in lexical.terms(word)))
+
+    @cached_property
+    def reach_terms(self) -> frozenset[str]:
+        """Every term that carries one of the query's terms in the other language: the
+        English forms with their inflections ("paid" for 支付), the Chinese words as bigrams."""
+        out: set[str] = set()
+        for alts in self.alternatives.values():
+            for alt in alts:
+                for clause in alt:
+                    for form in clause:
+                        out.update(lexical.terms(form) if isinstance(form, str) else form)
+        return frozenset(out)
 
     @cached_property
     def _plan(self) -> tuple[tuple[str, _Test | None, tuple[tuple[_Test, _Test], ...]], ...]:
@@ -207,18 +234,39 @@ class _Test:
 
 
 NO_BRIDGE = Bridged()
+REVERSE_MIN_TERMS = 3
+"""A memory needs this many distinct terms for :func:`reverse_coverage` to count."""
 
 
-def _kept(run: str) -> list[tuple[int, int]]:
-    """The parts of a Chinese run that :func:`lexical.terms` cuts into bigrams: between its stop
-    characters and function words."""
-    parts = []
-    start = 0
-    for stop in lexical._CJK_STOP.finditer(run):
-        parts.append((start, stop.start()))
-        start = stop.end()
-    parts.append((start, len(run)))
-    return [(a, b) for a, b in parts if b - a >= 2]
+def reverse_coverage(terms: tuple[str, ...], reach: frozenset[str]) -> float:
+    """The share of a memory's distinct terms (``terms``, :func:`lexical.terms` of its text, in
+    order) that a prompt in the other language carries, itself or through a translation
+    (``reach``: the prompt's terms and its translations' :attr:`Bridged.reach_terms`).
+
+    Across languages the prompt's coverage is bounded by what the glossary knows of it: a
+    Chinese statement holds many words the glossary has no entry for, so a short English
+    memory that says exactly what it is about ("Which web framework does the backend use?")
+    covers little of it. Asked the other way round, every word of that memory is in the
+    prompt. A Chinese bigram across two words ("库备" of "数据库备份") is carried when the
+    bigrams on both sides are. A memory of fewer than :data:`REVERSE_MIN_TERMS` terms gets
+    0: one shared word would be half of it.
+    """
+    distinct = dict.fromkeys(terms)
+    if len(distinct) < REVERSE_MIN_TERMS:
+        return 0.0
+    carried = {t for t in distinct if t in reach}
+    for before, term, after in zip(terms, terms[1:], terms[2:], strict=False):
+        if (
+            term not in carried
+            and before in reach
+            and after in reach
+            and len(term) == 2
+            and before[-1] == term[0]
+            and term[-1] == after[0]
+            and _CJK_CHAR.match(term) is not None
+        ):
+            carried.add(term)
+    return len(carried) / len(distinct)
 
 
 def _segment(run: str, words: dict[str, tuple[str, ...]], longest: int) -> list[tuple[int, int]]:
@@ -272,7 +320,7 @@ def bridge(query: str) -> Bridged:
         for span in spans:
             for word in inner[span]:
                 words.update(dict.fromkeys(g.zh[word]))
-        for first, last in _kept(run):
+        for first, last in lexical.cjk_pieces(run):
             for i in range(first, last - 1):
                 bigram = run[i : i + 2]
                 for a, b in spans:

@@ -82,6 +82,8 @@ def semantic_scale(cosine: float, calibration: tuple[float, float]) -> float:
 
 def is_chinese(text: str) -> bool:
     """True when CJK characters make up more than 30 % of the letters (code words don't count)."""
+    if _CJK.search(text) is None:  # most texts of an English project: no counting
+        return False
     cjk = len(_CJK.findall(text))
     return cjk > 0 and cjk / (cjk + len(_LATIN.findall(text))) > 0.3
 

@@ -12,8 +12,10 @@ show the same numbers for the same memory.
 2. **Signals.** For every candidate: ``semantic``, its cosine to the query mapped onto the
    model's calibrated scale (0 = what unrelated texts score with this model, 1 = what clearly
    related ones score), and ``lexical``, the share of the query's meaningful terms it carries,
-   each term weighted by how rare it is among the project's memories (:mod:`memd.lexical`).
-   Both are absolute: neither depends on the other candidates.
+   each term weighted by how rare it is among the project's memories (:mod:`memd.lexical`);
+   for a memory in the other language (zh<->en), the larger of that and the share of the
+   memory's own terms the prompt carries (:func:`memd.bridge.reverse_coverage`). Both are
+   absolute: neither depends on the other candidates.
 3. **Relevance** = the semantic signal, raised by the mean of both when the words match too. A memory is *relevant* when its relevance reaches
    ``relevance_threshold`` (excerpts, being raw turns, need ``excerpt_margin`` more). Only
    relevant memories are searched out or injected: an unrelated prompt gets nothing.
@@ -72,10 +74,15 @@ class Calibration:
         span = max(1e-6, (self.related if related is None else related) - low)
         return min(1.0, max(0.0, (cosine - low) / span))
 
-    def scale_pair(self, cosine: float, query_zh: bool, text: str) -> float:
-        if not self.reads_chinese and (query_zh or is_chinese(text)):
+    def scale_pair(
+        self, cosine: float, query_zh: bool, text: str, text_zh: bool | None = None
+    ) -> float:
+        """``text_zh``: whether ``text`` is Chinese, when the caller knows already."""
+        if text_zh is None:
+            text_zh = is_chinese(text)
+        if not self.reads_chinese and (query_zh or text_zh):
             return 0.0
-        if self.cross is not None and is_chinese(text) != query_zh:
+        if self.cross is not None and text_zh != query_zh:
             return self.scale(cosine, *self.cross)
         return self.scale(cosine)
 
@@ -347,11 +354,16 @@ def rank(
         rrf[memory.id] = rrf.get(memory.id, 0.0) + weights.text / (RRF_K + rank_no)
     best_rrf = (weights.vector + weights.text) / (RRF_K + 1)
     covers = lexical.coverage_of(whole, segments, idf)
+    reach = frozenset(whole).union(bridged.reach_terms)
     results = []
     for mid, memory in memories.items():
         cosine = max(0.0, cosines.get(mid, 0.0))
-        semantic = calibration.scale_pair(cosine, query_zh, memory.text)
-        lex = covers(bridged.extend(memory.text, lexical.term_set(memory.text)))
+        memory_zh = is_chinese(memory.text)
+        semantic = calibration.scale_pair(cosine, query_zh, memory.text, memory_zh)
+        have = lexical.term_set(memory.text)
+        lex = covers(bridged.extend(memory.text, have))
+        if memory_zh != query_zh and not have.isdisjoint(reach):  # across languages: both ways
+            lex = max(lex, bridge.reverse_coverage(lexical.terms(memory.text), reach))
         relevance = max(semantic, weights.semantic * semantic + weights.lexical * lex)
         need = weights.threshold + (weights.excerpt_margin if memory.kind in BROAD_KINDS else 0.0)
         fused = rrf[mid] / best_rrf
