@@ -257,8 +257,9 @@ class World:
     def git(self, *args: str) -> None:
         subprocess.run(["git", *args], cwd=self.project, env=self.env, check=True, timeout=30)
 
-    def start_daemon(self) -> DaemonProcess:
-        env = {**self.env, "MEMD_SOCKET": str(self.socket)}
+    def start_daemon(self, **extra_env: str) -> DaemonProcess:
+        """A `memd serve` for this HOME; ``extra_env`` reaches the daemon process only."""
+        env = {**self.env, "MEMD_SOCKET": str(self.socket), **extra_env}
         self.daemon = DaemonProcess(env, self.root / "daemon.log").start()
         return self.daemon
 

@@ -31,6 +31,11 @@ def tool_results(world: World, tool_use_id: str) -> list[str]:
     return out
 
 
+def last_user_turn(body: dict[str, Any]) -> str:
+    """The JSON of the last user message of one model request (what the fake model matches)."""
+    return json.dumps([m for m in body["messages"] if m.get("role") == "user"][-1])
+
+
 WAIT = "WaitForMcpServers"
 
 
@@ -155,3 +160,35 @@ def test_global_remember_reaches_another_project(world: World) -> None:
     subprocess.run(["git", "init", "-q"], cwd=other, check=True)
     hits = world.request("search", query="which English spelling", cwd=str(other))["results"]
     assert any("British English" in h["text"] and h["project"] == "user:global" for h in hits)
+
+
+def test_plugin_remember_then_recall_in_a_new_session(world: World) -> None:
+    """The plugin's own /memd:remember and /memd:recall (plugin/commands/), not the copies
+    `memd install --commands` writes: the session loads only the plugin (no installed hooks)."""
+    world.memd_ok("uninstall", "--hooks")
+    plugin = ("--plugin-dir", str(PLUGIN))
+    add = "mcp__plugin_memd_memd__memory_add"
+    args = {"text": "Use pnpm, never npm", "kind": "preference", "pin": True}
+    # The rule fires only on the plugin command's own text, which names the plugin's tool.
+    world.api.script(call_then_answer(add, add, args, "toolu_premember"))
+    s1 = world.session("/memd:remember --pin Use pnpm, never npm", tools=(WAIT,), extra=plugin)
+    s1.check()
+    expanded = request_for(world.api.model_requests(), "Arguments: --pin Use pnpm, never npm")
+    assert add in last_user_turn(expanded), expanded["messages"]
+    (stored,) = tool_results(world, "toolu_premember")
+    assert "Use pnpm, never npm" in stored, stored
+    (memory,) = [m for m in world.memories() if m["text"] == "Use pnpm, never npm"]
+    assert memory["pinned"] and memory["kind"] == "preference"
+    assert memory["project"] == str(world.project)
+    shown = world.memd_ok("show", memory["id"][:8])
+    assert "Use pnpm, never npm" in shown and f"project: {world.project}" in shown, shown
+
+    before = len(world.api.requests())
+    search = "mcp__plugin_memd_memd__memory_search"
+    world.api.script(call_then_answer(search, search, {"query": "pnpm"}, "toolu_precall"))
+    s2 = world.session("/memd:recall package manager", tools=(WAIT,), extra=plugin).check()
+    assert s2.session_id != s1.session_id
+    body = request_for(world.api.model_requests(before), "query: package manager")
+    assert search in last_user_turn(body), body["messages"]
+    (found,) = tool_results(world, "toolu_precall")
+    assert memory["id"] in found and "Use pnpm, never npm" in found, found

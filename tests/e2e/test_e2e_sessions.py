@@ -26,12 +26,17 @@ def texts_of(world: World, kind: str) -> list[str]:
     return [m["text"] for m in typed(world, kind)]
 
 
-def test_decision_reaches_the_next_session(world: World) -> None:
+def decision_problems(world: World) -> list[str]:
+    """Session 1 states a decision and where the refund handlers live; a new session 2 asks
+    for both. What fails to carry over, as "memory: ...", "brief: ...", "prompt: ..."; empty
+    when the decision is learned, in session 2's session-start brief, and in its prompt context."""
     s1 = world.session(f"{DECISION} {WHERE}").check()
     # Another session in between, so the refund fact is not in the "last session" summary.
     s1b = world.session("We decided to use Tailwind for the storefront styling.").check()
     world.settle(s1.session_id, s1b.session_id)
-    assert any("PostgreSQL" in t for t in texts_of(world, "decision"))
+    problems = []
+    if not any("PostgreSQL" in t for t in texts_of(world, "decision")):
+        problems.append(f"memory: no PostgreSQL decision in {world.memories()}")
 
     before = len(world.api.requests())
     prompt = "Add a refund endpoint: where do the refund handlers live, and which database?"
@@ -40,9 +45,48 @@ def test_decision_reaches_the_next_session(world: World) -> None:
     body = request_for(world.api.model_requests(before), prompt)
     contexts = hook_contexts(body)
     brief = [block for label, block, _ in contexts if label.startswith("SessionStart:startup")]
-    assert brief and "PostgreSQL instead of MongoDB" in brief[0], contexts
+    if not (brief and "PostgreSQL instead of MongoDB" in brief[0]):
+        problems.append(f"brief: the decision is not in the session-start brief: {contexts}")
     on_prompt = [block for label, block, _ in contexts if label.startswith("UserPromptSubmit")]
-    assert on_prompt and "services/billing/refunds.py" in on_prompt[0], contexts
+    if not (on_prompt and "services/billing/refunds.py" in on_prompt[0]):
+        problems.append(f"prompt: the refund handlers are not in the prompt context: {contexts}")
+    return problems
+
+
+def test_decision_reaches_the_next_session(world: World) -> None:
+    assert decision_problems(world) == []
+
+
+BROKEN_PARSER = """\
+import sys
+
+import memd.transcript as transcript
+
+_parse = transcript._conversation_line
+
+
+def _drop_user_turns(obj, kind, data, session_hint):
+    return None if kind == "user" else _parse(obj, kind, data, session_hint)
+
+
+transcript._conversation_line = _drop_user_turns
+print("memd-e2e: transcript parser broken, user turns dropped", file=sys.stderr, flush=True)
+"""
+"""A sitecustomize for the daemon process only (on its PYTHONPATH): the transcript parser drops
+every user line as noise, as it would if a CLI version moved the user's text elsewhere."""
+
+
+def test_a_broken_parser_would_be_caught(world: World) -> None:
+    """The check above can fail: a daemon whose transcript parser loses the user's turns, with
+    the real CLI and its real hooks, leaves session 2 without the decision, and that is seen."""
+    world.stop_daemon()
+    patch = world.root / "broken-parser"
+    patch.mkdir()
+    (patch / "sitecustomize.py").write_text(BROKEN_PARSER)
+    world.start_daemon(PYTHONPATH=str(patch))
+    assert "transcript parser broken" in (world.root / "daemon.log").read_text()
+    problems = decision_problems(world)
+    assert [p.split(":")[0] for p in problems] == ["memory", "brief", "prompt"], problems
 
 
 @pytest.mark.parametrize("model", [OPUS, SONNET], ids=["opus", "sonnet"])
