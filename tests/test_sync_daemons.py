@@ -297,3 +297,101 @@ def test_a_hanging_bucket_never_slows_the_hooks(tmp_path: Path) -> None:
     finally:
         machine.stop()
         hanging.close()
+
+
+def second_checkout(m: Machine, remote: str) -> Path:
+    repo = m.root / "code" / "gadgets"
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", remote], check=True)
+    return repo
+
+
+def project_texts(m: Machine, repo: Path) -> list[str]:
+    reply = m.ask("list", project=str(repo), include_all=True, limit=100_000)
+    return sorted(x["text"] for x in reply["memories"])
+
+
+def test_sync_disable_stops_one_project_and_the_others_keep_syncing(
+    machines: tuple[Machine, Machine], s3: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lancedb
+
+    a, b = machines
+    ga = second_checkout(a, "https://github.com/acme/gadgets.git")
+    gb = second_checkout(b, "git@github.com:acme/gadgets.git")
+    for m, repo in ((a, ga), (b, gb)):
+        done = m.memd("sync", "enable", "--project", str(repo), "--scope", "team")
+        assert done.returncode == 0, done.stderr
+    shared = a.ask("add", text="Gadgets are packaged as wheels", cwd=str(ga))["memory"]["id"]
+    a.sync()
+    b.sync()
+    assert project_texts(b, gb) == ["Gadgets are packaged as wheels"]  # it did sync before
+
+    off = a.memd("sync", "disable", "--project", str(ga))
+    assert off.returncode == 0, off.stderr
+    assert f"no longer syncing {ga}" in off.stdout
+    status = json.loads(a.memd("sync", "status", "--json").stdout)
+    assert [p["path"] for p in status["projects"]] == [str(a.repo)]
+    for shown in (a.memd("sync", "status").stdout, a.memd("status").stdout):
+        assert f"{a.repo} -> s3://{BUCKET}/memd/team" in shown
+        assert f"{ga} -> " not in shown
+    again = a.memd("sync", "disable", "--project", str(ga))
+    assert again.returncode != 0 and "is not synced" in again.stderr
+
+    # Nothing more goes up for the disabled project, in either direction; widgets still syncs.
+    a.ask("add", text="Gadgets ship on the first Monday of the month", cwd=str(ga))
+    a.ask("edit", id=shared, text="Gadgets are packaged as wheels and sdists")
+    a.ask("add", text="Widgets are deployed by Argo CD", cwd=str(a.repo))
+    assert a.sync()["pushed"] == 1
+    b.ask("add", text="Gadgets are signed with Sigstore", cwd=str(gb))
+    got = b.sync()
+    assert got["applied"] == 1 and got["pushed"] == 1
+    assert "Widgets are deployed by Argo CD" in b.memories().values()
+    assert project_texts(b, gb) == [
+        "Gadgets are packaged as wheels",
+        "Gadgets are signed with Sigstore",
+    ]
+    a.sync()
+    assert project_texts(a, ga) == [
+        "Gadgets are packaged as wheels and sdists",
+        "Gadgets ship on the first Monday of the month",
+    ]
+    for name, value in s3.env().items():
+        monkeypatch.setenv(name, value)
+    table = lancedb.connect(f"s3://{BUCKET}/memd/team").open_table(f"dev-{status['device_id']}")
+    rows = table.to_arrow().to_pylist()
+    gadgets = [r["text"] for r in rows if r["project"] == "git:github.com/acme/gadgets"]
+    assert gadgets == ["Gadgets are packaged as wheels"]  # only what went up before `disable`
+    assert "Widgets are deployed by Argo CD" in [r["text"] for r in rows]
+
+
+def test_a_supersession_travels_with_its_history(machines: tuple[Machine, Machine]) -> None:
+    a, b = machines
+    old_text = "We use PostgreSQL 16 for the billing database."
+    new_text = "The billing database is MySQL 8 now."
+    old = a.ask("add", text=old_text, kind="decision", cwd=str(a.repo))
+    assert old["result"]["superseded"] == []
+    x = old["memory"]["id"]
+    a.sync()
+    b.sync()
+    assert b.ask("show", id=x)["memory"]["status"] == "active"
+
+    new = a.ask("add", text=new_text, kind="decision", cwd=str(a.repo))
+    y = new["memory"]["id"]
+    assert new["result"]["superseded"] == [x]  # superseded on A, by A's own merge
+    assert a.sync()["pushed"] == 2  # the superseded version of X and Y
+    assert b.sync()["applied"] == 2
+
+    on_a = json.loads(a.memd("show", x, "--json").stdout)
+    on_b = json.loads(b.memd("show", x, "--json").stdout)
+    assert on_b["status"] == "superseded"
+    assert on_b["superseded_by"] == y
+    assert on_b["superseded_by_text"] == new_text
+    assert on_b["history"] == on_a["history"]
+    assert any(h.get("superseded_by") == y and h.get("text") == new_text for h in on_b["history"])
+    shown_y = json.loads(b.memd("show", y, "--json").stdout)
+    assert shown_y["status"] == "active"
+    assert [s["id"] for s in shown_y["supersedes"]] == [x]
+    context = b.prompt_hook("Which database does the billing service use?")
+    assert "MySQL 8" in context and "PostgreSQL 16" not in context
