@@ -219,8 +219,9 @@ def recall(
         stats = (found.total, {t: found.counts[t] for t in wanted})
     # The full-text hits' rows too, while the embedding may still run.
     by_text = rows_for(store, vectors, scope, found.hits) if found is not None and vectors else []
-    for memory, _ in by_text:
-        lexical.terms(memory.text)  # (cached: :func:`rank` reads them again)
+    now = datetime.now(UTC)
+    signal = Signals(query, lexical.idf_weights(*stats) if stats else None, weights, now)
+    known = {memory.id: signal.of(memory) for memory, _ in by_text}
     if vector is None:
         vector = pending.result() if pending else (embed_query or store.embedder.embed_one)(query)
     by_vec = vectors.search(vector, scope, depth) if cacheable and vectors is not None else None
@@ -247,9 +248,10 @@ def recall(
         cosines,
         weights,
         calibration_of(store.embedder),
-        datetime.now(UTC),
+        now,
         idf,
         text_partial=cacheable,
+        known=known,
     )
 
 
@@ -327,13 +329,14 @@ def rank(
     now: datetime | None = None,
     idf: dict[str, float] | None = None,
     text_partial: bool = False,
+    known: dict[str, tuple[float, bool, float]] | None = None,
 ) -> list[dict[str, Any]]:
     """Fuse both candidate lists; score, decide and explain every candidate. ``idf`` weighs
     the query's terms by how rare they are in the project (see :func:`lexical.idf_weights`).
-    ``text_partial``: the full-text rows, like the vector ones, come from the vector cache."""
+    ``text_partial``: the full-text rows, like the vector ones, come from the vector cache.
+    ``known``: :meth:`Signals.of` of some candidates, worked out already (with the same
+    ``now``)."""
     now = now or datetime.now(UTC)
-    whole, segments = lexical.query_terms(query)
-    bridged = bridge.bridge(query)
     query_zh = is_chinese(query)
     memories: dict[str, Memory] = {}
     partial: set[str] = set()
@@ -353,24 +356,16 @@ def rank(
         bm25[memory.id] = score
         rrf[memory.id] = rrf.get(memory.id, 0.0) + weights.text / (RRF_K + rank_no)
     best_rrf = (weights.vector + weights.text) / (RRF_K + 1)
-    covers = lexical.coverage_of(whole, segments, idf)
-    reach = frozenset(whole).union(bridged.reach_terms)
+    signal = Signals(query, idf, weights, now)
+    known = known or {}
     results = []
     for mid, memory in memories.items():
         cosine = max(0.0, cosines.get(mid, 0.0))
-        memory_zh = is_chinese(memory.text)
+        lex, memory_zh, recency = known.get(mid) or signal.of(memory)
         semantic = calibration.scale_pair(cosine, query_zh, memory.text, memory_zh)
-        have = lexical.term_set(memory.text)
-        lex = covers(bridged.extend(memory.text, have))
-        if memory_zh != query_zh and not have.isdisjoint(reach):  # across languages: both ways
-            lex = max(lex, bridge.reverse_coverage(lexical.terms(memory.text), reach))
         relevance = max(semantic, weights.semantic * semantic + weights.lexical * lex)
         need = weights.threshold + (weights.excerpt_margin if memory.kind in BROAD_KINDS else 0.0)
         fused = rrf[mid] / best_rrf
-        recency = math.pow(
-            0.5,
-            age_days(memory.updated_at or memory.created_at, now) / weights.recency_half_life_days,
-        )
         total = (
             weights.relevance * ((1 - weights.rank_mix) * relevance + weights.rank_mix * fused)
             + weights.importance * memory.importance
@@ -396,6 +391,34 @@ def rank(
         results.append(result)
     results.sort(key=lambda r: (-r["score"], r["id"]))
     return results
+
+
+class Signals:
+    """A candidate's signals that do not need the query's vector: its lexical coverage of the
+    query (both ways across languages), whether it is Chinese, its recency. :func:`recall`
+    works them out for the full-text candidates while the query's embedding runs."""
+
+    def __init__(
+        self, query: str, idf: dict[str, float] | None, weights: Weights, now: datetime
+    ) -> None:
+        whole, segments = lexical.query_terms(query)
+        self.bridged = bridge.bridge(query)
+        self.query_zh = is_chinese(query)
+        self.covers = lexical.coverage_of(whole, segments, idf)
+        self.reach = frozenset(whole).union(self.bridged.reach_terms)
+        self.half_life = weights.recency_half_life_days
+        self.now = now
+
+    def of(self, memory: Memory) -> tuple[float, bool, float]:
+        """(lexical, memory is Chinese, recency)."""
+        memory_zh = is_chinese(memory.text)
+        have = lexical.term_set(memory.text)
+        lex = self.covers(self.bridged.extend(memory.text, have))
+        if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
+            lex = max(lex, bridge.reverse_coverage(lexical.terms(memory.text), self.reach))
+        stamp = memory.updated_at or memory.created_at
+        recency = math.pow(0.5, age_days(stamp, self.now) / self.half_life)
+        return lex, memory_zh, recency
 
 
 def brief_result(memory: Memory, weights: Weights, base: float = 0.0) -> dict[str, Any]:
