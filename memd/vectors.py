@@ -105,7 +105,8 @@ class VectorCache:
         self._indexes: dict[str, tuple[Any, dict[str, int]]] = {}
         """Per project: (the entry's rows, id -> row number), built on first use."""
         self._terms: dict[str, tuple[Any, dict[str, tuple[Any, Any]], Any, list[int], bool]] = {}
-        """Per project: (the entry's rows, term -> postings, row lengths, postings kept)."""
+        """Per project: (the entry's rows, term -> postings, row lengths, postings kept,
+        whether any of its texts holds a Chinese character)."""
         self._memos: dict[str, tuple[Any, dict[int, Memory]]] = {}
         """Per project: (the entry's rows, row number -> its Memory), the rows recalls read."""
         self._lock = threading.Lock()
