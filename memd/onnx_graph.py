@@ -27,6 +27,11 @@ Buffer = bytes | memoryview
 MODEL_GRAPH = 7
 GRAPH_NODE = 1
 NODE_INPUT, NODE_OUTPUT, NODE_NAME, NODE_OP_TYPE = 1, 2, 3, 4
+NODE_DOMAIN = 7
+GRAPH_INITIALIZER = 5
+TENSOR_NAME = 8
+MODEL_OPSET = 8
+OPSET_DOMAIN, OPSET_VERSION = 1, 2
 
 WORD_TABLE = "inner.embeddings.word_embeddings.weight"
 """The table's float name in the packaged model; ``_q`` / ``_scale`` name its codes and scales."""
@@ -108,20 +113,45 @@ def _node(template: Buffer, inputs: list[str], outputs: list[str], name: str) ->
     return b"".join(out)
 
 
+def _graph_of(model: Buffer) -> Buffer:
+    """The GraphProto of ``model`` (a ModelProto)."""
+    graph = None
+    for number, wire, payload, _ in _fields(model):
+        if number == MODEL_GRAPH and wire == 2:
+            graph = payload
+    if graph is None:
+        raise GraphRewriteError("no graph in the model")
+    return graph
+
+
+def _with_graph(model: Buffer, graph: Buffer, opset: Buffer = b"") -> bytes:
+    """``model`` with ``graph`` for its graph; ``opset`` (an OperatorSetIdProto): imported too,
+    in place of any import of the same domain."""
+    domain = _strings(opset, OPSET_DOMAIN) if opset else []
+    out: list[Buffer] = []
+    for number, wire, payload, raw in _fields(model):
+        if number == MODEL_GRAPH and wire == 2:
+            out.append(_bytes_field(MODEL_GRAPH, graph))
+        elif not (
+            domain
+            and number == MODEL_OPSET
+            and wire == 2
+            and _strings(payload, OPSET_DOMAIN) == domain
+        ):
+            out.append(raw)
+    if opset:
+        out.append(_bytes_field(MODEL_OPSET, opset))
+    return b"".join(out)
+
+
 def gather_before_dequantize(model: Buffer, table: str = WORD_TABLE) -> bytes:
     """The model with ``Gather(Mul(Cast(table_q), table_scale), ids)`` rewritten as
     ``Mul(Cast(Gather(table_q, ids)), Gather(table_scale, ids))``. Raises GraphRewriteError
     when the graph does not hold exactly that pattern (or already had it rewritten)."""
     model = memoryview(model)  # slices of it copy nothing
-    graph_raw = None
-    for number, wire, payload, _ in _fields(model):
-        if number == MODEL_GRAPH and wire == 2:
-            graph_raw = payload
-    if graph_raw is None:
-        raise GraphRewriteError("no graph in the model")
     nodes: list[tuple[int, Buffer]] = []  # (index among the graph's fields, NodeProto)
     parts: list[Buffer] = []
-    for number, wire, payload, raw in _fields(graph_raw):
+    for number, wire, payload, raw in _fields(_graph_of(model)):
         if number == GRAPH_NODE and wire == 2:
             nodes.append((len(parts), payload))
         parts.append(raw)
@@ -164,13 +194,7 @@ def gather_before_dequantize(model: Buffer, table: str = WORD_TABLE) -> bytes:
     )
     parts[gather_at] = replacement
     parts[cast_at] = parts[mul_at] = b""
-    new_graph = b"".join(parts)
-    out: list[Buffer] = []
-    for number, wire, _, raw in _fields(model):
-        out.append(
-            _bytes_field(MODEL_GRAPH, new_graph) if number == MODEL_GRAPH and wire == 2 else raw
-        )
-    return b"".join(out)
+    return _with_graph(model, b"".join(parts))
 
 
 def is_rewritten(path: Path, table: str = WORD_TABLE) -> bool:
@@ -183,11 +207,6 @@ def is_rewritten(path: Path, table: str = WORD_TABLE) -> bool:
         return False
 
 
-GRAPH_INITIALIZER = 5
-TENSOR_NAME = 8
-NODE_DOMAIN = 7
-MODEL_OPSET = 8
-OPSET_DOMAIN, OPSET_VERSION = 1, 2
 QUANTIZED_SUFFIX = "_int8_matmul"
 """Ends the name of every node :func:`quantize_matmuls` writes (how a written file is known)."""
 
@@ -210,16 +229,10 @@ def quantize_matmuls(model: Buffer) -> bytes:
     for queries only, never for what is stored. Raises GraphRewriteError when no such MatMul
     is found."""
     model = memoryview(model)
-    graph_raw = None
-    for number, wire, payload, _ in _fields(model):
-        if number == MODEL_GRAPH and wire == 2:
-            graph_raw = payload
-    if graph_raw is None:
-        raise GraphRewriteError("no graph in the model")
     parts: list[Buffer] = []
     nodes: list[tuple[int, Buffer]] = []
     initializers: set[str] = set()
-    for number, wire, payload, raw in _fields(graph_raw):
+    for number, wire, payload, raw in _fields(_graph_of(model)):
         if number == GRAPH_NODE and wire == 2:
             nodes.append((len(parts), payload))
         elif number == GRAPH_INITIALIZER and wire == 2:
@@ -272,16 +285,7 @@ def quantize_matmuls(model: Buffer) -> bytes:
         + _encode_varint(OPSET_VERSION << 3)
         + _encode_varint(1)
     )
-    out: list[Buffer] = []
-    for number, wire, _, raw in _fields(model):
-        if number == MODEL_GRAPH and wire == 2:
-            out.append(_bytes_field(MODEL_GRAPH, b"".join(parts)))
-        elif number == MODEL_OPSET and wire == 2 and b"com.microsoft" in bytes(raw):
-            continue  # replaced by ours below
-        else:
-            out.append(raw)
-    out.append(_bytes_field(MODEL_OPSET, opset))
-    return b"".join(out)
+    return _with_graph(model, b"".join(parts), opset)
 
 
 def is_quantized(path: Path) -> bool:
