@@ -33,7 +33,7 @@ GLOSSARY = lexical.GLOSSARY
 MAX_WORDS = 48
 """At most this many translated words go into the full-text query."""
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
-_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK_CHAR = lexical.CJK_CHAR
 
 Form = str | frozenset[str]
 """What carries a concept in a memory: a Chinese word (found in its text) or the terms of an

@@ -285,9 +285,6 @@ def spoken(line: str) -> str:
     return f"{SPEAKERS[speaker]}: {rest}" if sep and speaker in SPEAKERS else line
 
 
-SPEAKER_AT_LINE_START = re.compile(r"^(" + "|".join(SPEAKERS) + r"): ", re.MULTILINE)
-
-
 def show_turns(
     turns: list[tuple[str, str]], picked: Iterable[int], weights: dict[str, float]
 ) -> str:
@@ -303,8 +300,7 @@ def show_turns(
 def whole_excerpt(memory: dict[str, Any]) -> str:
     """An excerpt that is not one line per turn (an older one), shown whole (clipped)."""
     body = DATE_PREFIX.sub("", memory["text"], count=1)
-    body = SPEAKER_AT_LINE_START.sub(lambda m: SPEAKERS[m.group(1)] + ": ", body)
-    return clip(body, MAX_EXCERPT_CHARS)
+    return clip("\n".join(spoken(line) for line in body.split("\n")), MAX_EXCERPT_CHARS)
 
 
 def cut_turn(line: str, weights: dict[str, float]) -> str:

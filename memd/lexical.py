@@ -21,7 +21,9 @@ _TOKEN = re.compile(
     r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"  # a Chinese run
     r"|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[._+#/-][^\W_\u3400-\u9fff]+)*[+#]*"
 )
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+CJK_CLASS = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+"""One Chinese (CJK) character, as a regular expression class (also for pyarrow's RE2)."""
+CJK_CHAR = re.compile(CJK_CLASS)
 _CJK_STOP_TEXT = """
 怎么样 怎么 怎样 什么 哪个 哪些 哪里 哪儿 如何 是否 应该 可以 需要 已经 现在 之前 之后 以前
 以后 时候 多少 几个 几次 还是 或者 以及 并且 而且 但是 因为 所以 如果 然后 关于 一直 总是 所有
@@ -130,7 +132,7 @@ def terms(text: str) -> tuple[str, ...]:
     """The meaningful terms of ``text``, in order, repeats kept."""
     out: list[str] = []
     for token in _TOKEN.findall(text.lower()):
-        if _CJK.match(token):
+        if CJK_CHAR.match(token):
             kept = _kept_words()
             if kept is None or kept.search(token) is None:  # most runs: cut at every stop
                 for run in _CJK_STOP_RUN.split(token):

@@ -219,9 +219,9 @@ def recall(
         stats = (found.total, {t: found.counts[t] for t in wanted})
     # The full-text hits' rows too, while the embedding may still run.
     by_text = rows_for(store, vectors, scope, found.hits) if found is not None and vectors else []
-    now = datetime.now(UTC)
-    signal = Signals(query, lexical.idf_weights(*stats) if stats else None, weights, now)
-    known = {memory.id: signal.of(memory) for memory, _ in by_text}
+    idf = lexical.idf_weights(*stats) if stats else None
+    signals = Signals(query, idf, weights, datetime.now(UTC))
+    known = {memory.id: signals.of(memory) for memory, _ in by_text}
     if vector is None:
         vector = pending.result() if pending else (embed_query or store.embedder.embed_one)(query)
     by_vec = vectors.search(vector, scope, depth) if cacheable and vectors is not None else None
@@ -240,7 +240,6 @@ def recall(
         still = [i for i in missing if i not in cosines]
         if still:
             cosines.update(store.cosines(vector, still))
-    idf = lexical.idf_weights(*stats) if stats else None
     return rank(
         by_vec,
         by_text,
@@ -248,9 +247,10 @@ def recall(
         cosines,
         weights,
         calibration_of(store.embedder),
-        now,
+        signals.now,
         idf,
         text_partial=cacheable,
+        signals=signals,
         known=known,
     )
 
@@ -329,13 +329,15 @@ def rank(
     now: datetime | None = None,
     idf: dict[str, float] | None = None,
     text_partial: bool = False,
+    signals: Signals | None = None,
     known: dict[str, tuple[float, bool, float]] | None = None,
 ) -> list[dict[str, Any]]:
     """Fuse both candidate lists; score, decide and explain every candidate. ``idf`` weighs
     the query's terms by how rare they are in the project (see :func:`lexical.idf_weights`).
     ``text_partial``: the full-text rows, like the vector ones, come from the vector cache.
-    ``known``: :meth:`Signals.of` of some candidates, worked out already (with the same
-    ``now``)."""
+    ``signals``: the query's :class:`Signals` (made from ``query``, ``idf``, ``weights`` and
+    ``now`` when not given); ``known``: their :meth:`Signals.of` for some candidates, worked
+    out already."""
     now = now or datetime.now(UTC)
     query_zh = is_chinese(query)
     memories: dict[str, Memory] = {}
@@ -356,7 +358,7 @@ def rank(
         bm25[memory.id] = score
         rrf[memory.id] = rrf.get(memory.id, 0.0) + weights.text / (RRF_K + rank_no)
     best_rrf = (weights.vector + weights.text) / (RRF_K + 1)
-    signal = Signals(query, idf, weights, now)
+    signal = signals or Signals(query, idf, weights, now)
     known = known or {}
     results = []
     for mid, memory in memories.items():

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import queue
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -19,6 +18,7 @@ from concurrent.futures import Future
 from typing import Any, NamedTuple
 
 from memd.heap import trim_heap
+from memd.lexical import CJK_CHAR, CJK_CLASS
 from memd.models import Memory
 from memd.store import from_row, sql_str
 
@@ -32,8 +32,6 @@ POSTINGS_KEPT = 1_000_000
 TERMS_KEPT = 50_000
 MEMOS_KEPT = 4096
 """Memory objects kept per project entry (a few KiB each)."""
-CJK_CLASS = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
-CJK_CHAR = re.compile(CJK_CLASS)
 BM25_K1 = 1.2
 BM25_B = 0.75
 TRIM_AFTER_BUILD_ROWS = 1000
