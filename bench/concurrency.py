@@ -5,7 +5,7 @@
 A real `memd serve` runs on a temporary home filled like bench/hook_latency.py. Two bursts:
 
 - processes: ``--clients`` `memd-hook user-prompt-submit` processes started at once (then the
-  same with the fast form ``python -I -S memd/hook.py``), each with its
+  same with the fast form ``python -I -S memd/hookrun.py``), each with its
   own session and a prompt that matches a stored memory, so every answered call prints context.
   A call that prints nothing was dropped (timed out or refused). Latency is spawn to exit, so it
   includes starting 200 interpreters on this machine's cores.
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> str:
     bursts = (
         ("floor: `python -I -S -c 'import _socket'` processes (no daemon involved)", floor),
         ("`memd-hook` processes (console script)", procs),
-        ("`python -I -S memd/hook.py` processes", fast),
+        ("`python -I -S memd/hookrun.py` processes", fast),
         ("socket clients (threads, barrier)", socks),
     )
     for name, burst in bursts:

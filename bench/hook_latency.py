@@ -8,7 +8,7 @@ timed. Each round runs, interleaved so they share the machine's noise:
 
 - the bare interpreter floor, ``python -I -S -c "import _socket"``;
 - ``memd-hook user-prompt-submit``, the pip console script (the venv's python, with site);
-- the installed form, ``python -I -S <site-packages>/memd/hook.py user-prompt-submit --socket
+- the installed form, ``python -I -S <site-packages>/memd/hookrun.py user-prompt-submit --socket
   PATH`` (``memd.hook.command()``, what ``memd install`` writes), which skips site.
 
 Each hook call reads a varied prompt from stdin (synthetic text from the store's vocabulary, in
@@ -45,7 +45,7 @@ BIN = Path(sys.executable).parent
 MEMD = str(BIN / "memd")
 MEMD_HOOK = str(BIN / "memd-hook")
 PROJECTS = 20
-HOOK_FILE = str(ROOT / "memd" / "hook.py")
+HOOK_FILE = str(ROOT / "memd" / "hookrun.py")
 
 
 def bench_env(workdir: Path) -> dict[str, str]:
@@ -151,7 +151,7 @@ def measure(daemon: Daemon, env: dict[str, str], calls: int) -> dict[str, Any]:
     python = sys.executable
     floor_cmd = [python, "-I", "-S", "-c", "import _socket"]
     script_cmd = [MEMD_HOOK, "user-prompt-submit"]
-    # Exactly what `memd install` writes: python -I -S .../memd/hook.py EVENT --socket PATH.
+    # Exactly what `memd install` writes: python -I -S .../memd/hookrun.py EVENT --socket PATH.
     fast_cmd = hook_command_argv("user-prompt-submit", socket=env["MEMD_SOCKET"])
     for i in range(20):  # warm the page cache, the daemon's caches and the model
         timed(script_cmd, payload(-1 - i), env)
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> str:
             "floor `python -I -S -c 'import _socket'` p50 / p95 ms",
             "`memd-hook` (console script) p50 / p95 ms",
             "script / floor",
-            "installed `python -I -S memd/hook.py EVENT --socket S` p50 / p95 ms",
+            "installed `python -I -S memd/hookrun.py EVENT --socket S` p50 / p95 ms",
             "fast / floor",
             "daemon side (socket round trip) p50 / p95 ms",
             "calls with context",

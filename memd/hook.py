@@ -24,7 +24,8 @@ this module imports only modules that are built in or already loaded (``sys``, `
 ``_socket``, ``select``). It does not parse the payload, and it reads the daemon's hook reply,
 ``{"ok":true,"context":"..."}`` with ASCII escapes, without ``json``. UserPromptSubmit context is
 printed in Claude Code's JSON form (see :func:`rendered`). For the fastest start, run
-it as ``python -I -S /path/to/memd/hook.py EVENT`` (see :func:`command`).
+it as ``python -I -S /path/to/memd/hookrun.py EVENT``, which loads this module from its cached
+bytecode (see :func:`command` and :mod:`memd.hookrun`).
 """
 
 import posix
@@ -46,6 +47,8 @@ EVENTS = {
 
 DEFAULT_TIMEOUT = 2.0
 NOTIFY_TIMEOUT = 0.3
+RUNNER = "hookrun.py"
+"""The file the installed command runs (:mod:`memd.hookrun`), next to this one."""
 MAX_STDIN = (1 << 20) - 256
 """The daemon refuses lines over 1 MiB; the envelope takes a few bytes."""
 MAX_OUTPUT = 10_000
@@ -356,15 +359,18 @@ def cli() -> None:
 
 
 def command_argv(event: str, socket: str = "", timeout: float | None = None) -> list[str]:
-    """The fastest command line for a hook: this file run by this interpreter with ``-I -S``.
+    """The fastest command line for a hook: ``hookrun.py`` run by this interpreter with ``-I -S``.
 
-    ``-I`` keeps the script's directory (memd's own modules) off ``sys.path``; ``-S`` skips
-    ``site`` and every ``.pth`` file. In a strict editable install this module is a link under
-    ``build/``: the command names the file it links to, which outlives a rebuild of ``build/``.
+    ``-I`` keeps the environment and the user's site directory out; ``-S`` skips ``site`` and
+    every ``.pth`` file; ``hookrun.py`` (next to this file) runs this module from its cached
+    bytecode instead of compiling it on every prompt. In a strict editable install these files
+    are links under ``build/``: the command names the file the link points to, which outlives a
+    rebuild of ``build/``.
     """
     import os.path
 
-    argv = [sys.executable, "-I", "-S", os.path.realpath(__file__), event]
+    here = os.path.dirname(os.path.realpath(__file__))
+    argv = [sys.executable, "-I", "-S", os.path.join(here, RUNNER), event]
     if socket:
         argv += ["--socket", socket]
     if timeout is not None and timeout != DEFAULT_TIMEOUT:

@@ -1,11 +1,12 @@
 """`memd install --hooks` / `memd uninstall --hooks`: memd's hooks in Claude Code's settings.json.
 
-Each entry runs ``<python> -I -S <path>/memd/hook.py EVENT --socket <the daemon's socket>``
+Each entry runs ``<python> -I -S <path>/memd/hookrun.py EVENT --socket <the daemon's socket>``
 (see :func:`memd.hook.command_argv`): no ``site``, no ``.pth`` files, no config file to read,
-and the socket the daemon binds however it was configured. memd's entries in
-``~/.claude/settings.json`` (or ``$CLAUDE_CONFIG_DIR/settings.json``) are recognised by that
-``memd/hook.py`` word, or by a first word with the basename ``memd-hook`` (the console script,
-which earlier versions installed: a re-install replaces those). Everything else in the file
+the hook loaded from its cached bytecode, and the socket the daemon binds however it was
+configured. memd's entries in ``~/.claude/settings.json`` (or ``$CLAUDE_CONFIG_DIR/settings.json``)
+are recognised by that ``memd/hookrun.py`` word, by ``memd/hook.py`` (the file earlier versions
+ran), or by a first word with the basename ``memd-hook`` (the console script, which earlier
+versions installed): a re-install replaces those. Everything else in the file
 (other keys, other tools' hooks, matcher groups) is kept as it is. A change is written
 atomically after a timestamped backup; no change means no write and no backup.
 The user service lives in ``memd.service``.
@@ -33,7 +34,8 @@ from memd.hook import command_argv as hook_command_argv
 from memd.settings import Settings
 
 HOOK_NAME = "memd-hook"
-HOOK_FILE = "memd/hook.py"
+HOOK_FILES = ("memd/hookrun.py", "memd/hook.py")
+"""The files a memd hook command runs: today's, then the one earlier versions installed."""
 HOOK_EVENTS: dict[str, tuple[str, int]] = {
     # Claude Code event: (memd-hook argument, timeout in seconds). SessionEnd hooks share a
     # 1.5 s budget, so `memd-hook session-end` only notifies the daemon and returns.
@@ -126,14 +128,15 @@ def hook_argv(entry: Any) -> list[str] | None:
 
 def hook_words(argv: list[str] | None) -> list[str] | None:
     """The hook's own arguments (``EVENT --socket PATH``...) when ``argv`` runs memd's hook:
-    ``memd-hook ...`` or ``<python> [flags] .../memd/hook.py ...``; None for any other command.
+    ``memd-hook ...`` or ``<python> [flags] .../memd/hookrun.py ...`` (or ``hook.py``); None for
+    any other command.
     """
     if not argv:
         return None
     if os.path.basename(argv[0]) == HOOK_NAME:
         return argv[1:]
     for i, word in enumerate(argv[1:5], start=1):
-        if word == HOOK_FILE or word.endswith("/" + HOOK_FILE):
+        if any(word == f or word.endswith("/" + f) for f in HOOK_FILES):
             return argv[i + 1 :]
         if not word.startswith("-"):
             return None

@@ -237,7 +237,7 @@ def test_old_console_script_hooks_warn_and_are_replaced(settings_path_exists: No
     for event in install.HOOK_EVENTS:
         (group,) = data["hooks"][event]
         (entry,) = group["hooks"]
-        assert "memd-hook" not in entry["command"] and "/memd/hook.py" in entry["command"]
+        assert "memd-hook" not in entry["command"] and "/memd/hookrun.py" in entry["command"]
     assert doctor_for().check_hooks().level == "ok"
 
 

@@ -308,6 +308,40 @@ def test_fast_form_runs_the_file_with_isolated_interpreter(fake: FakeDaemon) -> 
     assert json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] == "fast path"
 
 
+def test_runner_loads_the_hook_from_bytecode_and_picks_up_an_upgrade(tmp_path: Path) -> None:
+    """hookrun.py (the installed command) imports hook.py: compiled once, then read from
+    __pycache__; a changed hook.py (an upgrade) is recompiled, never run stale."""
+    real = Path(hook.__file__).resolve().parent
+    pkg = tmp_path / "site packages" / "memd"
+    pkg.mkdir(parents=True)
+    (pkg / "hookrun.py").write_text((real / "hookrun.py").read_text())
+    source = (real / "hook.py").read_text()
+
+    def run(marker: str) -> str:
+        cmd = [sys.executable, "-I", "-S", str(pkg / "hookrun.py"), "stop", "--socket"]
+        out = subprocess.run(
+            [*cmd, str(tmp_path / "absent.sock")],
+            input="{}",
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert (out.returncode, out.stderr) == (0, ""), out
+        return out.stdout
+
+    # A line at import time shows which version of the code ran (and that it ran at all).
+    for version in (1, 2):
+        (pkg / "hook.py").write_text(source + f'\nsys.stdout.write("hook v{version}\\n")\n')
+        stamp = time.time() + version * 10  # a distinct mtime for each version
+        os.utime(pkg / "hook.py", (stamp, stamp))
+        assert run(str(version)) == f"hook v{version}\n"
+        # The cache was written for this very source: its header holds the source's mtime.
+        (cached,) = (pkg / "__pycache__").glob("hook.*.pyc")
+        assert int.from_bytes(cached.read_bytes()[8:12], "little") == int(stamp)
+    # Only the hook is imported from there: nothing else of memd's comes along.
+    assert [p.name.split(".")[0] for p in (pkg / "__pycache__").iterdir()] == ["hook"]
+
+
 def test_socket_path_follows_the_settings_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     from memd.settings import load_settings
 

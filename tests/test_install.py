@@ -140,9 +140,9 @@ def run_cli(*args: str, input: str | None = None) -> tuple[int, str]:
 
 
 def fast_command(arg: str, socket: Path | str | None = None) -> str:
-    """What `memd install` writes: this venv's python, isolated, running memd/hook.py."""
+    """What `memd install` writes: this venv's python, isolated, running memd/hookrun.py."""
     hook_file = os.path.realpath(install.hook_command_argv("x")[3])
-    assert hook_file.endswith("/memd/hook.py") and os.path.isfile(hook_file)
+    assert hook_file.endswith("/memd/hookrun.py") and os.path.isfile(hook_file)
     sock = str(socket or load_settings().socket_path)
     return shlex.join([sys.executable, "-I", "-S", hook_file, arg, "--socket", sock])
 
@@ -297,18 +297,21 @@ def test_hook_path_with_spaces_is_quoted(tmp_path: Path, monkeypatch: pytest.Mon
         str(sock),
     ]
     assert install.is_memd_entry(entry)
-    # The fast form, with spaces in the interpreter's, the file's and the socket's paths.
+    # The fast form (and the file earlier versions ran), with spaces in the interpreter's, the
+    # file's and the socket's paths.
     python = tmp_path / "my venv" / "bin" / "python"
-    source = tmp_path / "site packages" / "memd" / "hook.py"
-    entry = {
-        "type": "command",
-        "command": shlex.join([str(python), "-I", "-S", str(source), "stop"]),
-    }
-    assert install.is_memd_entry(entry)
-    assert install.hook_words(install.hook_argv(entry)) == ["stop"]
+    for name in ("hookrun.py", "hook.py"):
+        source = tmp_path / "site packages" / "memd" / name
+        entry = {
+            "type": "command",
+            "command": shlex.join([str(python), "-I", "-S", str(source), "stop"]),
+        }
+        assert install.is_memd_entry(entry), name
+        assert install.hook_words(install.hook_argv(entry)) == ["stop"]
     for other in (
         "python3 ~/.claude/hooks/guard.py",
         "python -I -S /x/notmemd/hook.py stop",
+        "python -I -S /x/notmemd/hookrun.py stop",
         "npx -y other-memory-tool prompt",
         "memd-hook-other stop",
     ):
