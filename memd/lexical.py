@@ -150,7 +150,10 @@ def terms(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=8192)
 def term_set(text: str) -> frozenset[str]:
+    """The distinct terms of ``text``, cached: a hook scores the same candidate texts prompt
+    after prompt (~40 per prompt), and a set costs more to build than to look up."""
     return frozenset(terms(text))
 
 
