@@ -14,7 +14,7 @@ tuned on all three) --
 crosslingual_heldout3.jsonl ("held-out-3": 80 more pairs written blind by someone who had seen
 neither the glossary, the bridge, nor the other sets beyond their format; tuning data too since
 2026-11-30 16:40 UTC), crosslingual_heldout4.jsonl ("held-out-4": 80 pairs written blind to the
-glossary, the bridge and the other sets, on 2026-11-30 ~17:00 UTC; the only held-out set, never
+glossary, the bridge and the other sets, on 2026-11-30 16:36-16:43 UTC; the only held-out set, never
 tuned on) and crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and
 direction the query is one side (embedded as a query), the corpus is the other language's side
 of every pair of the set plus all distractors (172 memories for dev, embedded as passages):
@@ -129,7 +129,7 @@ def load_set(name: str = "dev") -> tuple[list[dict[str, str]], list[str]]:
     return rows(SETS[name]), [d["text"] for d in rows("crosslingual_distractors.jsonl")]
 
 
-def daemon_fill(workdir: str) -> None:
+def daemon_fill(workdir: str, sets: list[str]) -> None:
     """Write every daemon-run project (run in a child process with the daemon's environment)."""
     from memd.app import App
     from memd.merge import upsert
@@ -140,7 +140,7 @@ def daemon_fill(workdir: str) -> None:
     app = App(load_settings()).open(writer=True, owner="daemon")
     ids: dict[str, dict[str, str]] = {}
     try:
-        for name in SETS:
+        for name in sets:
             pairs, distractors = load_set(name)
             for lang in ("zh", "en"):
                 path = Path(workdir) / f"{name}-{lang}"
@@ -157,20 +157,20 @@ def daemon_fill(workdir: str) -> None:
     (Path(workdir) / "ids.json").write_text(json.dumps(ids))
 
 
-def daemon_recall(model: str, workdir: Path) -> list[list[object]]:
+def daemon_recall(model: str, workdir: Path, sets: list[str]) -> list[list[object]]:
     """R@5 of ``search`` and the hook's ``context`` through a real daemon, per set/direction."""
     from hook_latency import Daemon, bench_env
 
     workdir.mkdir(parents=True, exist_ok=True)
     env = {**bench_env(workdir), "MEMD_EMBEDDING_MODEL": MODELS.get(model, model)}
     code = f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import crosslingual; "
-    code += f"crosslingual.daemon_fill({str(workdir)!r})"
+    code += f"crosslingual.daemon_fill({str(workdir)!r}, {sets!r})"
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
     ids = json.loads((workdir / "ids.json").read_text())
     daemon = Daemon(env, workdir / "daemon.log")
     out: list[list[object]] = []
     try:
-        for name in SETS:
+        for name in sets:
             pairs, _ = load_set(name)
             for src, dst in (("zh", "en"), ("en", "zh")):
                 cwd = str(workdir / f"{name}-{dst}")
@@ -322,16 +322,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--set", default="dev", choices=sorted(SETS), help="pairs for the model runs")
     ap.add_argument("--daemon", default="", help="models to run through a real daemon instead")
+    ap.add_argument(
+        "--sets", default=",".join(SETS), help="with --daemon: the sets to run (comma-separated)"
+    )
     ap.add_argument("--record", action="store_true", help="append a section to BENCHMARKS.md")
     return ap.parse_args(argv)
 
 
 def main_daemon(args: argparse.Namespace) -> int:
     work = Path(tempfile.mkdtemp(prefix="memd-xl-", dir="/tmp"))
+    sets = [s for s in args.sets.split(",") if s]
+    if unknown := set(sets) - set(SETS):
+        raise SystemExit(f"unknown set(s) {sorted(unknown)}; known: {', '.join(SETS)}")
     rows = []
     try:
         for model in args.daemon.split(","):
-            rows += daemon_recall(model, work / model)
+            rows += daemon_recall(model, work / model, sets)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     n_dist = len(load_set()[1])
@@ -364,7 +370,7 @@ def main_daemon(args: argparse.Namespace) -> int:
             "tuned on them); held-out-3 = 80 more pairs written blind to the glossary, the "
             "bridge and the other sets (tuning data too since 16:40 UTC on 2026-11-30); "
             "held-out-4 = 80 pairs written blind to the glossary, the bridge and the other sets "
-            "on 2026-11-30 ~17:00 UTC, never tuned on: the only held-out figure.",
+            "on 2026-11-30 16:36-16:43 UTC, never tuned on: the only held-out figure.",
         ]
     )
     print(body)
