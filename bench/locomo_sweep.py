@@ -5,11 +5,11 @@
 Every prompt is recalled once, with a permissive threshold (the candidates and their signals do
 not depend on the weights); then each configuration re-scores the candidates, makes the
 relevance decision, chooses and renders the block exactly as the prompt hook does
-(``memd.inject.choose`` / ``render``), and judges it with ``bench/locomo_budget.py``'s rule.
-The ``lines`` grid varies how the block is filled instead (``memd.inject.LINE_MATCH`` and
-``WHOLE_TURN_CHARS``). It prints, per configuration, the budgeted recall of categories 1-4 and
-the share of empty blocks for unrelated prompts, best first. Pick on one half; report the other
-with ``bench/locomo.py --budgeted --reuse``.
+(``memd.choose.choose`` / ``memd.block.render``), and judges it with
+``bench/locomo_budget.py``'s rule. The ``lines`` grid varies how the block is filled instead
+(``memd.choose.LINE_MATCH`` and ``memd.block.WHOLE_TURN_CHARS``). It prints, per configuration,
+the budgeted recall of categories 1-4 and the share of empty blocks for unrelated prompts, best
+first. Pick on one half; report the other with ``bench/locomo.py --budgeted --reuse``.
 
 Nothing from LoCoMo is written anywhere but stdout.
 """
@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from locomo import DATA, load_conversations, parse_range
 from locomo_budget import UNRELATED_PROMPTS, Judge
 
-from memd.inject import LINE_MATCH, WHOLE_TURN_CHARS
+from memd.block import WHOLE_TURN_CHARS
+from memd.choose import LINE_MATCH
 from memd.retrieve import BROAD_KINDS
 
 GRIDS: dict[str, dict[str, list[Any]]] = {
@@ -103,8 +104,9 @@ def main() -> None:
     import os
 
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from memd import inject, lexical, retrieve
+    from memd import block, choose, inject, lexical, retrieve
     from memd.app import App
+    from memd.merge import SUPERSEDABLE
     from memd.settings import Settings
 
     convs = [c for c in load_conversations(DATA, parse_range("1-10")) if c.half == args.split]
@@ -132,7 +134,7 @@ def main() -> None:
                 vectors=vectors,
                 embed_query=queries.embed_one,
             )
-            typed = [r["id"] for r in results if r["kind"] in inject.SUPERSEDABLE]
+            typed = [r["id"] for r in results if r["kind"] in SUPERSEDABLE]
             vecs = vectors.vectors_of([project], typed) if len(typed) > 1 else {}
             terms = lexical.terms(retrieve.normalize_query(prompt))
             asked.append((judge, category, gold, terms, results, vecs))
@@ -144,17 +146,17 @@ def main() -> None:
         params = dict(zip(grid, values, strict=True))
         params["lexical"] = 1 - params["semantic"]
         calib = replace(calibration, unrelated=params.pop("unrelated", calibration.unrelated))
-        # How the block is filled (memd.inject's constants), not how memories are scored.
-        inject.LINE_MATCH = params.pop("line_match", LINE_MATCH)
-        inject.WHOLE_TURN_CHARS = params.pop("whole_turn", WHOLE_TURN_CHARS)
+        # How the block is filled (memd.choose's and memd.block's constants), not the scores.
+        choose.LINE_MATCH = params.pop("line_match", LINE_MATCH)
+        block.WHOLE_TURN_CHARS = params.pop("whole_turn", WHOLE_TURN_CHARS)
         weights = replace(retrieve.DEFAULT_WEIGHTS, **params)
-        params.update(unrelated=calib.unrelated, line_match=inject.LINE_MATCH)
-        params["whole_turn"] = inject.WHOLE_TURN_CHARS
+        params.update(unrelated=calib.unrelated, line_match=choose.LINE_MATCH)
+        params["whole_turn"] = block.WHOLE_TURN_CHARS
         recalls, empty, unrelated, chars = [], 0, 0, []
         for judge, category, gold, terms, results, vecs in asked:
             scored = rescore(results, weights, calib)
-            plan = inject.choose(scored, set(), args.budget, terms, False, vecs, model_id)
-            text = inject.render(plan.items, plan.footer)
+            plan = choose.choose(scored, set(), args.budget, terms, False, vecs, model_id)
+            text = block.render(plan.items, plan.footer)
             if category == 0:
                 unrelated += 1
                 empty += text == ""

@@ -13,20 +13,11 @@ from typing import Any
 import pytest
 
 from memd.app import App
+from memd.block import CLOSE_TAG, HEADER, OPEN_TAG, BlockSize, Item, render, spoken
+from memd.choose import choose
 from memd.embed import MINILM_MODEL
-from memd.inject import (
-    CLOSE_TAG,
-    HARD_CAP,
-    HEADER,
-    OPEN_TAG,
-    BlockSize,
-    Injector,
-    Item,
-    SessionMemory,
-    choose,
-    render,
-    spoken,
-)
+from memd.inject import HARD_CAP, Injector
+from memd.injected import SessionMemory
 from memd.models import USER_SCOPE, Memory
 from memd.retrieve import normalize_query
 from memd.settings import Settings
@@ -514,7 +505,7 @@ def test_the_block_is_filled_turn_by_turn() -> None:
 def test_a_turn_up_to_whole_turn_chars_is_shown_whole() -> None:
     """A turn of a few sentences is shown whole (cut to one matching sentence, it would lose
     what else it said); a longer one is cut to its matching sentences."""
-    from memd.inject import WHOLE_TURN_CHARS
+    from memd.block import WHOLE_TURN_CHARS
     from memd.lexical import terms as lexical_terms
 
     said = (

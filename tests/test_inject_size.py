@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from memd import inject
+from memd import block
 
 
 def memory(i: int, kind: str, text: str, project: str = "/p") -> dict[str, object]:
@@ -21,25 +21,25 @@ def memory(i: int, kind: str, text: str, project: str = "/p") -> dict[str, objec
 
 def test_block_size_matches_render() -> None:
     rng = random.Random(7)
-    kinds = [key for key, _ in inject.SECTIONS]
+    kinds = [key for key, _ in block.SECTIONS]
     for trial in range(200):
-        items: list[inject.Item] = []
-        size = inject.BlockSize()
-        footer = "" if trial % 3 else inject.overflow(trial % 5 + 1)
+        items: list[block.Item] = []
+        size = block.BlockSize()
+        footer = "" if trial % 3 else block.overflow(trial % 5 + 1)
         for i in range(rng.randint(1, 12)):
             kind = rng.choice(kinds)
             words = " ".join(
                 rng.choice(["deploy", "日志", "port", "v0.5.0", "x"]) for _ in range(9)
             )
             project = "user" if rng.random() < 0.2 else "/p"
-            item = inject.Item(memory(i, kind, words, project), kind, 1.0, "why")
+            item = block.Item(memory(i, kind, words, project), kind, 1.0, "why")
             if rng.random() < 0.3:
                 item.note = "newer"
             if kind == "excerpt" and rng.random() < 0.8:  # shown under a line for its day
                 item.day = rng.choice(["2026-11-20", "2026-11-21", "2026-11-30"])
-            expected = inject.rendered_size(inject.ordered([*items, item]), footer)
+            expected = block.rendered_size(block.ordered([*items, item]), footer)
             assert size.with_item(item, footer) == expected
             items.append(item)
             size.add(item)
-        assert size.total(footer) == inject.rendered_size(inject.ordered(items), footer)
-    assert inject.BlockSize().total() == 0 == inject.rendered_size([])
+        assert size.total(footer) == block.rendered_size(block.ordered(items), footer)
+    assert block.BlockSize().total() == 0 == block.rendered_size([])
