@@ -4,7 +4,7 @@
 
 The labelled pairs are ``tests/labelled/duplicates.jsonl`` (duplicate / distinct) and
 ``tests/labelled/conflicts.jsonl`` (conflict / compatible / unrelated), English, Chinese and a few
-mixed. Each pair carries a ``half``: the shipped parameters (``memd.similar.PROFILES`` and the
+mixed. Each pair carries a ``half``: the shipped parameters (``memd.profiles.PROFILES`` and the
 conflict cut-offs) were picked on half A; the figures that count are half B's (held out) and
 half C's (pairs written after the tuning was done, scored once and never tuned on).
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, append_section, markdown_table
 
-from memd import similar
+from memd import profiles, similar
 
 if TYPE_CHECKING:
     from memd.settings import Settings
@@ -98,7 +98,7 @@ def dot(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def baseline_cosines(embed: Embed) -> list[float]:
-    vecs = embed(list(similar.BASELINE_SENTENCES))
+    vecs = embed(list(profiles.BASELINE_SENTENCES))
     return [dot(a, b) for a, b in combinations(vecs, 2)]
 
 
@@ -155,16 +155,16 @@ def calibrate(model_id: str, dups: Sequence[Pair], cos: dict[str, float]) -> str
     paraphrase = [cos[p.id] for p in half if p.label == "duplicate"]
     base = round(statistics.median(unrelated), 2) if unrelated else 0.0
     para = round(statistics.median(paraphrase), 2)
-    key = similar.model_key(model_id)
+    key = profiles.model_key(model_id)
     best: tuple[float, float, float, float] | None = None
     for weight in (0.3, 0.4, 0.5, 0.6, 0.7):
         for threshold in (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8):
-            profile = similar.ModelProfile(base, para, weight, threshold)
-            similar.register_profile(model_id, profile)
+            profile = profiles.ModelProfile(base, para, weight, threshold)
+            profiles.register_profile(model_id, profile)
             s = score_pairs(half, "duplicate", duplicate_predictor(cos, model_id))
             if s.precision >= 0.97 and (best is None or s.recall > best[0]):
                 best = (s.recall, s.precision, weight, threshold)
-    similar._registered.pop(key, None)
+    profiles._registered.pop(key, None)
     if best is None:
         return f"{key}: baseline {base} paraphrase {para}: no grid point reaches precision 0.97"
     return (
@@ -210,16 +210,16 @@ def main() -> None:
         cos = cosines(embed, [*dups, *confs])
         if args.calibrate:
             print(calibrate(model_id, dups, cos))
-        derived = similar.profile_from_baseline(baseline_cosines(embed))
-        unknown = f"unknown/{similar.model_key(model_id)}-as-unknown"
+        derived = profiles.profile_from_baseline(baseline_cosines(embed))
+        unknown = f"unknown/{profiles.model_key(model_id)}-as-unknown"
         variants = [
-            (similar.model_key(model_id), model_id, None),
+            (profiles.model_key(model_id), model_id, None),
             ("fallback profile", unknown, None),
             ("profile from baseline", unknown, derived),
         ]
         for label, mid, profile in variants:
             if profile is not None:
-                similar.register_profile(mid, profile)
+                profiles.register_profile(mid, profile)
             for half in ("B", "C", "A"):
                 d = [p for p in dups if p.half == half]
                 c = [p for p in confs if p.half == half]
@@ -243,10 +243,10 @@ def main() -> None:
                     mistakes += errors(
                         c, "conflict", conflict_predictor(cos, mid, similar.CONFLICT_UNSURE)
                     )
-            similar._registered.pop(similar.model_key(mid), None)
+            profiles._registered.pop(profiles.model_key(mid), None)
         cold, warm = timing(dups, cos, model_id)
         notes.append(
-            f"- {similar.model_key(model_id)}: {cold:.0f} µs per pair cold (texts parsed), "
+            f"- {profiles.model_key(model_id)}: {cold:.0f} µs per pair cold (texts parsed), "
             f"{warm:.0f} µs warm (features cached), duplicate_score + conflict, median of 5"
         )
     headers = [

@@ -8,7 +8,8 @@ What it does:
 
 1. ``--devices`` device tables, each with ``--memories`` change rows (one device's first push of
    its whole store), written the way a device pushes them (one LanceDB table per device).
-2. A new device catches up: it reads every table from cursor 0 (``memd.sync.fetch_changes``).
+2. A new device catches up: it reads every table from cursor 0
+   (``memd.sync_changes.fetch_changes``).
 3. An idle round: nothing changed anywhere (what every device pays every sync interval).
 4. Incremental rounds: every device pushed ``c`` more changes, for each ``c`` in ``--changes``.
 5. Applying received memories locally (embedding them, writing the store) for ``--apply``
@@ -136,7 +137,7 @@ def main() -> int:
     import lancedb
     import pyarrow as pa
 
-    from memd.sync import change_schema, fetch_changes
+    from memd.sync_changes import change_schema, fetch_changes
 
     s3 = S3Server().start()
     proxy = FaultProxy(s3.port)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from memd import lexical, retrieve, similar
+from memd import lexical, profiles, retrieve, similar
 from memd.block import (
     BlockSize,
     Item,
@@ -256,7 +256,7 @@ class Disagreements:
     def __init__(self, vectors: dict[str, Any], model_id: str) -> None:
         self.vectors = vectors
         self.model_id = model_id
-        self.floor = similar.conflict_floor(model_id)
+        self.floor = profiles.conflict_floor(model_id)
 
     def mark(self, item: Item, kept: list[Item]) -> list[tuple[Item, str, str, float]]:
         """Mark ``item`` and the kept items it disagrees with; returns what to :meth:`undo`."""

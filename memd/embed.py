@@ -373,7 +373,7 @@ def model_id_for(model_name: str) -> str:
         from memd import e5_centroids
 
         # "-centred": memd removes each language's mean vector, so these cosines are not raw
-        # e5's (memd.similar keeps a profile for each).
+        # e5's (memd.profiles keeps a profile for each).
         return f"{E5_MODEL}-centred@{e5_centroids.fingerprint()}"
     return model_name
 

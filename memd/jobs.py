@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memd import archive, similar
+from memd import archive, profiles, similar
 from memd.errors import UserError
 from memd.merge import merge_into
 from memd.models import JOB_NAMES, Memory, now_iso
@@ -192,10 +192,10 @@ def duplicates(
     """(survivor, loser) pairs in a group sorted by :func:`survivor_order`; greedy, each loser once.
 
     The same decision as on insert (:func:`memd.similar.is_duplicate`); the cosine matrix only
-    pre-filters pairs above the model's floor (:func:`memd.similar.candidate_floor`).
+    pre-filters pairs above the model's floor (:func:`memd.profiles.candidate_floor`).
     Similarities are computed DEDUPE_BLOCK rows at a time, so memory stays O(block × n).
     """
-    floor = similar.candidate_floor(model_id)
+    floor = profiles.candidate_floor(model_id)
     matrix = np.asarray([rows[m.id]["vector"] for m in group], dtype=np.float32)
     gone: set[int] = set()
     found = []

@@ -18,28 +18,37 @@ device (the last ``seq`` read). A device joining late starts at cursor 0 and cat
 shared tables alone. A crash between an upload and the local bookkeeping is repaired by reading
 the device's own table back first; re-sending a change is harmless (same version, same result).
 
+Modules: :mod:`memd.sync_changes` (the change rows and how they are read),
+:mod:`memd.sync_state` (the local state), :mod:`memd.sync_pull` (the pull half of a round);
+this one runs the rounds and pushes.
+
 The hot path never comes here: only the scheduled ``sync`` job and `memd sync now` do.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import logging
 import os
-import sqlite3
 import threading
 import time
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memd.errors import MemdError, UserError
-from memd.models import Memory, Source, now_iso
+from memd.models import Memory, now_iso
+from memd.sync_changes import (
+    TABLE_PREFIX,
+    bump,
+    change_schema,
+    fingerprint,
+    list_tables,
+    norm_time,
+    open_table,
+    payload,
+    tombstone,
+)
+from memd.sync_pull import SyncPull
+from memd.sync_state import Known, SyncProject, SyncState, area_of, device_id
 
 if TYPE_CHECKING:
     from memd.settings import Settings
@@ -48,299 +57,17 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SCOPES = ("me", "team")
-TABLE_PREFIX = "dev-"
 MAX_BACKOFF_MINUTES = 60.0
-APPLY_CHUNK = 256
-"""Received memories applied per batch: the store's write lock is held for one batch at a time."""
 COMPACT_MIN_ROWS = 1000
 """Own rows beyond twice the live ones after which the device compacts its table."""
 COMPACT_PUSHES = 50
 """Pushes (fragments) after which the device compacts its table anyway."""
 COMPACT_GRACE = timedelta(minutes=15)
 """Old table versions are kept this long after a compaction: readers mid-round still work."""
-STATE_VERSION = 1
 
 
 class SyncError(MemdError):
     """A sync round failed (the bucket is unreachable, credentials are wrong, ...)."""
-
-
-# ---- identity and time
-
-
-def device_id(home: Path) -> str:
-    """This device's id: generated once, kept in ``$MEMD_HOME/device_id``."""
-    path = home / "device_id"
-    with contextlib.suppress(FileNotFoundError):
-        found = path.read_text().strip()
-        if found:
-            return found
-    home.mkdir(parents=True, exist_ok=True)
-    new = uuid.uuid4().hex[:16]
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process made it first
-        return path.read_text().strip()
-    with os.fdopen(fd, "w") as fh:
-        fh.write(new + "\n")
-    return new
-
-
-def norm_time(stamp: str) -> str:
-    """A timestamp in one fixed-width UTC form (millisecond precision), so strings compare."""
-    try:
-        when = datetime.fromisoformat((stamp or "").replace("Z", "+00:00"))
-    except ValueError:
-        when = datetime.fromtimestamp(0, UTC)
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def bump(clock: str) -> str:
-    """The clock just after ``clock`` (one millisecond later)."""
-    when = datetime.fromisoformat(norm_time(clock).replace("Z", "+00:00"))
-    return norm_time((when + timedelta(milliseconds=1)).isoformat())
-
-
-def area_of(scope: str, user: str) -> str:
-    return "team" if scope == "team" else f"users/{user}"
-
-
-# ---- what leaves the machine
-
-
-def payload(memory: Memory, portable: str, redact_patterns: list[str]) -> dict[str, Any]:
-    """The synced fields of a memory, redacted again; local counters (hits, score, last use)
-    and vectors stay on the machine."""
-    from memd.redact import redact
-
-    def clean(text: str) -> str:
-        return redact(text or "", redact_patterns)
-
-    history = []
-    for entry in memory.history:
-        item = dict(entry)
-        for key, value in item.items():
-            if isinstance(value, str) and key not in ("at", "by"):
-                item[key] = clean(value)
-        history.append(item)
-    return {
-        "id": memory.id,
-        "project": portable,
-        "kind": memory.kind,
-        "text": clean(memory.text).strip() or "[REDACTED]",
-        "topic": clean(memory.topic),
-        "keywords": [clean(k) for k in memory.keywords],
-        "importance": round(float(memory.importance), 4),
-        "pinned": bool(memory.pinned),
-        "status": memory.status,
-        "superseded_by": memory.superseded_by,
-        "created_at": norm_time(memory.created_at),
-        "sources": json.dumps([s.__dict__ for s in memory.sources], sort_keys=True),
-        "history": json.dumps(history, ensure_ascii=False, sort_keys=True),
-    }
-
-
-def fingerprint(fields: dict[str, Any]) -> str:
-    keys = sorted(k for k in fields if k in PAYLOAD_KEYS)
-    blob = json.dumps({k: fields[k] for k in keys}, ensure_ascii=False, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:24]
-
-
-PAYLOAD_KEYS = (
-    "id",
-    "project",
-    "kind",
-    "text",
-    "topic",
-    "keywords",
-    "importance",
-    "pinned",
-    "status",
-    "superseded_by",
-    "created_at",
-    "sources",
-    "history",
-)
-
-
-def change_schema() -> Any:
-    import pyarrow as pa
-
-    return pa.schema(
-        [
-            ("seq", pa.int64()),
-            ("id", pa.string()),
-            ("project", pa.string()),
-            ("device", pa.string()),
-            ("clock", pa.string()),
-            ("deleted", pa.bool_()),
-            ("kind", pa.string()),
-            ("text", pa.string()),
-            ("topic", pa.string()),
-            ("keywords", pa.list_(pa.string())),
-            ("importance", pa.float64()),
-            ("pinned", pa.bool_()),
-            ("status", pa.string()),
-            ("superseded_by", pa.string()),
-            ("created_at", pa.string()),
-            ("sources", pa.string()),
-            ("history", pa.string()),
-            ("pushed_at", pa.string()),
-        ]
-    )
-
-
-def memory_from_row(row: dict[str, Any], local_project: str) -> Memory:
-    return Memory(
-        id=row["id"],
-        text=row["text"],
-        kind=row["kind"],
-        project=local_project,
-        topic=row.get("topic") or "",
-        keywords=list(row.get("keywords") or []),
-        importance=float(row.get("importance") or 0.0),
-        pinned=bool(row.get("pinned")),
-        status=row.get("status") or "active",
-        superseded_by=row.get("superseded_by") or "",
-        created_at=row.get("created_at") or "",
-        updated_at=row["clock"],
-        sources=[Source.from_dict(s) for s in json.loads(row.get("sources") or "[]")],
-        history=json.loads(row.get("history") or "[]"),
-    )
-
-
-# ---- local state
-
-
-@dataclass
-class SyncProject:
-    path: str
-    portable: str
-    scope: str
-    excerpts: bool
-
-    def to_dict(self, user: str) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "portable": self.portable,
-            "scope": self.scope,
-            "excerpts": self.excerpts,
-            "area": area_of(self.scope, user),
-        }
-
-
-@dataclass
-class Known:
-    clock: str
-    device: str
-    fp: str
-    deleted: bool
-    project: str
-
-
-class SyncState:
-    """The device's sync bookkeeping in SQLite (one connection, guarded by a lock)."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
-        self._lock = threading.RLock()
-        with self.tx() as db:
-            db.executescript(
-                """
-                CREATE TABLE IF NOT EXISTS projects (
-                    path TEXT PRIMARY KEY, portable TEXT NOT NULL, scope TEXT NOT NULL,
-                    excerpts INTEGER NOT NULL DEFAULT 0, enabled_at TEXT NOT NULL);
-                CREATE TABLE IF NOT EXISTS known (
-                    area TEXT NOT NULL, id TEXT NOT NULL, project TEXT NOT NULL,
-                    clock TEXT NOT NULL, device TEXT NOT NULL, fp TEXT NOT NULL,
-                    deleted INTEGER NOT NULL, PRIMARY KEY (area, id));
-                CREATE TABLE IF NOT EXISTS cursors (
-                    area TEXT NOT NULL, device TEXT NOT NULL, seq INTEGER NOT NULL,
-                    version INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (area, device));
-                CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                """
-            )
-        os.chmod(path, 0o600)
-
-    @contextlib.contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, self._db:
-            yield self._db
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    # projects
-    def projects(self) -> list[SyncProject]:
-        with self.tx() as db:
-            rows = db.execute(
-                "SELECT path, portable, scope, excerpts FROM projects ORDER BY path"
-            ).fetchall()
-        return [SyncProject(r[0], r[1], r[2], bool(r[3])) for r in rows]
-
-    def enable(self, project: SyncProject, user: str) -> None:
-        area = area_of(project.scope, user)
-        with self.tx() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO projects VALUES (?, ?, ?, ?, ?)",
-                (project.path, project.portable, project.scope, int(project.excerpts), now_iso()),
-            )
-            # Read the area again from the start: rows skipped while the project was not
-            # synced here are applied now (merging is idempotent, so re-reading is harmless).
-            db.execute("DELETE FROM cursors WHERE area = ?", (area,))
-
-    def disable(self, path: str) -> bool:
-        with self.tx() as db:
-            return db.execute("DELETE FROM projects WHERE path = ?", (path,)).rowcount > 0
-
-    # known versions
-    def known(self, area: str) -> dict[str, Known]:
-        with self.tx() as db:
-            rows = db.execute(
-                "SELECT id, clock, device, fp, deleted, project FROM known WHERE area = ?",
-                (area,),
-            ).fetchall()
-        return {r[0]: Known(r[1], r[2], r[3], bool(r[4]), r[5]) for r in rows}
-
-    def set_known(self, db: sqlite3.Connection, area: str, items: dict[str, Known]) -> None:
-        db.executemany(
-            "INSERT OR REPLACE INTO known VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (area, mid, k.project, k.clock, k.device, k.fp, int(k.deleted))
-                for mid, k in items.items()
-            ],
-        )
-
-    # cursors
-    def cursors(self, area: str) -> dict[str, tuple[int, int]]:
-        """``{device: (last seq read, table version it was read at)}``."""
-        with self.tx() as db:
-            rows = db.execute(
-                "SELECT device, seq, version FROM cursors WHERE area = ?", (area,)
-            ).fetchall()
-        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
-
-    def set_cursor(
-        self, db: sqlite3.Connection, area: str, device: str, seq: int, version: int = 0
-    ) -> None:
-        db.execute(
-            "INSERT OR REPLACE INTO cursors VALUES (?, ?, ?, ?)", (area, device, seq, version)
-        )
-
-    # meta
-    def get(self, key: str, default: Any = None) -> Any:
-        with self.tx() as db:
-            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else default
-
-    def set(self, key: str, value: Any) -> None:
-        with self.tx() as db:
-            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
 
 # ---- errors, explained
@@ -379,7 +106,7 @@ def explain_error(text: str) -> str:
 # ---- the engine
 
 
-class SyncEngine:
+class SyncEngine(SyncPull):
     """One per MEMD_HOME: enable/disable projects, run rounds (one at a time), report."""
 
     def __init__(self, settings: Settings) -> None:
@@ -545,125 +272,6 @@ class SyncEngine:
             local[m.id] = m
         return local, by_path
 
-    def pull(
-        self, store: MemoryStore, db: Any, area: str, members: list[SyncProject]
-    ) -> dict[str, int]:
-        """Read every device's rows past its cursor (this device's own first: a push whose
-        bookkeeping a crash lost is recognised here) and apply the winners locally."""
-        cursors = self.state.cursors(area)
-        got = fetch_changes(db, cursors, self.device)
-        newest, pulled, names = got.newest, got.rows, got.tables
-        if not got.read_to:
-            return {"pulled": 0, "applied": 0, "deleted": 0, "devices": names}
-        by_portable: dict[str, SyncProject] = {}
-        for p in members:
-            by_portable.setdefault(p.portable, p)
-        wanted = [(mid, row) for mid, row in newest.items() if row["project"] in by_portable]
-        applied = deleted = 0
-        for offset in range(0, len(wanted), APPLY_CHUNK):
-            chunk = wanted[offset : offset + APPLY_CHUNK]
-            vectors = self.vectors_for(store, chunk, by_portable)  # embedding: outside the lock
-            with store.write_lock:  # decided on the rows as they are now, written before any other
-                puts, deletes, learned = self.decide(store, area, chunk, by_portable)
-                store.write(puts, {m.id: vectors[m.id] for m in puts if m.id in vectors})
-                if deletes:
-                    store.delete(deletes)
-                with self.state.tx() as tx:
-                    self.state.set_known(tx, area, learned)
-            applied += len(puts)
-            deleted += len(deletes)
-        with self.state.tx() as tx:
-            for dev, (seq, version) in got.read_to.items():
-                self.state.set_cursor(tx, area, dev, max(seq, cursors.get(dev, (0, 0))[0]), version)
-        return {"pulled": pulled, "applied": applied, "deleted": deleted, "devices": names}
-
-    def vectors_for(
-        self,
-        store: MemoryStore,
-        chunk: list[tuple[str, dict[str, Any]]],
-        by_portable: dict[str, SyncProject],
-    ) -> dict[str, Any]:
-        """Vectors for the incoming texts: the stored one when the text is unchanged, else new."""
-        existing = store.rows_with_vectors(mid for mid, _ in chunk)
-        vectors: dict[str, Any] = {}
-        fresh: list[tuple[str, str]] = []
-        for mid, row in chunk:
-            if row["deleted"]:
-                continue
-            text = memory_from_row(row, by_portable[row["project"]].path).text
-            if mid in existing and existing[mid]["text"] == text:
-                vectors[mid] = existing[mid]["vector"]
-            else:
-                fresh.append((mid, text))
-        if fresh:
-            embedded = store.embedder.embed([t for _, t in fresh])
-            vectors.update({mid: v for (mid, _), v in zip(fresh, embedded, strict=True)})
-        return vectors
-
-    def decide(
-        self,
-        store: MemoryStore,
-        area: str,
-        chunk: list[tuple[str, dict[str, Any]]],
-        by_portable: dict[str, SyncProject],
-    ) -> tuple[list[Memory], list[str], dict[str, Known]]:
-        """Which incoming versions win over the local ones (call under the store's write lock)."""
-        from memd.store import sql_in
-
-        known = self.state.known(area)
-        local = {m.id: m for m in store.query(sql_in("id", [mid for mid, _ in chunk]))}
-        puts: list[Memory] = []
-        deletes: list[str] = []
-        learned: dict[str, Known] = {}
-        for mid, row in chunk:
-            project = by_portable[row["project"]]
-            k = known.get(mid)
-            mine = local.get(mid)
-            if mine is not None and mine.project != project.path:
-                continue  # the same id under another local project: leave it alone
-            incoming = (row["clock"], row["device"])
-            if mine is not None and (k is None or k.deleted or self.dirty(mine, project, k)):
-                ours = (self.clock_for(mine, k), self.device)  # an unpushed local version
-            elif mine is None and k is not None and not k.deleted:
-                ours = (max(now_iso(), bump(k.clock)), self.device)  # an unpushed forget
-            elif k is not None:
-                ours = (k.clock, k.device)
-            else:
-                ours = ("", "")
-            if incoming <= ours:
-                newer = k is None or k.deleted or incoming > (k.clock, k.device)
-                if mine is not None and not row["deleted"] and newer:
-                    # This device's own push, read back after a crash lost its bookkeeping.
-                    fp = fingerprint(payload(mine, project.portable, self.settings.redact_patterns))
-                    theirs = memory_from_row(row, project.path)
-                    if fp == fingerprint(payload(theirs, project.portable, [])):
-                        learned[mid] = Known(row["clock"], row["device"], fp, False, row["project"])
-                continue
-            if row["deleted"]:
-                if mine is not None:
-                    deletes.append(mid)
-                learned[mid] = Known(row["clock"], row["device"], "", True, row["project"])
-                continue
-            memory = memory_from_row(row, project.path)
-            if mine is not None:  # local counters stay local
-                memory.hits, memory.last_used_at = mine.hits, mine.last_used_at
-                memory.score = mine.score if mine.text == memory.text else memory.importance
-            puts.append(memory)
-            fp = fingerprint(payload(memory, project.portable, self.settings.redact_patterns))
-            learned[mid] = Known(row["clock"], row["device"], fp, False, row["project"])
-        return puts, deletes, learned
-
-    def dirty(self, memory: Memory, project: SyncProject, known: Known) -> bool:
-        fp = fingerprint(payload(memory, project.portable, self.settings.redact_patterns))
-        return fp != known.fp
-
-    def clock_for(self, memory: Memory, known: Known | None) -> str:
-        """The clock of a local version: its update time, past the version it was made from."""
-        clock = norm_time(memory.updated_at)
-        if known is not None and clock <= known.clock:
-            clock = bump(known.clock)
-        return clock
-
     def push(
         self, store: MemoryStore, db: Any, area: str, members: list[SyncProject]
     ) -> dict[str, int]:
@@ -751,87 +359,6 @@ class SyncEngine:
         self.state.set(key, {"rows": len(keep), "pushes": 0})
         log.info("sync: compacted %s: dropped %d superseded row(s)", area, len(drop))
         return len(drop)
-
-
-def tombstone(mid: str, project: str, device: str, clock: str) -> dict[str, Any]:
-    return {
-        "id": mid,
-        "project": project,
-        "device": device,
-        "clock": clock,
-        "deleted": True,
-        "kind": "",
-        "text": "",
-        "topic": "",
-        "keywords": [],
-        "importance": 0.0,
-        "pinned": False,
-        "status": "",
-        "superseded_by": "",
-        "created_at": "",
-        "sources": "[]",
-        "history": "[]",
-    }
-
-
-@dataclass
-class Fetched:
-    newest: dict[str, dict[str, Any]]
-    """The newest row per memory id among the rows read."""
-    read_to: dict[str, tuple[int, int]]
-    """``{device: (highest seq read, table version)}`` for the tables that had new rows."""
-    rows: int
-    tables: int
-
-
-def fetch_changes(db: Any, cursors: dict[str, tuple[int, int]], own: str) -> Fetched:
-    """Every device's rows past its cursor, this device's own table first. A table whose
-    version has not moved since it was last read costs one manifest read and no data read."""
-    names = [n for n in list_tables(db) if n.startswith(TABLE_PREFIX)]
-    names.sort(key=lambda n: (n != TABLE_PREFIX + own, n))
-    newest: dict[str, dict[str, Any]] = {}
-    read_to: dict[str, tuple[int, int]] = {}
-    pulled = 0
-    for name in names:
-        dev = name[len(TABLE_PREFIX) :]
-        cursor, seen_version = cursors.get(dev, (0, 0))
-        tbl = open_table(db, name)
-        if tbl is None:
-            continue  # a first upload that never committed: data files, no version yet
-        version = int(tbl.version)
-        if version == seen_version:
-            continue
-        limit = max(1, int(tbl.count_rows()))
-        rows = tbl.search().where(f"seq > {cursor}").limit(limit).to_arrow().to_pylist()
-        pulled += len(rows)
-        read_to[dev] = (max([cursor, *(int(r["seq"]) for r in rows)]), version)
-        for row in rows:
-            have = newest.get(row["id"])
-            if have is None or (row["clock"], row["device"]) > (have["clock"], have["device"]):
-                newest[row["id"]] = row
-    return Fetched(newest, read_to, pulled, len(names))
-
-
-def open_table(db: Any, name: str) -> Any:
-    """The table, or None when its directory holds no committed version yet."""
-    try:
-        return db.open_table(name)
-    except ValueError as exc:
-        if "was not found" in str(exc):
-            return None
-        raise
-
-
-def list_tables(db: Any) -> list[str]:
-    """Every table name in a LanceDB database (the listing is paginated)."""
-    names: list[str] = []
-    token = None
-    while True:
-        page = db.list_tables(page_token=token) if token else db.list_tables()
-        names.extend(page.tables)
-        token = getattr(page, "page_token", None)
-        if not token or not page.tables:
-            return names
 
 
 def probe(settings: Settings, timeout: float = 15.0) -> str | None:

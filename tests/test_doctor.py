@@ -23,6 +23,7 @@ from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_s
 
 from memd import __version__, doctor, install, protocol
 from memd import service as user_service
+from memd.check import Check
 from memd.cli import main
 from memd.doctor import Doctor
 from memd.models import Memory
@@ -113,7 +114,7 @@ def doctor_for() -> Doctor:
     return Doctor(load_settings(), system="Linux")
 
 
-def assert_fails_with_fix(check: doctor.Check, fix: str) -> None:
+def assert_fails_with_fix(check: Check, fix: str) -> None:
     assert check.level == "fail", check
     assert not check.ok
     assert fix in check.fix, check

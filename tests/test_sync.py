@@ -123,7 +123,7 @@ def test_storage_credentials_are_never_printed() -> None:
 
 
 def test_device_id_is_generated_once(tmp_path: Path) -> None:
-    from memd.sync import device_id
+    from memd.sync_state import device_id
 
     first = device_id(tmp_path / "h")
     assert len(first) == 16

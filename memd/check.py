@@ -1,0 +1,31 @@
+"""One `memd doctor` check's outcome: its level (``ok``, ``warn`` or ``fail``), what it found, and
+the command that fixes it (paths in it quoted with :func:`q`)."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+Level = Literal["ok", "warn", "fail"]
+
+
+@dataclass
+class Check:
+    name: str
+    level: Level
+    detail: str
+    fix: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Warnings count as ok: only a failure makes doctor exit non-zero."""
+        return self.level != "fail"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+def q(path: Path) -> str:
+    return shlex.quote(str(path))
