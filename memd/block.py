@@ -54,12 +54,12 @@ SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 
 @dataclass
 class Item:
-    """One memory offered for injection: what it shows, why, and which turns it covers."""
+    """One memory offered for injection: what it shows and which turns it covers (why it was
+    offered is :func:`memd.retrieve.explain` of its ``memory``, worked out for the kept ones)."""
 
     memory: dict[str, Any]
     section: str
     priority: float
-    why: str
     display: str = ""
     turns: frozenset[str] = frozenset()
     """The transcript turns (source uuids) whose text this item shows."""

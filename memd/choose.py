@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from memd import lexical, profiles, retrieve, similar
+from memd import lexical, profiles, similar
 from memd.block import (
     BlockSize,
     Item,
@@ -148,7 +148,7 @@ def choose(
                 plan.left_out.append(left(r, "repeats what the items below say"))
                 continue
         section = "pinned" if r.get("pinned") and brief else r["kind"]
-        item = Item(r, section, priority(r), retrieve.explain(r), display, turns_shown, day=day)
+        item = Item(r, section, priority(r), display, turns_shown, day=day)
         is_pinned = brief and bool(r.get("pinned"))
         footer = overflow(pinned_total - pinned_shown - (1 if is_pinned else 0))
         fits = size.with_item(item, footer) <= budget

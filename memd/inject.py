@@ -196,14 +196,15 @@ class Injector:
             self.queue_touch(i.memory["id"] for i in kept)
             self.injections += 1
             self.memories_injected += len(kept)
-        for i in kept:
+        whys = [retrieve.explain(i.memory) for i in kept]
+        for i, why in zip(kept, whys, strict=True):
             log.debug(
                 "inject %s session=%s id=%s kind=%s why: %s",
                 label,
                 session_id or "-",
                 i.memory["id"],
                 i.memory["kind"],
-                i.why,
+                why,
             )
         chosen = [
             {
@@ -213,11 +214,11 @@ class Injector:
                 "shown": i.display,
                 "day": i.day,
                 "turns": sorted(i.turns),
-                "why": i.why,
+                "why": why,
                 "note": i.note,
                 "score_breakdown": i.memory.get("score_breakdown", {}),
             }
-            for i in kept
+            for i, why in zip(kept, whys, strict=True)
         ]
         return Injection(render(kept, plan.footer), chosen, plan.left_out)
 

@@ -484,7 +484,7 @@ def test_the_block_is_filled_turn_by_turn() -> None:
     from memd.lexical import terms as lexical_terms
 
     query = lexical_terms(normalize_query("Where is the deploy script, what is AWS_PROFILE?"))
-    only = [Item(w, "excerpt", w["score"], "", w["text"].split("\n")[1]) for w in (a, b)]
+    only = [Item(w, "excerpt", w["score"], w["text"].split("\n")[1]) for w in (a, b)]
     room = len(render(only)) + 20  # the two matching turns, and less than any neighbour
     tight = choose([a, b], set(), room, query, brief=False)
     text = render(tight.items, tight.footer)
@@ -541,7 +541,7 @@ def test_a_prompt_term_every_candidate_carries_still_ranks_turns() -> None:
     query = lexical_terms("What does Alice do?")
     weights = local_weights(query, [a["text"], b["text"]])
     assert weights["alice"] == LOCAL_FLOOR > 0  # in every candidate: the floor, not ~0
-    only = [Item(a, "excerpt", a["score"], "", a["text"].split("\n")[1])]
+    only = [Item(a, "excerpt", a["score"], a["text"].split("\n")[1])]
     plan = choose([a, b], set(), len(render(only)) + 5, query, brief=False)
     text = render(plan.items)
     assert "Alice owns it" in text and "Good morning" not in text

@@ -32,7 +32,7 @@ def test_block_size_matches_render() -> None:
                 rng.choice(["deploy", "日志", "port", "v0.5.0", "x"]) for _ in range(9)
             )
             project = "user" if rng.random() < 0.2 else "/p"
-            item = block.Item(memory(i, kind, words, project), kind, 1.0, "why")
+            item = block.Item(memory(i, kind, words, project), kind, 1.0)
             if rng.random() < 0.3:
                 item.note = "newer"
             if kind == "excerpt" and rng.random() < 0.8:  # shown under a line for its day
