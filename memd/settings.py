@@ -95,7 +95,9 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = Field(
         default=60, gt=0, description="Timeout of one LLM extraction call."
     )
-    llm_max_retries: int = Field(default=3, ge=0, description="Retries on 429, 5xx and timeouts.")
+    llm_max_retries: int = Field(
+        default=3, ge=0, description="Retries on 408, 409, 429, 5xx, timeouts and lost connections."
+    )
     llm_daily_token_budget: int = Field(
         default=200_000, ge=0, description="LLM tokens per day; past it memd uses heuristic."
     )

@@ -104,11 +104,12 @@ def text_reply(text: str) -> Reply:
     return Reply(body=message([{"type": "text", "text": text}]))
 
 
-def error_reply(status: int, etype: str) -> Reply:
+def error_reply(status: int, etype: str, wait: tuple[str, str] = ("retry-after-ms", "10")) -> Reply:
+    """An API error whose header asks the SDK to wait (10 ms by default) before retrying."""
     return Reply(
         status=status,
         body={"type": "error", "error": {"type": etype, "message": f"{etype} (test)"}},
-        headers={"retry-after": "0"},
+        headers=dict([wait]),
     )
 
 
@@ -189,8 +190,7 @@ def settings_for(server: MessagesServer, **kw: Any) -> Settings:
 
 
 def extractor_for(server: MessagesServer, state: Any = None, **kw: Any) -> AnthropicExtractor:
-    ext = AnthropicExtractor(settings_for(server, **kw), state=state, backoff_seconds=0.01)
-    return ext
+    return AnthropicExtractor(settings_for(server, **kw), state=state)
 
 
 def test_get_extractor_returns_the_anthropic_backend(server: MessagesServer) -> None:
@@ -243,7 +243,13 @@ def test_structured_output_through_a_forced_tool(server: MessagesServer) -> None
 
 @pytest.mark.parametrize(
     ("status", "etype"),
-    [(429, "rate_limit_error"), (500, "api_error"), (529, "overloaded_error")],
+    [
+        (408, "timeout_error"),
+        (409, "conflict_error"),
+        (429, "rate_limit_error"),
+        (500, "api_error"),
+        (529, "overloaded_error"),
+    ],
 )
 def test_retries_then_succeeds(server: MessagesServer, status: int, etype: str) -> None:
     server.script = [error_reply(status, etype), tool_reply()]
@@ -252,6 +258,24 @@ def test_retries_then_succeeds(server: MessagesServer, status: int, etype: str) 
     assert len(server.requests) == 2
     assert any(c.kind == "decision" for c in cands)
     assert ext.stats()["calls"] == 2 and ext.stats()["failures"] == 0
+
+
+def test_retry_after_is_honoured_up_to_a_cap(server: MessagesServer) -> None:
+    server.script = [error_reply(429, "rate_limit_error", ("retry-after-ms", "400")), tool_reply()]
+    ext = extractor_for(server)
+    start = time.monotonic()
+    ext.extract(segment())
+    assert time.monotonic() - start >= 0.4  # the SDK waited as the server asked
+    assert len(server.requests) == 2
+
+    # A server that asks for a longer wait than a background extractor gives is not retried.
+    server.script = [error_reply(429, "rate_limit_error", ("retry-after", "3600"))]
+    start = time.monotonic()
+    with pytest.raises(ExtractionError, match="asked to wait 3600 s"):
+        ext.extract(segment())
+    assert time.monotonic() - start < 5
+    assert len(server.requests) == 3
+    assert ext.stats()["calls"] == 3 and ext.stats()["failures"] == 1
 
 
 def test_slow_reply_times_out_and_is_retried(server: MessagesServer) -> None:
