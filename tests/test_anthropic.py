@@ -494,3 +494,26 @@ def test_ungrounded_llm_memories_are_dropped(server: MessagesServer) -> None:
         ids,
         said=said,
     )
+
+
+def test_one_pydantic_model_gives_the_schema_and_the_lenient_reader() -> None:
+    from memd.extract.prompt import LLM_KINDS, LlmMemory
+
+    item = CANDIDATE_SCHEMA["properties"]["memories"]["items"]
+    assert CANDIDATE_SCHEMA["required"] == ["memories"]
+    assert item["required"] == ["kind", "text", "sources"]
+    assert item["properties"]["kind"]["enum"] == list(LLM_KINDS)
+    assert item["properties"]["importance"] == {"maximum": 1, "minimum": 0, "type": "number"}
+    flat = json.dumps(CANDIDATE_SCHEMA)
+    assert "$ref" not in flat and "title" not in flat and "default" not in flat  # short prompt
+
+    read = LlmMemory.read(
+        {"kind": "", "type": "Next Step", "text": None, "content": " Ship  it ", "sources": None}
+        | {"source": "2", "importance": "70", "extra": {"ignored": True}}
+    )
+    assert read is not None
+    assert (read.kind, read.text, read.sources, read.importance) == ("todo", "Ship it", ["t2"], 0.7)
+    assert LlmMemory.read("a bare string") == LlmMemory(text="a bare string")
+    assert LlmMemory.read({"kind": "fact", "sources": ["t1"]}) is None  # no text
+    assert LlmMemory.read({"text": ""}) is None
+    assert LlmMemory.read(42) is None
