@@ -471,7 +471,7 @@ def extract_with_llm(
 ) -> list[Candidate]:
     """The LLM backends' shared flow: budget check, one call (``ask``), lenient parsing, then
     the heuristic's excerpt windows, so raw turns are stored whichever backend runs."""
-    from memd.extract.heuristic import excerpt_candidates
+    from memd.extract.excerpts import excerpt_candidates
 
     prompt, ids = build_prompt(segment, extra_patterns)
     try:
