@@ -119,7 +119,9 @@ def main() -> None:
 
         bf_files = replicate(tmp / "backfill", int(args.backfill_mb * 1e6), rewrite_ids=True)
         bf_size = sum(f.stat().st_size for f in bf_files)
-        settings = Settings(home=tmp / "home", transcripts_dir=tmp / "none")
+        settings = Settings(
+            home=tmp / "home", transcripts_dir=tmp / "none", config=tmp / "none.toml"
+        )
         state = State(tmp / "home" / "state.db")
         t0, c0 = time.perf_counter(), time.process_time()
         report = backfill([tmp / "backfill"], state, settings)

@@ -66,6 +66,7 @@ def measure_latency(tmp: Path, appends: int) -> list[float]:
         transcripts_dir=root,
         segment_max_turns=appends * 2,
         session_idle_seconds=3600,
+        config=tmp / "none.toml",  # not the user's config file
     )
     state = State(tmp / "home" / "state.db")
     tracker = SessionTracker(settings, state)
@@ -111,7 +112,11 @@ def measure_idle(tmp: Path, files: int, seconds: float) -> tuple[float, float, i
             (proj / f"{sid}.jsonl").write_bytes(line(0, sid) + line(1, sid))
             n += 1
     settings = Settings(
-        home=tmp / "idle-home", transcripts_dir=root, rescan_seconds=10, session_idle_seconds=3600
+        home=tmp / "idle-home",
+        transcripts_dir=root,
+        rescan_seconds=10,
+        session_idle_seconds=3600,
+        config=tmp / "none.toml",
     )
     state = State(tmp / "idle-home" / "state.db")
     tracker = SessionTracker(settings, state)

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memd.atomic import write_atomic
 from memd.errors import StoreError
 
 if TYPE_CHECKING:
@@ -310,7 +311,7 @@ def assemble_minilm(home: Path) -> Path:
     config = {"model_max_length": MAX_TOKENS, "pad_token": "[PAD]"}
     cfg = target / "tokenizer_config.json"
     if not cfg.exists() or json.loads(cfg.read_text()) != config:
-        cfg.write_text(json.dumps(config))
+        write_atomic(cfg, json.dumps(config), mode=0o644)
     return target
 
 
@@ -327,13 +328,10 @@ def write_lean_model(model: Path, dest: Path) -> bool:
     except GraphRewriteError as exc:
         log.info("the embedding model is loaded as packaged: %s", exc)
         return False
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        tmp.write_bytes(lean)
-        os.replace(tmp, dest)  # atomic: a concurrent loader sees the link or the whole file
+    try:  # atomic: a concurrent loader sees the link or the whole file
+        write_atomic(dest, lean, mode=0o644)
     except OSError as exc:
         log.warning("could not write the lean embedding model to %s: %s", dest, exc)
-        tmp.unlink(missing_ok=True)
         return False
     return True
 
@@ -354,13 +352,10 @@ def write_query_model(model: Path, dest: Path) -> bool:
     except (GraphRewriteError, OSError) as exc:
         log.info("prompts are embedded with the full-precision graph: %s", exc)
         return False
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        tmp.write_bytes(quick)
-        os.replace(tmp, dest)
+        write_atomic(dest, quick, mode=0o644)
     except OSError as exc:
         log.warning("could not write the query model to %s: %s", dest, exc)
-        tmp.unlink(missing_ok=True)
         return False
     return True
 

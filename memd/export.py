@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memd.atomic import write_atomic
 from memd.errors import UserError
 from memd.heap import trim_heap
 from memd.merge import upsert
@@ -103,9 +103,8 @@ def export_dir(store: MemoryStore, target: Path) -> dict[str, Any]:
 
 
 def write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    """A new export file is private (0600); one already there keeps its mode and links."""
+    write_atomic(path, text, mode=0o600, through_symlink=True)
 
 
 def parse_markdown(text: str) -> list[tuple[str, str, str, str | None, bool]]:

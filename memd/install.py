@@ -20,15 +20,13 @@ import json
 import os
 import shlex
 import shutil
-import stat
 import sys
-import tempfile
 import time
-from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memd.atomic import write_atomic
 from memd.errors import UserError
 from memd.hook import command_argv as hook_command_argv
 from memd.settings import Settings
@@ -231,36 +229,6 @@ def render_json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_atomic(path: Path, text: str, *, default_mode: int = 0o600) -> None:
-    """Temp file in the same directory, fsync, keep the old mode, os.replace, fsync the dir.
-
-    A symlinked file (dotfile managers) is written through: the link stays a link.
-    """
-    target = path.resolve() if path.is_symlink() else path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        mode = default_mode
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(target.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def backup_file(path: Path) -> Path:
     """Copy ``path`` to ``<name>.memd-backup-YYYYmmddTHHMMSS`` (mode 0600) and return it."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -290,7 +258,7 @@ def apply_settings(
     if dry_run:
         return diff, None
     backup = backup_file(path) if old_text is not None else None
-    write_atomic(path, new_text)
+    write_atomic(path, new_text, through_symlink=True)
     return diff, backup
 
 
@@ -477,7 +445,7 @@ def install_commands(*, dry_run: bool = False, directory: Path | None = None) ->
         if not dry_run:
             if target.exists():
                 backup_file(target)
-            write_atomic(target, text, default_mode=0o644)
+            write_atomic(target, text, mode=0o644, through_symlink=True)
         written.append(f"/{name}")
     if not written:
         return SettingsChange(directory, False, f"commands already installed in {directory}")

@@ -33,6 +33,7 @@ from memd.errors import UserError
 from memd.merge import merge_into
 from memd.models import JOB_NAMES, Memory, now_iso
 from memd.store import MemoryStore, sql_str
+from memd.timestamps import parse_time
 from memd.todos import done_todos
 
 if TYPE_CHECKING:
@@ -65,16 +66,6 @@ def exclusive(store: MemoryStore) -> Iterator[None]:
     """Hold the store's (re-entrant) write lock for a whole read-modify-write."""
     with store.write_lock:
         yield
-
-
-def parse_time(stamp: str) -> datetime | None:
-    if not stamp:
-        return None
-    try:
-        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def last_active(memory: Memory) -> datetime:

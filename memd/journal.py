@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from memd.atomic import write_atomic
 from memd.errors import StoreError
 from memd.models import Memory
 
@@ -106,12 +107,8 @@ class Journal:
 
     def rewrite(self, memories: list[Memory]) -> None:
         """Compact the journal to one put per live memory (atomic replace)."""
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            for m in memories:
-                line = json.dumps({"op": "put", "m": m.to_dict()}, ensure_ascii=False)
-                fh.write(line.encode() + b"\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        lines = (
+            json.dumps({"op": "put", "m": m.to_dict()}, ensure_ascii=False).encode() + b"\n"
+            for m in memories
+        )
+        write_atomic(self.path, lines, mode=0o600)

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from memd.errors import UserError
 from memd.heap import trim_heap
 from memd.models import USER_SCOPE
+from memd.timestamps import EPOCH, parse_time
 
 if TYPE_CHECKING:
     from memd.models import Memory
@@ -50,21 +51,13 @@ RESORT_AFTER = 256
 """Rows changed at once beyond which an order is sorted again instead of patched."""
 MEMO_MAX = 4096
 HEX = re.compile(r"[0-9a-f]{1,16}")
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def stamp_ms(stamp: str | None) -> int:
     """An ISO stamp as milliseconds since 1970 (UTC when it names no zone); 0 when unreadable,
     so such a memory sorts as the oldest."""
-    if not stamp:
-        return 0
-    try:
-        when = datetime.fromisoformat(stamp)
-    except ValueError:
-        return 0
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return (when - EPOCH) // _MS
+    when = parse_time(stamp)
+    return 0 if when is None else (when - EPOCH) // _MS
 
 
 _MS = datetime(1970, 1, 1, 0, 0, 0, 1000, tzinfo=UTC) - EPOCH

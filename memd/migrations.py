@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memd.atomic import write_atomic
 from memd.errors import SchemaTooNew, StoreError
 from memd.state import STATE_VERSION, turn_from_json, turn_to_json
 from memd.store import META_FILE, STORE_VERSION, TABLE
@@ -253,9 +254,7 @@ def store_v1(settings: Settings) -> None:
     except FileNotFoundError:
         meta = {}
     meta["schema_version"] = 1
-    tmp = root / (META_FILE + ".tmp")
-    tmp.write_text(json.dumps(meta))
-    tmp.replace(path)
+    write_atomic(path, json.dumps(meta), mode=0o644)
 
 
 def state_v1(settings: Settings) -> None:

@@ -36,6 +36,7 @@ from memd import bridge, lexical
 from memd.embed import is_chinese
 from memd.models import USER_SCOPE, Memory, check_kind
 from memd.store import MemoryStore, sql_in
+from memd.timestamps import parse_time
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -135,12 +136,9 @@ def normalize_query(query: str) -> str:
 
 
 def age_days(stamp: str, now: datetime) -> float:
-    try:
-        then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
+    then = parse_time(stamp)
+    if then is None:
         return 365.0
-    if then.tzinfo is None:
-        then = then.replace(tzinfo=UTC)
     return max(0.0, (now - then).total_seconds() / 86400)
 
 

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memd.atomic import write_atomic
 from memd.errors import UserError
-from memd.install import claude_dir, find_executable, write_atomic
+from memd.install import claude_dir, find_executable
 from memd.settings import Settings
 
 UNIT_NAME = "memd.service"
@@ -263,7 +264,7 @@ def write_service_file(change: ServiceChange, text: str, *, dry_run: bool) -> bo
             )
         )
         if not dry_run:
-            write_atomic(path, text, default_mode=0o644)
+            write_atomic(path, text, mode=0o644, through_symlink=True)
     verb = ("would write" if dry_run else "wrote") if change.changed else "unchanged:"
     change.messages.append(f"{verb} {path}")
     return old is not None

@@ -24,14 +24,12 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from memd.extract.prompt import MEMD_EXTRACTION_PROMPT_MARKER as MEMD_EXTRACTION_PROMPT_MARKER
 from memd.models import Segment, Turn
 from memd.project import resolve_project
 from memd.settings import Settings
 from memd.state import SessionRecord, State
 from memd.transcript import ParsedLine, Signal, fold, has_content
-
-MEMD_EXTRACTION_PROMPT_MARKER = "<memd-extraction-request>"
-"""memd's extractor starts every prompt with this; a session that begins with it is never ingested."""
 
 COMPACTION_AGENT_PREFIX = "acompact"
 

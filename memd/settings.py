@@ -1,5 +1,7 @@
 """Typed settings. Precedence: CLI flag > environment (MEMD_*) > config file > default.
 
+pydantic-settings does the merging: init arguments (the CLI flags), then the environment, then
+the config file through its TOML source (:class:`ConfigFileSource`, which adds memd's errors).
 Building a ``Settings`` is cheap: it reads one small TOML file and the environment.
 Opening the store or loading the model happens later, in ``MemoryStore.open()``.
 """
@@ -15,8 +17,10 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    TomlConfigSettingsSource,
 )
 
 from memd.errors import ConfigError
@@ -95,7 +99,9 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = Field(
         default=60, gt=0, description="Timeout of one LLM extraction call."
     )
-    llm_max_retries: int = Field(default=3, ge=0, description="Retries on 429, 5xx and timeouts.")
+    llm_max_retries: int = Field(
+        default=3, ge=0, description="Retries on 408, 409, 429, 5xx, timeouts and lost connections."
+    )
     llm_daily_token_budget: int = Field(
         default=200_000, ge=0, description="LLM tokens per day; past it memd uses heuristic."
     )
@@ -254,8 +260,25 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # init (CLI flags and the file, merged by load_settings) > environment.
-        return (init_settings, env_settings)
+        # CLI flags (init arguments) > environment > config file; defaults come last anyway.
+        flags = init_settings.init_kwargs if isinstance(init_settings, InitSettingsSource) else {}
+        path = Path(flags["config"]).expanduser() if flags.get("config") else None
+        return (init_settings, env_settings, ConfigFileSource(settings_cls, path))
+
+
+class ConfigFileSource(TomlConfigSettingsSource):
+    """pydantic-settings' TOML source on memd's config file (``--config``, ``MEMD_CONFIG`` or
+    ~/.config/memd/memd.toml), flat or under a ``[memd]`` table. A file that cannot be read, is
+    not TOML or names an unknown key is a ``ConfigError`` naming the file (and the key)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None = None) -> None:
+        self.path = path or config_path_from_env()
+        if self.path.exists() and not self.path.is_file():
+            raise ConfigError(f"config file {self.path}: cannot read it: not a file")
+        super().__init__(settings_cls, toml_file=self.path)
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        return read_config_file(Path(file_path))
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -280,20 +303,18 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 
 def load_settings(**overrides: Any) -> Settings:
-    """Settings from CLI overrides > MEMD_* environment > config file > defaults."""
+    """Settings from CLI overrides > MEMD_* environment > config file > defaults.
+
+    A bad value is a ``ConfigError`` that names where it came from (flag, variable or file).
+    """
     cli = {k: v for k, v in overrides.items() if v is not None}
-    path = Path(cli["config"]).expanduser() if cli.get("config") else config_path_from_env()
-    file_values = read_config_file(path)
-    env_keys = {f.lower() for f in Settings.model_fields if env_name(f) in os.environ}
-    # The file sits below the environment: drop file keys the environment sets.
-    merged = {k: v for k, v in file_values.items() if k not in env_keys}
-    merged.update(cli)
     try:
-        return Settings(**merged)
+        return Settings(**cli)
     except ValidationError as exc:
+        path = Path(cli["config"]).expanduser() if cli.get("config") else config_path_from_env()
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "?"
-        origin = source_of(key, cli, file_values)
+        origin = source_of(key, cli, read_config_file(path))
         where = f"config file {path}" if origin == "file" else origin
         raise ConfigError(f"{where}: setting {key!r}: {err['msg']}") from exc
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from memd.atomic import write_atomic
 from memd.embed import Embedder
 from memd.errors import ModelMismatch, NotFound, SchemaTooNew, StoreError
 from memd.journal import Journal
@@ -237,9 +238,7 @@ class MemoryStore:
         meta.update({"model_id": self.embedder.model_id, "dim": self.embedder.dim})
         if new_table:
             meta["schema_version"] = STORE_VERSION
-        tmp = self.root / (META_FILE + ".tmp")
-        tmp.write_text(json.dumps(meta))
-        tmp.replace(self.root / META_FILE)
+        write_atomic(self.root / META_FILE, json.dumps(meta), mode=0o644)
 
     def check_model(self) -> None:
         stored = self.meta().get("model_id")

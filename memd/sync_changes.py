@@ -8,28 +8,24 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 from typing import Any
 
 from memd.models import Memory, Source
+from memd.timestamps import EPOCH, parse_time
 
 TABLE_PREFIX = "dev-"
 
 
 def norm_time(stamp: str) -> str:
     """A timestamp in one fixed-width UTC form (millisecond precision), so strings compare."""
-    try:
-        when = datetime.fromisoformat((stamp or "").replace("Z", "+00:00"))
-    except ValueError:
-        when = datetime.fromtimestamp(0, UTC)
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
+    when = parse_time(stamp) or EPOCH
     return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def bump(clock: str) -> str:
     """The clock just after ``clock`` (one millisecond later)."""
-    when = datetime.fromisoformat(norm_time(clock).replace("Z", "+00:00"))
+    when = parse_time(norm_time(clock)) or EPOCH
     return norm_time((when + timedelta(milliseconds=1)).isoformat())
 
 

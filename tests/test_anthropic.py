@@ -104,11 +104,12 @@ def text_reply(text: str) -> Reply:
     return Reply(body=message([{"type": "text", "text": text}]))
 
 
-def error_reply(status: int, etype: str) -> Reply:
+def error_reply(status: int, etype: str, wait: tuple[str, str] = ("retry-after-ms", "10")) -> Reply:
+    """An API error whose header asks the SDK to wait (10 ms by default) before retrying."""
     return Reply(
         status=status,
         body={"type": "error", "error": {"type": etype, "message": f"{etype} (test)"}},
-        headers={"retry-after": "0"},
+        headers=dict([wait]),
     )
 
 
@@ -189,8 +190,7 @@ def settings_for(server: MessagesServer, **kw: Any) -> Settings:
 
 
 def extractor_for(server: MessagesServer, state: Any = None, **kw: Any) -> AnthropicExtractor:
-    ext = AnthropicExtractor(settings_for(server, **kw), state=state, backoff_seconds=0.01)
-    return ext
+    return AnthropicExtractor(settings_for(server, **kw), state=state)
 
 
 def test_get_extractor_returns_the_anthropic_backend(server: MessagesServer) -> None:
@@ -243,7 +243,13 @@ def test_structured_output_through_a_forced_tool(server: MessagesServer) -> None
 
 @pytest.mark.parametrize(
     ("status", "etype"),
-    [(429, "rate_limit_error"), (500, "api_error"), (529, "overloaded_error")],
+    [
+        (408, "timeout_error"),
+        (409, "conflict_error"),
+        (429, "rate_limit_error"),
+        (500, "api_error"),
+        (529, "overloaded_error"),
+    ],
 )
 def test_retries_then_succeeds(server: MessagesServer, status: int, etype: str) -> None:
     server.script = [error_reply(status, etype), tool_reply()]
@@ -252,6 +258,24 @@ def test_retries_then_succeeds(server: MessagesServer, status: int, etype: str) 
     assert len(server.requests) == 2
     assert any(c.kind == "decision" for c in cands)
     assert ext.stats()["calls"] == 2 and ext.stats()["failures"] == 0
+
+
+def test_retry_after_is_honoured_up_to_a_cap(server: MessagesServer) -> None:
+    server.script = [error_reply(429, "rate_limit_error", ("retry-after-ms", "400")), tool_reply()]
+    ext = extractor_for(server)
+    start = time.monotonic()
+    ext.extract(segment())
+    assert time.monotonic() - start >= 0.4  # the SDK waited as the server asked
+    assert len(server.requests) == 2
+
+    # A server that asks for a longer wait than a background extractor gives is not retried.
+    server.script = [error_reply(429, "rate_limit_error", ("retry-after", "3600"))]
+    start = time.monotonic()
+    with pytest.raises(ExtractionError, match="asked to wait 3600 s"):
+        ext.extract(segment())
+    assert time.monotonic() - start < 5
+    assert len(server.requests) == 3
+    assert ext.stats()["calls"] == 3 and ext.stats()["failures"] == 1
 
 
 def test_slow_reply_times_out_and_is_retried(server: MessagesServer) -> None:
@@ -470,3 +494,26 @@ def test_ungrounded_llm_memories_are_dropped(server: MessagesServer) -> None:
         ids,
         said=said,
     )
+
+
+def test_one_pydantic_model_gives_the_schema_and_the_lenient_reader() -> None:
+    from memd.extract.prompt import LLM_KINDS, LlmMemory
+
+    item = CANDIDATE_SCHEMA["properties"]["memories"]["items"]
+    assert CANDIDATE_SCHEMA["required"] == ["memories"]
+    assert item["required"] == ["kind", "text", "sources"]
+    assert item["properties"]["kind"]["enum"] == list(LLM_KINDS)
+    assert item["properties"]["importance"] == {"maximum": 1, "minimum": 0, "type": "number"}
+    flat = json.dumps(CANDIDATE_SCHEMA)
+    assert "$ref" not in flat and "title" not in flat and "default" not in flat  # short prompt
+
+    read = LlmMemory.read(
+        {"kind": "", "type": "Next Step", "text": None, "content": " Ship  it ", "sources": None}
+        | {"source": "2", "importance": "70", "extra": {"ignored": True}}
+    )
+    assert read is not None
+    assert (read.kind, read.text, read.sources, read.importance) == ("todo", "Ship it", ["t2"], 0.7)
+    assert LlmMemory.read("a bare string") == LlmMemory(text="a bare string")
+    assert LlmMemory.read({"kind": "fact", "sources": ["t1"]}) is None  # no text
+    assert LlmMemory.read({"text": ""}) is None
+    assert LlmMemory.read(42) is None

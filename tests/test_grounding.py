@@ -17,7 +17,8 @@ from pathlib import Path
 from labelled import load_labelled
 
 from memd.backfill import backfill
-from memd.extract.heuristic import WINDOW_CHARS, HeuristicExtractor
+from memd.extract.excerpts import WINDOW_CHARS
+from memd.extract.heuristic import HeuristicExtractor
 from memd.extract.rules import clean_text
 from memd.extract.vocabulary import FAMILY_TEXT, command_family
 from memd.models import Candidate, Segment, Turn

@@ -9,7 +9,8 @@ import pytest
 from labelled import TYPED_KINDS, load_labelled, score
 
 from memd.extract import get_extractor
-from memd.extract.heuristic import WINDOW_CHARS, HeuristicExtractor, clear_caches
+from memd.extract.excerpts import WINDOW_CHARS
+from memd.extract.heuristic import HeuristicExtractor, clear_caches
 from memd.extract.rules import classify
 from memd.models import KINDS, Segment, ToolCall, Turn
 from memd.settings import Settings

@@ -103,3 +103,24 @@ def test_example_config_is_complete_and_current(monkeypatch: pytest.MonkeyPatch)
     assert s.model_dump(exclude={"home", "transcripts_dir", "config"}) == Settings(
         home=s.home, transcripts_dir=s.transcripts_dir
     ).model_dump(exclude={"home", "transcripts_dir", "config"})
+
+
+def test_settings_itself_reads_the_config_file_through_the_toml_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pydantic-settings' TOML source is a source of every Settings(), not a merge beside it."""
+    write_config("search_limit = 4\nhalf_life_days = { todo = 3.0 }\n")
+    assert Settings().search_limit == 4
+    assert Settings(search_limit=2).search_limit == 2
+    # A table (dict) setting set in both places is merged key by key, the environment winning.
+    monkeypatch.setenv("MEMD_HALF_LIFE_DAYS", '{"todo": 5.0, "fact": 10.0}')
+    assert Settings().half_life_days == {"todo": 5.0, "fact": 10.0}
+    write_config("half_life_days = { todo = 3.0, bugfix = 9.0 }\n")
+    assert Settings().half_life_days == {"todo": 5.0, "fact": 10.0, "bugfix": 9.0}
+    # --config names another file; a broken one is an error even without load_settings.
+    other = Path(os.environ["MEMD_CONFIG"]).with_name("other.toml")
+    other.write_text("search_limit = 6\n")
+    assert Settings(config=other).search_limit == 6
+    other.write_text("serach_limit = 6\n")
+    with pytest.raises(ConfigError, match=f"{other}: unknown key 'serach_limit'"):
+        Settings(config=other)

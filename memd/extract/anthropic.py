@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import random
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 import anthropic
@@ -16,15 +14,25 @@ from memd.extract.prompt import CANDIDATE_SCHEMA, TOOL_NAME, extract_with_llm
 from memd.models import Candidate, Segment
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from anthropic import APIRequest, APIResponse, CallNext
+
     from memd.settings import Settings
 
 MAX_OUTPUT_TOKENS = 4096
-MAX_BACKOFF_SECONDS = 30.0
+# The SDK waits as long as a Retry-After header asks; a background extractor does not wait longer
+# than this for one retry: it gives up on the segment instead (the heuristic extractor takes it).
+MAX_RETRY_WAIT_SECONDS = 30.0
 SYSTEM = "You turn coding-session transcripts into short, typed, long-term memories."
 
 
 class AnthropicExtractor:
-    """Extraction through the Messages API with retries, a daily token budget and lenient parsing."""
+    """Extraction through the Messages API with a daily token budget and lenient parsing.
+
+    Retries are the SDK's own (``max_retries``: 408, 409, 429, 5xx, timeouts and connection
+    errors, exponential backoff, Retry-After honoured); a middleware counts every attempt.
+    """
 
     name = "anthropic"
 
@@ -32,19 +40,18 @@ class AnthropicExtractor:
         self,
         settings: Settings,
         state: KeyValueState | None = None,
-        backoff_seconds: float = 1.0,
     ) -> None:
         self.settings = settings
         self.model = settings.anthropic_model
         self.base_url = settings.anthropic_base_url
         self.timeout = settings.llm_timeout_seconds
         self.max_retries = settings.llm_max_retries
-        self.backoff_seconds = backoff_seconds
         self.extra_patterns = tuple(settings.redact_patterns)
         self.ledger = TokenLedger(settings.llm_daily_token_budget, state)
         self.counters = BackendStats(self.name, self.ledger)
         self._client: anthropic.Anthropic | None = None
         self._client_lock = threading.Lock()
+        self._attempts = threading.local()  # attempts of this thread's current call
 
     def stats(self) -> dict[str, Any]:
         out = self.counters.as_dict()
@@ -64,7 +71,8 @@ class AnthropicExtractor:
                     api_key=key,
                     base_url=self.base_url or None,
                     timeout=self.timeout,
-                    max_retries=0,  # retries are ours, so timeouts and 5xx are all covered
+                    max_retries=self.max_retries,
+                    middleware=[self.on_attempt],
                 )
             return self._client
 
@@ -77,50 +85,56 @@ class AnthropicExtractor:
             self.extra_patterns,
         )
 
+    def on_attempt(self, request: APIRequest, call_next: CallNext) -> APIResponse[Any]:
+        """SDK middleware, run once per HTTP attempt inside the SDK's retry loop."""
+        self.counters.calls += 1
+        self._attempts.n = request.retries_taken + 1
+        response = call_next(request)
+        wait = retry_after(response.headers)
+        if response.status_code >= 400 and wait > MAX_RETRY_WAIT_SECONDS:
+            raise ExtractionError(
+                f"anthropic: HTTP {response.status_code}, asked to wait {wait:.0f} s before "
+                f"retrying (more than {MAX_RETRY_WAIT_SECONDS:.0f} s): not retried"
+            )
+        return response
+
     def create(self, prompt: str) -> Any:
-        """One Messages API call, retried on 429, 5xx, timeouts and connection errors."""
+        """One Messages API call; the SDK retries 408, 409, 429, 5xx, timeouts and lost connections."""
         client = self.client()
-        attempts = self.max_retries + 1
-        for attempt in range(attempts):
-            self.counters.calls += 1
-            try:
-                message = client.messages.create(
-                    model=self.model,
-                    max_tokens=MAX_OUTPUT_TOKENS,
-                    system=SYSTEM,
-                    messages=[{"role": "user", "content": prompt}],
-                    tools=[
-                        {
-                            "name": TOOL_NAME,
-                            "description": "Record the memories extracted from the transcript.",
-                            "input_schema": CANDIDATE_SCHEMA,
-                        }
-                    ],
-                    tool_choice={"type": "tool", "name": TOOL_NAME},
-                )
-            except anthropic.APIStatusError as exc:
-                status = exc.status_code
-                if not (status == 429 or status == 408 or status >= 500):
-                    raise ExtractionError(f"anthropic: HTTP {status}: {short(exc)}") from exc
-                error: Exception = exc
-                delay = retry_after(exc)
-            except anthropic.APIConnectionError as exc:  # includes APITimeoutError
-                error, delay = exc, 0.0
-            except anthropic.APIError as exc:
-                raise ExtractionError(f"anthropic: {short(exc)}") from exc
-            except Exception as exc:  # a reply the SDK cannot read (not JSON, wrong shape)
-                raise ExtractionError(f"anthropic: unreadable reply: {short(exc)}") from exc
-            else:
-                self.counters.record_usage(*usage_tokens(getattr(message, "usage", None)))
-                return message
-            if attempt + 1 >= attempts:
-                kind = "timed out" if isinstance(error, anthropic.APITimeoutError) else "failed"
-                raise ExtractionError(
-                    f"anthropic: {kind} after {attempts} attempts: {short(error)}"
-                ) from error
-            backoff = self.backoff_seconds * (2**attempt) * (1 + random.random() / 4)
-            time.sleep(min(max(delay, backoff), MAX_BACKOFF_SECONDS))
-        raise ExtractionError("anthropic: no attempt made")  # pragma: no cover
+        self._attempts.n = 0
+        try:
+            message = client.messages.create(
+                model=self.model,
+                max_tokens=MAX_OUTPUT_TOKENS,
+                system=SYSTEM,
+                messages=[{"role": "user", "content": prompt}],
+                tools=[
+                    {
+                        "name": TOOL_NAME,
+                        "description": "Record the memories extracted from the transcript.",
+                        "input_schema": CANDIDATE_SCHEMA,
+                    }
+                ],
+                tool_choice={"type": "tool", "name": TOOL_NAME},
+            )
+        except ExtractionError:
+            raise
+        except (anthropic.APIStatusError, anthropic.APIConnectionError) as exc:
+            attempts = self._attempts.n
+            if isinstance(exc, anthropic.APIStatusError):
+                what = f"HTTP {exc.status_code}: {short(exc)}"
+            else:  # includes APITimeoutError
+                kind = "timed out" if isinstance(exc, anthropic.APITimeoutError) else "failed"
+                what = f"{kind}: {short(exc)}"
+            if attempts > 1:
+                what = f"{what} (gave up after {attempts} attempts)"
+            raise ExtractionError(f"anthropic: {what}") from exc
+        except anthropic.APIError as exc:
+            raise ExtractionError(f"anthropic: {short(exc)}") from exc
+        except Exception as exc:  # a reply the SDK cannot read (not JSON, wrong shape)
+            raise ExtractionError(f"anthropic: unreadable reply: {short(exc)}") from exc
+        self.counters.record_usage(*usage_tokens(getattr(message, "usage", None)))
+        return message
 
     @staticmethod
     def reply_payload(message: Any) -> Any:
@@ -139,11 +153,14 @@ class AnthropicExtractor:
         return "\n".join(texts)
 
 
-def retry_after(exc: anthropic.APIStatusError) -> float:
-    try:
-        return float(exc.response.headers.get("retry-after") or 0)
-    except (TypeError, ValueError, AttributeError):
-        return 0.0
+def retry_after(headers: Mapping[str, str]) -> float:
+    """Seconds a reply's retry-after-ms / retry-after header asks to wait (0 if none or a date)."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            return float(headers.get(name) or "") * scale
+        except ValueError:
+            continue
+    return 0.0
 
 
 def short(exc: BaseException) -> str:

@@ -6,7 +6,11 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, get_args
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
+from pydantic_core import CoreSchema
 
 from memd.errors import BudgetExceeded, ExtractionError
 from memd.extract.base import BackendStats, TokenLedger
@@ -17,42 +21,188 @@ from memd.redact import redact
 log = logging.getLogger(__name__)
 
 MEMD_EXTRACTION_PROMPT_MARKER = "<memd-extraction-request>"
-"""Every extraction prompt starts with this, so memd never learns from its own `claude -p` runs."""
+"""Every extraction prompt starts with this, so memd never learns from its own `claude -p` runs
+(``memd.session`` skips a session whose first user text starts with it)."""
 
-LLM_KINDS = ("decision", "preference", "fact", "todo", "progress", "bugfix", "summary")
+LlmKind = Literal["decision", "preference", "fact", "todo", "progress", "bugfix", "summary"]
+LLM_KINDS: tuple[str, ...] = get_args(LlmKind)
 TOOL_NAME = "record_memories"
 TURN_CHARS = 2000
 PROMPT_CHARS = 48_000
 
-CANDIDATE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "memories": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "kind": {"type": "string", "enum": list(LLM_KINDS)},
-                    "text": {"type": "string", "description": "One short, self-contained fact."},
-                    "topic": {"type": "string", "description": "A few words: what it is about."},
-                    "keywords": {"type": "array", "items": {"type": "string"}},
-                    "importance": {"type": "number", "minimum": 0, "maximum": 1},
-                    "sources": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "description": "Ids of the turns that state it, e.g. t3.",
-                    },
-                    "supersedes": {
-                        "type": "string",
-                        "description": "An earlier statement this one replaces, if any.",
-                    },
-                },
-                "required": ["kind", "text", "sources"],
-            },
-        }
-    },
-    "required": ["memories"],
-}
+_KIND_ALIASES = {
+    "decisions": "decision", "choice": "decision", "prefs": "preference",
+    "preferences": "preference", "convention": "preference", "conventions": "preference",
+    "rule": "preference", "facts": "fact", "note": "fact", "info": "fact", "excerpt": "fact",
+    "task": "todo", "tasks": "todo", "todos": "todo", "open_item": "todo", "next_step": "todo",
+    "done": "progress", "status": "progress", "bug": "bugfix", "fix": "bugfix",
+    "bug_fix": "bugfix", "bugfixes": "bugfix", "overview": "summary",
+}  # fmt: skip
+_TEXT_KEYS = ("text", "memory", "content", "fact", "statement", "value", "description")
+_SOURCE_KEYS = ("sources", "source_uuids", "source_ids", "source", "turns", "turn_ids", "ids")
+_LIST_KEYS = ("memories", "candidates", "items", "results", "facts", "data", "output")
+
+
+def _one_line(value: Any, cap: int) -> str:
+    return " ".join(str(value or "").split())[:cap]
+
+
+def _present(key: str, value: Any) -> bool:
+    """Whether an item's key is read: a text must be a string; elsewhere null and "" are absent
+    (so ``{"kind": "", "type": "todo"}`` is a todo: the next alias is read instead)."""
+    if key in _TEXT_KEYS:
+        return isinstance(value, str)
+    return value is not None and value != ""
+
+
+class LlmMemory(BaseModel):
+    """One memory as an LLM writes it: the schema it is asked for, read leniently.
+
+    Besides the schema's own keys it accepts the shapes models drift into: ``type`` or
+    ``category`` for the kind (with plural and synonym kinds), ``content``/``memory``/... for
+    the text, importance on a 0-10 or 0-100 scale, keywords and sources as one string, a turn
+    number without its ``t``. Anything else is ignored; an item without text is invalid.
+    """
+
+    # kind and sources are asked for (required in the schema) but default when reading
+    model_config = ConfigDict(
+        extra="ignore", json_schema_extra={"required": ["kind", "text", "sources"]}
+    )
+
+    kind: LlmKind = Field(default="fact", validation_alias=AliasChoices("kind", "type", "category"))
+    text: str = Field(
+        min_length=1,
+        description="One short, self-contained fact.",
+        validation_alias=AliasChoices(*_TEXT_KEYS),
+    )
+    topic: str = Field(default="", description="A few words: what it is about.")
+    keywords: list[str] = Field(default_factory=list)
+    importance: float = Field(default=0.5, ge=0, le=1)
+    sources: list[str] = Field(
+        default_factory=list,
+        description="Ids of the turns that state it, e.g. t3.",
+        validation_alias=AliasChoices(*_SOURCE_KEYS),
+    )
+    supersedes: str = Field(
+        default="",
+        description="An earlier statement this one replaces, if any.",
+        validation_alias=AliasChoices("supersedes", "supersedes_hint"),
+    )
+
+    @classmethod
+    def read(cls, item: Any) -> LlmMemory | None:
+        """``item`` validated, a bare string taken as the text; None when it is not a memory."""
+        if isinstance(item, str):
+            item = {"text": item}
+        if not isinstance(item, dict):
+            return None
+        item = {k: v for k, v in item.items() if _present(k, v)}
+        try:
+            return cls.model_validate(item)
+        except ValidationError as exc:
+            log.debug("LLM memory skipped: %s", exc.errors(include_input=False)[:1])
+            return None
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _kind(cls, value: Any) -> str:
+        k = str(value or "fact").strip().lower().replace("-", "_").replace(" ", "_")
+        return k if k in LLM_KINDS else _KIND_ALIASES.get(k, "fact")
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        return _one_line(value, 500) if isinstance(value, str) else value
+
+    @field_validator("topic", mode="before")
+    @classmethod
+    def _topic(cls, value: Any) -> str:
+        return _one_line(value, 80)
+
+    @field_validator("supersedes", mode="before")
+    @classmethod
+    def _supersedes(cls, value: Any) -> str:
+        return str(value or "")[:300]
+
+    @field_validator("importance", mode="before")
+    @classmethod
+    def _importance(cls, value: Any) -> float:
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            return 0.5
+        if x > 10:
+            x /= 100
+        elif x > 1:
+            x /= 10
+        return min(1.0, max(0.0, x))
+
+    @field_validator("keywords", mode="before")
+    @classmethod
+    def _keywords(cls, value: Any) -> list[str]:
+        if isinstance(value, str):
+            value = re.split(r"[,，;；]", value)
+        if not isinstance(value, list):
+            return []
+        out: list[str] = []
+        for w in value:
+            w = _one_line(w, 40)
+            if w and w.lower() not in {x.lower() for x in out}:
+                out.append(w)
+        return out[:8]
+
+    @field_validator("sources", mode="before")
+    @classmethod
+    def _sources(cls, value: Any) -> list[str]:
+        if isinstance(value, str | int):
+            value = re.split(r"[,\s]+", str(value))
+        refs = (
+            [str(ref).strip().strip("[]").strip() for ref in value]
+            if isinstance(value, list)
+            else []
+        )
+        return [f"t{r}" if r.isdigit() else r for r in refs if r]
+
+
+class LlmOutput(BaseModel):
+    """What the LLM is asked to answer (the forced tool's input, the ``--json-schema``)."""
+
+    memories: list[LlmMemory]
+
+
+class _CompactSchema(GenerateJsonSchema):
+    """JSON Schema without titles, docstrings or defaults, the nested model inlined: short."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def default_schema(self, schema: Any) -> Any:
+        return self.generate_inner(schema["schema"])  # defaults are how memd reads, not asks
+
+    def model_schema(self, schema: Any) -> Any:
+        out = super().model_schema(schema)
+        out.pop("description", None)  # the docstring is for readers of this code, not the LLM
+        return out
+
+    def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> Any:
+        out = super().generate(schema, mode)
+        defs = out.pop("$defs", {})
+
+        def inline(node: Any) -> Any:
+            if isinstance(node, dict):
+                ref = node.get("$ref", "")
+                if ref.startswith("#/$defs/"):
+                    return inline(defs[ref.rsplit("/", 1)[1]])
+                return {k: inline(v) for k, v in node.items() if k != "title"}
+            if isinstance(node, list):
+                return [inline(v) for v in node]
+            return node
+
+        return inline(out)
+
+
+CANDIDATE_SCHEMA: dict[str, Any] = LlmOutput.model_json_schema(schema_generator=_CompactSchema)
+"""The output schema, from :class:`LlmOutput`."""
 
 INSTRUCTIONS = """\
 You extract long-term memories from one piece of a Claude Code session. A memory system injects \
@@ -181,17 +331,6 @@ def build_prompt(
 
 # --- lenient parsing ----------------------------------------------------------------------
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
-_KIND_ALIASES = {
-    "decisions": "decision", "choice": "decision", "prefs": "preference",
-    "preferences": "preference", "convention": "preference", "conventions": "preference",
-    "rule": "preference", "facts": "fact", "note": "fact", "info": "fact", "excerpt": "fact",
-    "task": "todo", "tasks": "todo", "todos": "todo", "open_item": "todo", "next_step": "todo",
-    "done": "progress", "status": "progress", "bug": "bugfix", "fix": "bugfix",
-    "bug_fix": "bugfix", "bugfixes": "bugfix", "overview": "summary",
-}  # fmt: skip
-_TEXT_KEYS = ("text", "memory", "content", "fact", "statement", "value", "description")
-_SOURCE_KEYS = ("sources", "source_uuids", "source_ids", "source", "turns", "turn_ids", "ids")
-_LIST_KEYS = ("memories", "candidates", "items", "results", "facts", "data", "output")
 
 
 def _repair_truncated(text: str) -> Any:
@@ -266,48 +405,11 @@ def _items(data: Any) -> list[Any]:
     raise ExtractionError("model output holds no list of memories")
 
 
-def _kind(value: Any) -> str:
-    k = str(value or "fact").strip().lower().replace("-", "_").replace(" ", "_")
-    if k in LLM_KINDS:
-        return k
-    return _KIND_ALIASES.get(k, "fact")
-
-
-def _importance(value: Any) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return 0.5
-    if x > 10:
-        x /= 100
-    elif x > 1:
-        x /= 10
-    return min(1.0, max(0.0, x))
-
-
-def _keywords(value: Any) -> list[str]:
-    if isinstance(value, str):
-        value = re.split(r"[,，;；]", value)
-    if not isinstance(value, list):
-        return []
-    out: list[str] = []
-    for w in value:
-        w = " ".join(str(w).split())[:40]
-        if w and w.lower() not in {x.lower() for x in out}:
-            out.append(w)
-    return out[:8]
-
-
-def _sources(item: dict[str, Any], ids: dict[str, str]) -> list[str]:
-    raw: Any = next((item[k] for k in _SOURCE_KEYS if k in item), [])
-    if isinstance(raw, str | int):
-        raw = re.split(r"[,\s]+", str(raw))
+def resolve_sources(refs: list[str], ids: dict[str, str]) -> list[str]:
+    """Turn ids (t3) or uuids -> the uuids of this segment's turns, unknown ones left out."""
     uuids = set(ids.values())
     out: list[str] = []
-    for ref in raw if isinstance(raw, list) else []:
-        r = str(ref).strip().strip("[]").strip()
-        if r.isdigit():
-            r = f"t{r}"
+    for r in refs:
         uuid = ids.get(r.lower()) or (r if r in uuids else None)
         if uuid and uuid not in out:
             out.append(uuid)
@@ -329,16 +431,14 @@ def parse_candidates(
     items = _items(load_lenient(raw))
     out: list[Candidate] = []
     for item in items:
-        if isinstance(item, str):
-            item = {"text": item}
-        if not isinstance(item, dict):
+        memory = LlmMemory.read(item)
+        if memory is None:
             continue
-        text = next((item[k] for k in _TEXT_KEYS if isinstance(item.get(k), str)), "")
-        text = redact(" ".join(text.split())[:500], extra_patterns)
+        text = redact(memory.text, extra_patterns)
         if not text:
             continue
-        kind = _kind(item.get("kind") or item.get("type") or item.get("category"))
-        sources = _sources(item, ids)
+        kind = memory.kind
+        sources = resolve_sources(memory.sources, ids)
         if not sources and kind == "summary":
             sources = list(ids.values())
         if not sources:
@@ -352,14 +452,11 @@ def parse_candidates(
             Candidate(
                 kind=kind,
                 text=text,
-                topic=redact(" ".join(str(item.get("topic") or "").split())[:80], extra_patterns),
-                keywords=[redact(k, extra_patterns) for k in _keywords(item.get("keywords"))],
-                importance=_importance(item.get("importance", 0.5)),
+                topic=redact(memory.topic, extra_patterns),
+                keywords=[redact(k, extra_patterns) for k in memory.keywords],
+                importance=memory.importance,
                 source_uuids=sources,
-                supersedes_hint=redact(
-                    str(item.get("supersedes") or item.get("supersedes_hint") or "")[:300],
-                    extra_patterns,
-                ),
+                supersedes_hint=redact(memory.supersedes, extra_patterns),
             )
         )
     return out
@@ -374,7 +471,7 @@ def extract_with_llm(
 ) -> list[Candidate]:
     """The LLM backends' shared flow: budget check, one call (``ask``), lenient parsing, then
     the heuristic's excerpt windows, so raw turns are stored whichever backend runs."""
-    from memd.extract.heuristic import excerpt_candidates
+    from memd.extract.excerpts import excerpt_candidates
 
     prompt, ids = build_prompt(segment, extra_patterns)
     try:

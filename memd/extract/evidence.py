@@ -1,0 +1,144 @@
+"""What a segment's tool calls and stack statements show about the project, and the facts
+phrased from it: "Project uses <name as written>", "Tests run with `<command>`", "Files touched".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from memd.extract import vocabulary as vocab
+from memd.extract.rules import IMPORTANCE, STACK_SAID, is_tentative
+from memd.models import Candidate, Turn
+
+_PATH = re.compile(r"(?:[\w.~-]*/)*[\w.-]+\.[A-Za-z0-9]{1,8}\b|(?:[\w.-]+/)+[\w.-]+")
+_EDIT_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit", "str_replace_based_edit_tool"}
+_READ_TOOLS = {"Read", "NotebookRead", "View"}
+_SHELL_TOOLS = {"Bash", "bash", "Shell", "BashOutput"}
+_CMD_PREFIX = re.compile(
+    r"^(?:\$\s*|cd\s+\S+\s*&&\s*|(?:[A-Z_][A-Z0-9_]*=\S+\s+)+|sudo\s+|(?:do|then|else|exec)\s+)+"
+)
+
+
+def tool_path(summary: str) -> str | None:
+    s = summary.strip()
+    for prefix in ("file_path:", "path:", "notebook_path:"):
+        if s.startswith(prefix):
+            s = s[len(prefix) :].strip()
+    m = _PATH.search(s)
+    return m.group(0) if m else None
+
+
+def relative(path: str, cwd: str) -> str:
+    if cwd and path.startswith(cwd.rstrip("/") + "/"):
+        return path[len(cwd.rstrip("/")) + 1 :]
+    return path
+
+
+def shell_commands(summary: str) -> list[str]:
+    """The commands in a shell tool summary: ``cd x && pytest -q | tail`` -> ``["pytest -q"]``."""
+    s = summary.strip()
+    if s.startswith("command:"):
+        s = s[len("command:") :].strip()
+    out = []
+    for part in re.split(r"\s*(?:&&|\|\||;|\n)\s*", s):
+        part = _CMD_PREFIX.sub("", part.split(" | ")[0]).strip()
+        part = re.sub(r"\s+\d?>+\s*\S+|\s+2>&1", "", part).strip()
+        if part and not part.startswith(("cd ", "echo ", "#")):
+            out.append(part[:120])
+    return out
+
+
+@dataclass
+class Evidence:
+    """What a segment shows about the project, gathered in one pass.
+
+    Only what a turn shows is kept: a tech name as the turn writes it (in a command it ran, a
+    path it edited inside the project, or a stack statement), never a role or purpose.
+    """
+
+    tech: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    commands: dict[str, tuple[str, str]] = field(default_factory=dict)
+    command_uuids: dict[str, list[str]] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    """Path (relative to the project) -> the first turn that edited it."""
+
+    def see_tech(self, name: str, shown: str, uuid: str) -> None:
+        _, uuids = self.tech.setdefault(name, (shown, []))
+        if uuid not in uuids:
+            uuids.append(uuid)
+
+    def see_names(self, names: list[str], text: str, uuid: str) -> None:
+        for name in names:
+            shown = vocab.shown_name(name, text)
+            if shown:
+                self.see_tech(name, shown, uuid)
+
+    def see_turn(self, turn: Turn) -> None:
+        for tool in turn.tools:
+            if tool.name in _EDIT_TOOLS or tool.name in _READ_TOOLS:
+                path = tool_path(tool.summary)
+                rel = relative(path, turn.cwd) if path else ""
+                if not rel or rel.startswith(("/", "~", "..")):
+                    continue  # outside the project: says nothing about it
+                if tool.name in _EDIT_TOOLS:
+                    self.files.setdefault(rel, turn.uuid)
+                self.see_names(vocab.tech_of_path(rel), rel, turn.uuid)
+            elif tool.name in _SHELL_TOOLS:
+                for cmd in shell_commands(tool.summary):
+                    self.see_names(vocab.tech_of_command(cmd), cmd, turn.uuid)
+                    family = vocab.command_family(cmd)
+                    if family:
+                        self.commands[family] = (cmd, turn.uuid)  # the latest wins
+                        uuids = self.command_uuids.setdefault(family, [])
+                        if turn.uuid not in uuids:
+                            uuids.append(turn.uuid)
+
+    def see_statement(self, sentence: str, uuid: str) -> None:
+        if STACK_SAID.search(sentence) and not is_tentative(sentence):
+            self.see_names(vocab.tech_in_text(sentence), sentence, uuid)
+
+
+def fact_candidates(ev: Evidence) -> list[Candidate]:
+    """Facts phrased from what the turns show: "Project uses <name as written>", the latest
+    command of each family ("Tests run with `uv run pytest -q`"), the files edited."""
+    out = []
+    for shown, uuids in ev.tech.values():
+        out.append(
+            Candidate(
+                kind="fact",
+                text=f"Project uses {shown}",
+                topic="tech stack",
+                keywords=[shown],
+                importance=IMPORTANCE["fact"],
+                source_uuids=uuids[:5],
+            )
+        )
+    for family, (cmd, uuid) in ev.commands.items():
+        others = [u for u in ev.command_uuids[family] if u != uuid]
+        out.append(
+            Candidate(
+                kind="fact",
+                text=f"{vocab.FAMILY_TEXT[family]} with `{cmd}`",
+                topic="commands",
+                keywords=[family, cmd.split()[0]],
+                importance=0.5,
+                source_uuids=[uuid, *others[:4]],
+            )
+        )
+    if ev.files:
+        files = list(ev.files)
+        shown_files = files[:8]
+        more = f" (+{len(files) - 8} more)" if len(files) > 8 else ""
+        dirs = sorted({f.split("/")[0] + "/" for f in files if "/" in f})
+        out.append(
+            Candidate(
+                kind="fact",
+                text=f"Files touched: {', '.join(shown_files)}{more}",
+                topic="files",
+                keywords=dirs[:5] or shown_files[:3],
+                importance=0.35,
+                source_uuids=list(dict.fromkeys(ev.files[f] for f in shown_files)),
+            )
+        )
+    return out
