@@ -18,14 +18,9 @@ from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_s
 from memd import hook, protocol
 from memd import server as server_module
 from memd.app import App
-from memd.server import (
-    Server,
-    ServerError,
-    clear_stale_socket,
-    encode_reply,
-    peer_uid,
-    prepare_socket_dir,
-)
+from memd.errors import ServerError
+from memd.server import Server, encode_reply
+from memd.unixsocket import clear_stale_socket, peer_uid, prepare_socket_dir
 
 IDLE = 1.5
 
