@@ -162,7 +162,7 @@ class Daemon:
         await server.start()
         if self.workers.tailer is not None:
             # The first scan can take a while on a big history: not on the loop.
-            self.loop.run_in_executor(server.extraction, self.start_tailer, self.workers.tailer)
+            server.pools.submit("extract", self.start_tailer, self.workers.tailer)
         if self.stop_requested:  # a signal arrived while starting
             server.stop()
         await server.serve_until_stopped()

@@ -3,13 +3,12 @@
 A command runs ``cmd_<name>`` of the server (``ping``, ``status``, ``context``, ``hook``), else
 the ``App`` method that :data:`memd.commands.APP_COMMANDS` names for it, in that table's pool.
 
-The event loop only moves bytes. Searches and hooks run in a small read pool; writes through
-``App`` (add, forget, pin, ...) and the batched hit counters run in one writer thread; extraction
-runs in its own single thread, so a slow LLM call never holds up ``memd add``.
+The event loop only moves bytes: the work runs in the thread pools of :mod:`memd.pools`. The
+server also runs the flush loop (hit counters, heap trim) and the extraction loop.
 
 A bad client never hurts the others: malformed JSON, unknown commands, lines over
 ``protocol.MAX_LINE``, binary garbage and idle or half-open connections get an error reply or a
-closed connection. Peers with another uid are refused (SO_PEERCRED / getpeereid).
+closed connection. Peers with another uid are refused (:mod:`memd.unixsocket`).
 """
 
 from __future__ import annotations
@@ -21,13 +20,11 @@ import inspect
 import json
 import logging
 import os
-import sys
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from memd import __version__, protocol, status
 from memd.app import Workers
@@ -36,6 +33,7 @@ from memd.errors import MemdError, UserError
 from memd.heap import trim_heap
 from memd.hooksessions import HookSessions
 from memd.inject import Injection, Injector
+from memd.pools import Pools
 from memd.unixsocket import bind_socket, same_user
 
 if TYPE_CHECKING:
@@ -44,8 +42,6 @@ if TYPE_CHECKING:
     from memd.state import State
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 HOOK_EVENTS = ("session-start", "user-prompt-submit", "stop", "session-end")
 DRAIN_SECONDS = 5.0
@@ -108,14 +104,7 @@ class Server:
         self.sessions = HookSessions(settings, self.workers.tailer, self.workers.tracker)
         self.path = Path(settings.socket_path)
         self.idle_timeout = float(settings.client_idle_seconds)
-        self.reads = ThreadPoolExecutor(read_threads, thread_name_prefix="memd-read")
-        self.writes = ThreadPoolExecutor(1, thread_name_prefix="memd-write")
-        self.extraction = ThreadPoolExecutor(1, thread_name_prefix="memd-extract")
-        self.pools: dict[str, ThreadPoolExecutor] = {
-            "read": self.reads,
-            "write": self.writes,
-            "extract": self.extraction,
-        }
+        self.pools = Pools(read_threads)
         self.connections: dict[int, Connection] = {}
         self.started_at = time.time()
         self.counters = {"requests": 0, "errors": 0, "refused": 0, "connections": 0, "late": 0}
@@ -146,10 +135,9 @@ class Server:
             asyncio.create_task(self.extraction_loop(), name="memd-extraction"),
         ]
         log.info("memd %s listening on %s (pid %d)", __version__, self.path, os.getpid())
-        loop = asyncio.get_running_loop()
-        loop.run_in_executor(self.reads, self.warm_keys)
+        self.pools.submit("read", self.warm_keys)
         if self.workers.state is not None:
-            loop.run_in_executor(self.reads, self.warm_caches, self.workers.state)
+            self.pools.submit("read", self.warm_caches, self.workers.state)
 
     def warm_keys(self) -> None:
         """The key index (memd.keyindex), built before the first list page or status needs it."""
@@ -203,14 +191,7 @@ class Server:
 
     def close_pools(self, timeout: float) -> bool:
         """Wait for running work (the current extraction batch, queued writes). True if done."""
-        deadline = time.monotonic() + timeout
-        ok = True
-        for pool in (self.reads, self.extraction, self.writes):
-            pool.shutdown(wait=False, cancel_futures=pool is not self.writes)
-        for pool in (self.reads, self.extraction, self.writes):
-            for thread in list(getattr(pool, "_threads", ())):
-                thread.join(max(0.0, deadline - time.monotonic()))
-                ok = ok and not thread.is_alive()
+        ok = self.pools.close(timeout)
         self.injector.queries.close()
         return ok
 
@@ -242,7 +223,7 @@ class Server:
             if not self.injector.pending_writes():
                 continue  # idle: not even a thread hop
             try:
-                await self.run_in(self.writes, self.injector.flush)
+                await self.pools.run("write", self.injector.flush)
             except Exception as exc:
                 log.error("flushing hit counters failed: %s", exc)
 
@@ -271,7 +252,7 @@ class Server:
             if self.stopping.is_set():
                 break
             try:
-                done = await self.run_in(self.extraction, pipeline.process_pending, EXTRACT_BATCH)
+                done = await self.pools.run("extract", pipeline.process_pending, EXTRACT_BATCH)
             except Exception as exc:
                 log.error("extraction failed: %s", exc)
                 await asyncio.sleep(min(30.0, self.settings.flush_seconds * 5))
@@ -282,19 +263,13 @@ class Server:
                 self.injector.vectors.invalidate()
                 # Build the caches again now, off the hook path: the next prompt finds them.
                 with contextlib.suppress(RuntimeError):  # the read pool is shutting down
-                    asyncio.get_running_loop().run_in_executor(
-                        self.reads, self.injector.warm, cached
-                    )
+                    self.pools.submit("read", self.injector.warm, cached)
                 log.info("extracted %d segment(s)", done)
                 self.extract_wakeup.set()  # there may be more
 
     def wake_extraction(self) -> None:
         if self.extract_wakeup is not None:
             self.extract_wakeup.set()
-
-    async def run_in(self, pool: ThreadPoolExecutor, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` off the loop, in ``pool``."""
-        return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
 
     # ---- connections
     async def serve_client(
@@ -411,7 +386,7 @@ class Server:
     ) -> dict[str, Any]:
         """Run an ``App`` call in its command's pool; drop the recall cache after a change."""
         try:
-            return await self.run_in(self.pools[command.pool], call)
+            return await self.pools.run(command.pool, call)
         finally:
             if command.changes:
                 self.injector.vectors.invalidate()
@@ -421,7 +396,7 @@ class Server:
         return {"pong": True, "pid": os.getpid(), "version": __version__}
 
     async def cmd_status(self) -> dict[str, Any]:
-        return await self.run_in(self.reads, self.status)
+        return await self.pools.run("read", self.status)
 
     async def cmd_context(
         self,
@@ -437,7 +412,7 @@ class Server:
             if event == "session-start"
             else self.injector.prompt_context
         )
-        result = await self.run_in(self.reads, lambda: build(payload, dedupe=False, touch=False))
+        result = await self.pools.run("read", lambda: build(payload, dedupe=False, touch=False))
         return {
             "context": result.text,
             "chosen": result.chosen,
@@ -458,8 +433,8 @@ class Server:
                 if event == "user-prompt-submit"
                 else self.injector.session_context
             )
-            result = await self.run_in(
-                self.reads, self.unless_late, build, payload, time.monotonic()
+            result = await self.pools.run(
+                "read", self.unless_late, build, payload, time.monotonic()
             )
             return {"context": result.text if result else ""}
         transcript = str(payload.get("transcript_path") or "")
@@ -484,31 +459,8 @@ class Server:
         if not self.sessions.can_close:
             log.warning("session-end for %s: nothing can close it here", session_id)
             return
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self.extraction, self.sessions.close, session_id, transcript)
+        future = self.pools.submit("extract", self.sessions.close, session_id, transcript)
         future.add_done_callback(lambda _f: self.wake_extraction())
 
-    # ---- status
     def status(self) -> dict[str, Any]:
-        """`memd status --json` (each part from :mod:`memd.status`)."""
-        workers = self.workers
-        return {
-            "running": True,
-            "version": __version__,
-            "pid": os.getpid(),
-            "python": sys.version.split()[0],
-            "started_at": self.started_at,
-            "uptime_seconds": round(time.time() - self.started_at, 1),
-            "socket": str(self.path),
-            "home": str(self.settings.home),
-            "memories": self.app.store.stats(),
-            "embedding_model": self.app.store.embedder.model_id,
-            "sessions": status.sessions(workers.state, len(self.sessions.active)),
-            "jobs": status.jobs(workers.scheduler),
-            "extractor": status.extractor(self.settings, workers.pipeline),
-            "requests": dict(self.counters, open=len(self.connections)),
-            "injections": status.injections(self.injector),
-            "last_errors": list(self.errors),
-            **status.ingest(workers.state, workers.tailer),
-            "sync": status.sync(self.settings),
-        }
+        return status.report(self)

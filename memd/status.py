@@ -7,19 +7,49 @@ whole status (a health check must answer when something is unhealthy).
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from memd import __version__
 
 if TYPE_CHECKING:
     from memd.inject import Injector
     from memd.jobs import Scheduler
     from memd.pipeline import Pipeline
+    from memd.server import Server
     from memd.settings import Settings
     from memd.state import State
     from memd.tailer import Tailer
 
 log = logging.getLogger(__name__)
+
+
+def report(server: Server) -> dict[str, Any]:
+    """`memd status --json`: the contract's fields (DESIGN.md) and the daemon's own counters."""
+    workers = server.workers
+    return {
+        "running": True,
+        "version": __version__,
+        "pid": os.getpid(),
+        "python": sys.version.split()[0],
+        "started_at": server.started_at,
+        "uptime_seconds": round(time.time() - server.started_at, 1),
+        "socket": str(server.path),
+        "home": str(server.settings.home),
+        "memories": server.app.store.stats(),
+        "embedding_model": server.app.store.embedder.model_id,
+        "sessions": sessions(workers.state, len(server.sessions.active)),
+        "jobs": jobs(workers.scheduler),
+        "extractor": extractor(server.settings, workers.pipeline),
+        "requests": dict(server.counters, open=len(server.connections)),
+        "injections": injections(server.injector),
+        "last_errors": list(server.errors),
+        **ingest(workers.state, workers.tailer),
+        "sync": sync(server.settings),
+    }
 
 
 def jobs(scheduler: Scheduler | None) -> list[dict[str, Any]]:

@@ -47,7 +47,9 @@ def test_pages_cover_every_matching_memory_once(store: dict[str, Any]):
             break
     assert page["total"] == N + 3
     assert len(seen) == len(set(seen)) == N + 3
-    stamps = [m["updated_at"] for m in app.list_memories(all_projects=True, order="recent")["memories"]]
+    stamps = [
+        m["updated_at"] for m in app.list_memories(all_projects=True, order="recent")["memories"]
+    ]
     assert stamps == sorted(stamps, reverse=True)
 
 
@@ -183,7 +185,9 @@ def test_cached_listings_and_stats_follow_every_write(store: dict[str, Any]):
     app = store["app"]
     before = app.list_memories(all_projects=True, order="recent", limit=5)["memories"]
     stats_before = app.stats()["stats"]
-    oldest = app.list_memories(all_projects=True, order="recent", limit=1, offset=N - 100)["memories"][0]
+    oldest = app.list_memories(all_projects=True, order="recent", limit=1, offset=N - 100)[
+        "memories"
+    ][0]
     app.edit(oldest["id"], importance=0.55)  # bumps updated_at: now the most recent
     after = app.list_memories(all_projects=True, order="recent", limit=5)["memories"]
     assert after[0]["id"] == oldest["id"] and after[1]["id"] == before[0]["id"]
