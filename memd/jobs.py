@@ -391,7 +391,8 @@ class Scheduler:
         self._job_lock = threading.Lock()
         self.running_job: str | None = None
         self.started = False
-        self.should_exit = False
+        self.stop_requested = False
+        """Set by ``shutdown``: scheduled runs still queued are skipped."""
         self._writes = 0
 
     # ---- lifecycle
@@ -443,7 +444,7 @@ class Scheduler:
         self._scheduler.add_job(
             self.note_writes, "interval", seconds=self.writes_check, args=[0], id="writes-check"
         )
-        self.should_exit = False
+        self.stop_requested = False
         self._scheduler.start()
         self.started = True
         log.info("jobs scheduled: %s", ", ".join(self.functions))
@@ -475,7 +476,7 @@ class Scheduler:
 
         Returns False when a job was still running at the timeout.
         """
-        self.should_exit = True
+        self.stop_requested = True
         if self.started and self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
         self.started = False
@@ -500,7 +501,7 @@ class Scheduler:
 
     def execute(self, name: str, trigger: str) -> dict[str, Any]:
         with self._job_lock:
-            if self.should_exit and trigger == "schedule":
+            if self.stop_requested and trigger == "schedule":
                 return {"name": name, "last_status": "skipped: shutting down"}
             self.running_job = name
             at = now_iso()
