@@ -331,3 +331,28 @@ def test_heap_is_trimmed_after_activity_once_idle(
         assert len(calls) == 3  # ... still trims every TRIM_BUSY_SECONDS
     finally:
         srv.close_pools(1)
+
+
+def test_app_commands_answer_by_their_socket_names(daemon: DaemonProcess) -> None:
+    listed = daemon.request({"cmd": "list", "all_projects": True})
+    assert listed["ok"] is True and isinstance(listed["memories"], list)
+    assert listed["total"] == len(listed["memories"])
+    # The method behind `list` is not a command: only the table's names are.
+    renamed = daemon.request({"cmd": "list_memories"})
+    assert renamed["ok"] is False and "unknown command" in renamed["error"]
+    bad = daemon.request({"cmd": "list", "nope": 1})
+    assert bad["ok"] is False and bad["error"].startswith("bad arguments for list")
+    jobs = daemon.request({"cmd": "jobs"})
+    assert jobs["ok"] is True and jobs["scheduled"] is True and jobs["via"] == "daemon"
+    # The CLI's progress callback never comes over the wire.
+    sneaky = daemon.request({"cmd": "ingest", "paths": [], "progress": 1})
+    assert sneaky["ok"] is False and "progress" in sneaky["error"]
+    assert daemon.request({"cmd": "ping"})["ok"]
+
+
+def test_every_app_command_names_an_app_method() -> None:
+    from memd.commands import APP_COMMANDS
+
+    for name, command in APP_COMMANDS.items():
+        assert callable(getattr(App, command.method, None)), name
+        assert not hasattr(Server, f"cmd_{name}"), name  # one handler per name
