@@ -20,14 +20,13 @@ import signal
 import sys
 import time
 from collections import deque
-from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from memd.app import App, Workers
 from memd.heap import use_system_allocator
 from memd.server import Server
-from memd.unixsocket import clear_stale_socket, prepare_socket_dir
+from memd.unixsocket import SocketFile
 
 if TYPE_CHECKING:
     from memd.settings import Settings
@@ -127,13 +126,12 @@ class Daemon:
         use_system_allocator()
         configure_logging(self.settings.log_level, self.errors)
         self.install_signals()
-        socket_path = Path(self.settings.socket_path)
+        socket_file = SocketFile(self.settings.socket_path)
         app = App(self.settings)
         app.open(writer=True, owner="daemon")  # LockedError: another daemon runs
         exit_code = 0
         try:
-            prepare_socket_dir(socket_path)
-            clear_stale_socket(socket_path)
+            socket_file.prepare()
             started = time.monotonic()
             app.store.embedder.load()
             log.info(
@@ -142,7 +140,9 @@ class Daemon:
                 time.monotonic() - started,
             )
             self.start_components(app)
-            self.server = Server(app, self.settings, self.workers, errors=self.errors)
+            self.server = Server(
+                app, self.settings, self.workers, socket=socket_file, errors=self.errors
+            )
             if not self.stop_requested:
                 asyncio.run(self.serve(self.server))
             exit_code = self.close_components(self.server)
@@ -152,8 +152,7 @@ class Daemon:
                 if self.workers.state is not None:
                     self.workers.state.close()
             finally:
-                if self.server is not None:
-                    self.server.remove_socket()
+                socket_file.remove()
         log.info("memd stopped")
         return exit_code
 

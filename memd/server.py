@@ -23,7 +23,6 @@ import os
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memd import __version__, protocol, status
@@ -34,7 +33,7 @@ from memd.heap import trim_heap
 from memd.hooksessions import HookSessions
 from memd.inject import Injection, Injector
 from memd.pools import Pools
-from memd.unixsocket import bind_socket, same_user
+from memd.unixsocket import SocketFile, same_user
 
 if TYPE_CHECKING:
     from memd.app import App
@@ -90,6 +89,7 @@ class Server:
         settings: Settings,
         workers: Workers | None = None,
         *,
+        socket: SocketFile | None = None,
         errors: deque[dict[str, Any]] | None = None,
         read_threads: int = 8,
     ) -> None:
@@ -102,7 +102,8 @@ class Server:
         app.keep_keys()  # list pages and status counts from memory (memd.keyindex)
         self.injector = Injector(app, settings, self.workers.state)
         self.sessions = HookSessions(settings, self.workers.tailer, self.workers.tracker)
-        self.path = Path(settings.socket_path)
+        self.socket = socket or SocketFile(settings.socket_path)
+        self.path = self.socket.path
         self.idle_timeout = float(settings.client_idle_seconds)
         self.pools = Pools(read_threads)
         self.connections: dict[int, Connection] = {}
@@ -118,17 +119,14 @@ class Server:
         self.extraction_runs = 0
         self._server: asyncio.AbstractServer | None = None
         self._loops: list[asyncio.Task[None]] = []
-        self._sock_ino: int | None = None
 
     # ---- lifecycle
     async def start(self) -> None:
         self.stopping = asyncio.Event()
         self.extract_wakeup = asyncio.Event()
         self.flush_wakeup = asyncio.Event()
-        sock = bind_socket(self.path)
-        self._sock_ino = os.stat(self.path).st_ino
         self._server = await asyncio.start_unix_server(
-            self.serve_client, sock=sock, limit=protocol.MAX_LINE + 1, backlog=1024
+            self.serve_client, sock=self.socket.bind(), limit=protocol.MAX_LINE + 1, backlog=1024
         )
         self._loops = [
             asyncio.create_task(self.flush_loop(), name="memd-flush"),
@@ -194,14 +192,6 @@ class Server:
         ok = self.pools.close(timeout)
         self.injector.queries.close()
         return ok
-
-    def remove_socket(self) -> None:
-        """Remove the socket file, if it is still the one this server bound."""
-        try:
-            if self._sock_ino is not None and os.stat(self.path).st_ino == self._sock_ino:
-                os.unlink(self.path)
-        except FileNotFoundError:
-            pass
 
     # ---- background loops
     async def flush_loop(self) -> None:

@@ -1,6 +1,6 @@
 """The daemon's socket file and its peers: a private directory, a stale socket removed only when
-nobody listens on it, a 0600 listening socket, and the uid of the process at the other end
-(SO_PEERCRED on Linux, getpeereid on macOS and the BSDs).
+nobody listens on it, a 0600 listening socket removed at the end only while it is still ours,
+and the uid of the process at the other end (SO_PEERCRED on Linux, getpeereid elsewhere).
 """
 
 from __future__ import annotations
@@ -16,6 +16,34 @@ from pathlib import Path
 from memd.errors import ServerError
 
 log = logging.getLogger(__name__)
+
+
+class SocketFile:
+    """The daemon's socket at ``path``: checked before start (:meth:`prepare`, so a second
+    daemon fails before loading the model), bound when the server starts (binding earlier would
+    make hooks wait in the backlog instead of being refused at once), removed at the end."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._inode: int | None = None
+
+    def prepare(self) -> None:
+        """A private directory, and no stale socket. ServerError when another daemon listens."""
+        prepare_socket_dir(self.path)
+        clear_stale_socket(self.path)
+
+    def bind(self) -> socket.socket:
+        sock = bind_socket(self.path)
+        self._inode = os.stat(self.path).st_ino
+        return sock
+
+    def remove(self) -> None:
+        """Remove the socket file, if it is still the one bound here."""
+        try:
+            if self._inode is not None and os.stat(self.path).st_ino == self._inode:
+                os.unlink(self.path)
+        except FileNotFoundError:
+            pass
 
 
 def prepare_socket_dir(path: Path) -> None:

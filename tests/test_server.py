@@ -20,7 +20,7 @@ from memd import server as server_module
 from memd.app import App
 from memd.errors import ServerError
 from memd.server import Server, encode_reply
-from memd.unixsocket import clear_stale_socket, peer_uid, prepare_socket_dir
+from memd.unixsocket import SocketFile, clear_stale_socket, peer_uid, prepare_socket_dir
 
 IDLE = 1.5
 
@@ -237,6 +237,27 @@ def test_stale_socket_rules(short_socket: str) -> None:
     with pytest.raises(ServerError, match="not a socket"):
         clear_stale_socket(Path(short_socket))
     os.unlink(short_socket)
+
+
+def test_socket_file_is_private_and_removed_only_while_it_is_ours(short_socket: str) -> None:
+    first = SocketFile(short_socket)
+    first.prepare()
+    listening = first.bind()
+    assert stat.S_IMODE(os.lstat(short_socket).st_mode) == 0o600
+    listening.close()
+    newer = socket.socket(socket.AF_UNIX)  # another daemon's socket, moved onto the same path
+    newer.bind(short_socket + "2")  # while the first exists: another inode
+    os.rename(short_socket + "2", short_socket)
+    try:
+        first.remove()
+        assert os.path.exists(short_socket)
+    finally:
+        newer.close()
+    second = SocketFile(short_socket)
+    second.prepare()  # nobody listens on it: stale, removed
+    second.bind().close()
+    second.remove()
+    assert not os.path.exists(short_socket)
 
 
 def test_socket_dir_is_made_private(tmp_path: Path) -> None:
