@@ -89,11 +89,13 @@ def run(
     from memd.app import App
     from memd.commands import APP_COMMANDS
 
-    method = APP_COMMANDS[cmd].method
+    command = APP_COMMANDS[cmd]
     if progress is not None:
         args["progress"] = progress
-    app = App(settings_of(where)).open(writer=writer)
+    app = App(settings_of(where))
+    if command.store:
+        app.open(writer=writer)
     try:
-        return {"ok": True, **getattr(app, method)(**args)}
+        return {"ok": True, **getattr(app, command.method)(**args)}
     finally:
         app.close()

@@ -21,6 +21,8 @@ class AppCommand(NamedTuple):
     pool: Pool = "read"
     changes: bool = False
     """The memories may have changed: the daemon drops its recall cache afterwards."""
+    store: bool = True
+    """It uses the store: a one-shot CLI opens it first (``jobs`` only reads memd's state)."""
 
 
 APP_COMMANDS: dict[str, AppCommand] = {
@@ -33,7 +35,7 @@ APP_COMMANDS: dict[str, AppCommand] = {
     "sessions": AppCommand("sessions"),
     "projects": AppCommand("projects"),
     "export": AppCommand("export"),
-    "jobs": AppCommand("jobs"),
+    "jobs": AppCommand("jobs", store=False),
     "sync_enable": AppCommand("sync_enable"),
     "sync_disable": AppCommand("sync_disable"),
     "sync_status": AppCommand("sync_status"),
