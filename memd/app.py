@@ -1,14 +1,16 @@
 """What memd can do, as one object: the daemon's handlers and the CLI's local mode both call it.
 
-Every public method takes JSON-able arguments and returns a JSON-able dict, so the same call
-works in-process and over the socket (``{"cmd": "search", ...}`` runs ``App.search``).
+Every public method takes JSON-able arguments (``ingest`` also an in-process ``progress``
+callback) and returns a JSON-able dict, so the same call works in-process and over the socket
+(``{"cmd": "search", ...}`` runs ``App.search``; :data:`memd.commands.APP_COMMANDS` maps the
+socket names to the methods).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +27,7 @@ from memd.store import MemoryStore, sql_str
 from memd.vectors import QueryBatcher, VectorCache
 
 if TYPE_CHECKING:
+    from memd.ingest import Progress
     from memd.jobs import Scheduler
     from memd.pipeline import Pipeline
     from memd.session import SessionTracker
@@ -32,8 +35,6 @@ if TYPE_CHECKING:
     from memd.tailer import Tailer
 
 log = logging.getLogger(__name__)
-
-Progress = Callable[[dict[str, Any]], None]
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""App.list pages and filters, App.edit / archive / sessions / stats, and `memd stats` (no daemon)."""
+"""App.list_memories pages and filters, App.edit / archive / sessions / stats, and `memd stats` (no daemon)."""
 
 from __future__ import annotations
 
