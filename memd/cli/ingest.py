@@ -55,6 +55,8 @@ class ProgressBar:
 def ingest_run(ctx: click.Context, paths: tuple[str, ...], as_json: bool) -> None:
     """Read transcripts now, as finished sessions (works with and without a daemon)."""
     bar = ProgressBar(enabled=sys.stderr.isatty() and not as_json)
+    if bar.enabled:  # a running daemon does the work without a progress bar
+        sys.stderr.write("reading transcripts (through the daemon when it runs)...\n")
     # Through the daemon when it runs (a backfill can take long: wait as long as it works).
     reply = client.run(
         target_from(ctx),
