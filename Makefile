@@ -27,6 +27,7 @@ serve: compile
 test: compile
 	$(BIN)/ruff check memd tests bench
 	$(BIN)/ruff format --check memd tests bench
+	$(BIN)/mypy memd
 	$(BIN)/pytest
 
 lint: $(STAMP)

@@ -1,16 +1,19 @@
 """What memd can do, as one object: the daemon's handlers and the CLI's local mode both call it.
 
-Every public method takes JSON-able arguments and returns a JSON-able dict, so the same call
-works in-process and over the socket (``{"cmd": "search", ...}`` runs ``App.search``).
+Every public method takes JSON-able arguments (``ingest`` also an in-process ``progress``
+callback) and returns a JSON-able dict, so the same call works in-process and over the socket
+(``{"cmd": "search", ...}`` runs ``App.search``; :data:`memd.commands.APP_COMMANDS` maps the
+socket names to the methods).
 """
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memd import retrieve
 from memd.errors import NotFound, StoreError, UserError
@@ -23,7 +26,27 @@ from memd.settings import Settings
 from memd.store import MemoryStore, sql_str
 from memd.vectors import QueryBatcher, VectorCache
 
+if TYPE_CHECKING:
+    from memd.ingest import Progress
+    from memd.jobs import Scheduler
+    from memd.pipeline import Pipeline
+    from memd.session import SessionTracker
+    from memd.state import State
+    from memd.tailer import Tailer
+
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class Workers:
+    """The daemon's live components (each None when it failed to start). ``App`` uses them for
+    ``ingest`` and ``jobs`` inside the daemon; a one-shot CLI has none and makes its own."""
+
+    state: State | None = None
+    tracker: SessionTracker | None = None
+    pipeline: Pipeline | None = None
+    tailer: Tailer | None = None
+    scheduler: Scheduler | None = None
 
 
 def project_of(cwd: str | None = None, project: str | None = None) -> str:
@@ -40,6 +63,8 @@ class App:
         self.resident = False
         """True in the daemon. A one-shot command may drop the embedding model once it has no
         more texts to embed (a bulk import before its final optimize: ~64 MiB less peak)."""
+        self.workers: Workers | None = None
+        """Set by the daemon (:class:`Workers`); None in a one-shot CLI."""
         self._recall: tuple[VectorCache, QueryBatcher] | None = None
         """The in-memory vectors and the query embedder every recall shares (the daemon's;
         a one-shot CLI never builds them, as building costs more than one query)."""
@@ -148,7 +173,7 @@ class App:
             results = [r for r in results if bool(r["pinned"]) == pinned][:limit]
         return {"results": results}
 
-    def list(
+    def list_memories(
         self,
         cwd: str | None = None,
         project: str | None = None,
@@ -230,7 +255,7 @@ class App:
         kind: str = "fact",
         pin: bool = False,
         topic: str = "",
-        keywords: builtins.list[str] | None = None,
+        keywords: list[str] | None = None,
         importance: float = 0.7,
     ) -> dict[str, Any]:
         from memd.redact import redact
@@ -346,3 +371,70 @@ class App:
 
         self._need_writer()
         return {"round": engine_for(self.settings).run(self.store)}
+
+    # ---- transcripts and maintenance: the daemon's live workers, else this process's own
+    @property
+    def via(self) -> str:
+        """Where a command runs: ``daemon`` or ``local`` (a one-shot CLI)."""
+        return "daemon" if self.workers is not None else "local"
+
+    @contextlib.contextmanager
+    def _state(self) -> Iterator[State]:
+        """The daemon's state, or memd's state opened for this one call (a one-shot CLI)."""
+        if self.workers is not None:
+            if self.workers.state is None:
+                raise UserError("this daemon runs without its state; see `memd status`")
+            yield self.workers.state
+            return
+        from memd.state import State
+
+        state = State.open_default(self.settings.home)
+        try:
+            yield state
+        finally:
+            state.close()
+
+    def ingest(self, paths: list[str], progress: Progress | None = None) -> dict[str, Any]:
+        """`memd ingest`: read transcripts now, as finished sessions, and extract them. In the
+        daemon with its live session tracker and pipeline; else with a pipeline of its own,
+        reporting to ``progress`` (in-process only: the socket does not stream)."""
+        from memd.ingest import run_ingest
+        from memd.pipeline import Pipeline
+
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise UserError("ingest needs paths: a list of file or directory paths")
+        if progress is not None and not callable(progress):
+            raise UserError("progress is a callback of the CLI, not a request argument")
+        self._need_writer()
+        if self.workers is not None:
+            if self.workers.pipeline is None:
+                raise UserError("this daemon runs without extraction; cannot ingest")
+            report = run_ingest(self.workers.pipeline, paths, progress, self.workers.tracker)
+            return {**report, "via": self.via}
+        with self._state() as state:
+            report = run_ingest(Pipeline(self, state, self.settings), paths, progress)
+        return {**report, "via": self.via}
+
+    def jobs(self) -> dict[str, Any]:
+        """The maintenance jobs with their next and last runs; ``scheduled`` is False when no
+        scheduler runs (outside the daemon: then only the last runs are known)."""
+        from memd.jobs import jobs_status
+
+        scheduler = self.workers.scheduler if self.workers is not None else None
+        if scheduler is not None:
+            return {"jobs": scheduler.jobs_status(), "scheduled": True, "via": self.via}
+        with self._state() as state:
+            return {"jobs": jobs_status(state), "scheduled": False, "via": self.via}
+
+    def jobs_run(self, name: str) -> dict[str, Any]:
+        """Run job ``name`` now and record it: in the daemon's scheduler, else in this process
+        (under the writer lock), recorded the same way."""
+        self._need_writer()
+        if self.workers is not None:
+            if self.workers.scheduler is None:
+                raise UserError("the scheduler is not running")
+            return self.workers.scheduler.run(name)
+        from memd.jobs import Scheduler
+
+        with self._state() as state:
+            return Scheduler(self, state, self.settings).run(name)

@@ -9,6 +9,7 @@ pydantic-settings take ~150 ms to import), by the same rule (``memd.hook.locate`
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from memd import protocol
@@ -69,16 +70,32 @@ def daemon_request(
     return reply
 
 
-def run(where: Settings | Target, cmd: str, *, writer: bool, **args: Any) -> dict[str, Any]:
-    """``cmd`` is an ``App`` method name; the daemon dispatches the same name."""
+def run(
+    where: Settings | Target,
+    cmd: str,
+    *,
+    writer: bool,
+    timeout: float | None = 600.0,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    **args: Any,
+) -> dict[str, Any]:
+    """``cmd`` is a socket command of ``App`` (:data:`memd.commands.APP_COMMANDS`): through the
+    daemon when it runs, else the same ``App`` method in this process. ``progress`` reaches only
+    an in-process run (the socket does not stream)."""
     try:
-        return daemon_request(where, cmd, **args)
+        return daemon_request(where, cmd, timeout=timeout, **args)
     except DaemonUnavailable:
         pass
     from memd.app import App
+    from memd.commands import APP_COMMANDS
 
-    app = App(settings_of(where)).open(writer=writer)
+    command = APP_COMMANDS[cmd]
+    if progress is not None:
+        args["progress"] = progress
+    app = App(settings_of(where))
+    if command.store:
+        app.open(writer=writer)
     try:
-        return {"ok": True, **getattr(app, cmd)(**args)}
+        return {"ok": True, **getattr(app, command.method)(**args)}
     finally:
         app.close()

@@ -20,12 +20,17 @@ import signal
 import sys
 import time
 from collections import deque
-from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from memd.app import App, Workers
 from memd.heap import use_system_allocator
-from memd.server import Server, clear_stale_socket, prepare_socket_dir
+from memd.server import Server
+from memd.unixsocket import SocketFile
+
+if TYPE_CHECKING:
+    from memd.settings import Settings
+    from memd.tailer import Tailer
 
 log = logging.getLogger("memd.daemon")
 
@@ -91,28 +96,22 @@ def limit_malloc_arenas(arenas: int = 2, mmap_threshold: int = 128 << 10) -> Non
 
 
 class Daemon:
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.errors: deque[dict[str, Any]] = deque(maxlen=10)
-        self.should_exit = False
-        self.force_exit = False
+        self.stop_requested = False
+        """A signal asked the daemon to stop (the handler also wakes the server's loop)."""
         self.server: Server | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.app: Any = None
-        self.state: Any = None
-        self.tracker: Any = None
-        self.tailer: Any = None
-        self.pipeline: Any = None
-        self.scheduler: Any = None
+        self.workers = Workers()
         self.stuck = False
         """Work ignored the shutdown timeout: exit without waiting for its threads."""
 
     # ---- signals: set flags, wake the loop, nothing else
     def handle_signal(self, signum: int, frame: FrameType | None) -> None:
-        if self.should_exit and signum == signal.SIGINT:
-            self.force_exit = True
+        if self.stop_requested and signum == signal.SIGINT:
             os._exit(130)
-        self.should_exit = True
+        self.stop_requested = True
         if self.loop is not None and self.server is not None:
             self.loop.call_soon_threadsafe(self.server.stop)
 
@@ -123,103 +122,93 @@ class Daemon:
     # ---- the whole life
     def run(self) -> int:
         """Serve until a signal. Raises LockedError when another daemon holds MEMD_HOME."""
-        from memd.app import App
-
         limit_malloc_arenas()
         use_system_allocator()
         configure_logging(self.settings.log_level, self.errors)
         self.install_signals()
-        socket_path = Path(self.settings.socket_path)
-        self.app = App(self.settings)
-        self.app.open(writer=True, owner="daemon")  # LockedError: another daemon runs
+        socket_file = SocketFile(self.settings.socket_path)
+        app = App(self.settings)
+        app.open(writer=True, owner="daemon")  # LockedError: another daemon runs
         exit_code = 0
         try:
-            prepare_socket_dir(socket_path)
-            clear_stale_socket(socket_path)
+            socket_file.prepare()
             started = time.monotonic()
-            self.app.store.embedder.load()
+            app.store.embedder.load()
             log.info(
                 "model %s loaded in %.2f s",
-                self.app.store.embedder.model_id,
+                app.store.embedder.model_id,
                 time.monotonic() - started,
             )
-            self.start_components()
+            self.start_components(app)
             self.server = Server(
-                self.app,
-                self.settings,
-                state=self.state,
-                pipeline=self.pipeline,
-                scheduler=self.scheduler,
-                tailer=self.tailer,
-                tracker=self.tracker,
-                errors=self.errors,
+                app, self.settings, self.workers, socket=socket_file, errors=self.errors
             )
-            if not self.should_exit:
-                asyncio.run(self.serve())
-            exit_code = self.close_components()
+            if not self.stop_requested:
+                asyncio.run(self.serve(self.server))
+            exit_code = self.close_components(self.server)
         finally:
             try:
-                self.app.close()
-                if self.state is not None:
-                    self.state.close()
+                app.close()
+                if self.workers.state is not None:
+                    self.workers.state.close()
             finally:
-                if self.server is not None:
-                    self.server.remove_socket()
+                socket_file.remove()
         log.info("memd stopped")
         return exit_code
 
-    async def serve(self) -> None:
-        assert self.server is not None
+    async def serve(self, server: Server) -> None:
         self.loop = asyncio.get_running_loop()
-        await self.server.start()
-        if self.tailer is not None:
+        await server.start()
+        if self.workers.tailer is not None:
             # The first scan can take a while on a big history: not on the loop.
-            self.loop.run_in_executor(self.server.extraction, self.start_tailer)
-        if self.should_exit:  # a signal arrived while starting
-            self.server.stop()
-        await self.server.serve_until_stopped()
+            server.pools.submit("extract", self.start_tailer, self.workers.tailer)
+        if self.stop_requested:  # a signal arrived while starting
+            server.stop()
+        await server.serve_until_stopped()
 
     # ---- components (each guarded: the daemon still serves hooks without them)
-    def start_components(self) -> None:
-        settings = self.settings
+    def start_components(self, app: App) -> None:
+        settings, workers = self.settings, self.workers
         try:
             from memd.state import State
 
-            self.state = State.open_default(settings.home)
+            workers.state = State.open_default(settings.home)
         except Exception as exc:
             log.warning("state is unavailable (%s); tailing and extraction are off", exc)
             return
         try:
             from memd.session import SessionTracker
 
-            self.tracker = SessionTracker(settings, self.state, on_closed=self.segments_closed)
+            workers.tracker = SessionTracker(
+                settings, workers.state, on_closed=self.segments_closed
+            )
         except Exception as exc:
             log.warning("session tracking is unavailable: %s", exc)
         try:
             from memd.pipeline import Pipeline
 
-            self.pipeline = Pipeline(self.app, self.state, settings)
+            workers.pipeline = Pipeline(app, workers.state, settings)
         except Exception as exc:
             log.warning("extraction is unavailable: %s", exc)
-        if self.tracker is not None:
+        if workers.tracker is not None:
             try:
                 from memd.tailer import Tailer
 
-                self.tailer = Tailer(settings, self.state, self.tracker)
+                workers.tailer = Tailer(settings, workers.state, workers.tracker)
             except Exception as exc:
                 log.warning("transcript tailing is unavailable: %s", exc)
         try:
             from memd.jobs import Scheduler
 
-            self.scheduler = Scheduler(self.app, self.state, settings)
-            self.scheduler.start()
+            scheduler = Scheduler(app, workers.state, settings)
+            scheduler.start()
+            workers.scheduler = scheduler
         except Exception as exc:
             log.warning("scheduled jobs are unavailable: %s", exc)
-            self.scheduler = None
 
-    def start_tailer(self) -> None:
+    def start_tailer(self, tailer: Tailer) -> None:
         try:
-            self.tailer.start()
+            tailer.start()
             log.info("watching transcripts in %s", self.settings.transcripts_dir)
         except Exception as exc:
             log.error("the transcript tailer failed to start: %s", exc)
@@ -227,35 +216,35 @@ class Daemon:
     def segments_closed(self, keys: list[str]) -> None:
         """Called by the tracker (from any thread) when segments became pending."""
         server, loop = self.server, self.loop
-        if keys and server is not None and loop is not None and server.extract_wakeup:
-            loop.call_soon_threadsafe(server.extract_wakeup.set)
+        if keys and server is not None and loop is not None:
+            loop.call_soon_threadsafe(server.wake_extraction)
 
-    def close_components(self) -> int:
+    def close_components(self, server: Server) -> int:
         """After the server stopped: jobs, tailer, current batch, flush, checkpoint."""
         code = 0
-        if self.scheduler is not None and not self.scheduler.shutdown(True, JOBS_TIMEOUT):
+        workers = self.workers
+        if workers.scheduler is not None and not workers.scheduler.shutdown(True, JOBS_TIMEOUT):
             log.error("a maintenance job did not finish in %.0f s", JOBS_TIMEOUT)
             code = 1
-        if self.tailer is not None:
-            self.tailer.stop()
-        if self.server is not None:
-            if not self.server.close_pools(POOL_TIMEOUT):
-                log.error("work still running after %.0f s; exiting anyway", POOL_TIMEOUT)
-                self.stuck = True
-                code = 1
+        if workers.tailer is not None:
+            workers.tailer.stop()
+        if not server.close_pools(POOL_TIMEOUT):
+            log.error("work still running after %.0f s; exiting anyway", POOL_TIMEOUT)
+            self.stuck = True
+            code = 1
+        try:
+            server.injector.flush()
+        except Exception as exc:
+            log.error("final flush of hit counters failed: %s", exc)
+        if workers.state is not None:
             try:
-                self.server.injector.flush()
-            except Exception as exc:
-                log.error("final flush of hit counters failed: %s", exc)
-        if self.state is not None:
-            try:
-                self.state.checkpoint()
+                workers.state.checkpoint()
             except Exception as exc:
                 log.warning("state checkpoint failed: %s", exc)
         return code
 
 
-def serve(settings: Any) -> int:
+def serve(settings: Settings) -> int:
     """Run the daemon; 0 after a clean stop. LockedError propagates (exit 3)."""
     daemon = Daemon(settings)
     code = daemon.run()

@@ -46,6 +46,12 @@ class LockedError(MemdError):
     exit_code = 3
 
 
+class ServerError(MemdError):
+    """The socket cannot be set up (another daemon listens there, or the path is unusable)."""
+
+    exit_code = 3
+
+
 class DaemonUnavailable(MemdError):
     """The daemon is not running or did not answer."""
 

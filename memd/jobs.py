@@ -382,7 +382,8 @@ class Scheduler:
         self._job_lock = threading.Lock()
         self.running_job: str | None = None
         self.started = False
-        self.should_exit = False
+        self.stop_requested = False
+        """Set by ``shutdown``: scheduled runs still queued are skipped."""
         self._writes = 0
 
     # ---- lifecycle
@@ -434,7 +435,7 @@ class Scheduler:
         self._scheduler.add_job(
             self.note_writes, "interval", seconds=self.writes_check, args=[0], id="writes-check"
         )
-        self.should_exit = False
+        self.stop_requested = False
         self._scheduler.start()
         self.started = True
         log.info("jobs scheduled: %s", ", ".join(self.functions))
@@ -466,7 +467,7 @@ class Scheduler:
 
         Returns False when a job was still running at the timeout.
         """
-        self.should_exit = True
+        self.stop_requested = True
         if self.started and self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
         self.started = False
@@ -491,7 +492,7 @@ class Scheduler:
 
     def execute(self, name: str, trigger: str) -> dict[str, Any]:
         with self._job_lock:
-            if self.should_exit and trigger == "schedule":
+            if self.stop_requested and trigger == "schedule":
                 return {"name": name, "last_status": "skipped: shutting down"}
             self.running_job = name
             at = now_iso()

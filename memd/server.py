@@ -1,12 +1,14 @@
-"""The daemon's Unix socket server: one JSON object per line, handlers named ``cmd_<name>``.
+"""The daemon's Unix socket server: one JSON object per line in, one reply out.
 
-The event loop only moves bytes. Searches and hooks run in a small read pool; writes through
-``App`` (add, forget, pin, ...) and the batched hit counters run in one writer thread; extraction
-runs in its own single thread, so a slow LLM call never holds up ``memd add``.
+A command runs ``cmd_<name>`` of the server (``ping``, ``status``, ``context``, ``hook``), else
+the ``App`` method that :data:`memd.commands.APP_COMMANDS` names for it, in that table's pool.
+
+The event loop only moves bytes: the work runs in the thread pools of :mod:`memd.pools`. The
+server also runs the flush loop (hit counters, heap trim) and the extraction loop.
 
 A bad client never hurts the others: malformed JSON, unknown commands, lines over
 ``protocol.MAX_LINE``, binary garbage and idle or half-open connections get an error reply or a
-closed connection. Peers with another uid are refused (SO_PEERCRED / getpeereid).
+closed connection. Peers with another uid are refused (:mod:`memd.unixsocket`).
 """
 
 from __future__ import annotations
@@ -18,25 +20,27 @@ import inspect
 import json
 import logging
 import os
-import socket
-import stat
-import struct
-import sys
 import time
 from collections import deque
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
-from memd import __version__, protocol
+from memd import __version__, protocol, status
+from memd.app import Workers
+from memd.commands import APP_COMMANDS, AppCommand
 from memd.errors import MemdError, UserError
 from memd.heap import trim_heap
+from memd.hooksessions import HookSessions
 from memd.inject import Injection, Injector
+from memd.pools import Pools
+from memd.unixsocket import SocketFile, same_user
+
+if TYPE_CHECKING:
+    from memd.app import App
+    from memd.settings import Settings
+    from memd.state import State
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 HOOK_EVENTS = ("session-start", "user-prompt-submit", "stop", "session-end")
 DRAIN_SECONDS = 5.0
@@ -61,97 +65,6 @@ IDLE_FLUSH_SECONDS = 60.0
 long instead of ``flush_seconds`` (the next request wakes it): an idle daemon stays asleep."""
 
 
-class ServerError(MemdError):
-    """The socket cannot be set up (another daemon listens there, or the path is unusable)."""
-
-    exit_code = 3
-
-
-# ---- the socket file and its directory
-def prepare_socket_dir(path: Path) -> None:
-    """Create the socket's directory 0700, or tighten it when it is ours and private."""
-    parent = path.parent
-    if not parent.exists():
-        parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        parent.chmod(0o700)
-        return
-    st = parent.stat()
-    shared = bool(st.st_mode & stat.S_ISVTX) or parent.resolve() == Path.home().resolve()
-    if st.st_uid == os.getuid() and not shared:
-        if stat.S_IMODE(st.st_mode) != 0o700:
-            parent.chmod(0o700)
-    else:
-        log.warning(
-            "socket directory %s is shared or not ours; relying on the socket's 0600 mode "
-            "and the peer uid check",
-            parent,
-        )
-
-
-def clear_stale_socket(path: Path) -> None:
-    """Remove a socket file left by a crash, only after a connection attempt to it failed."""
-    if not os.path.lexists(path):
-        return
-    if not stat.S_ISSOCK(os.lstat(path).st_mode):
-        raise ServerError(f"{path} exists and is not a socket; refusing to replace it")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(1.0)
-    try:
-        probe.connect(str(path))
-    except ConnectionRefusedError:
-        log.info("removing stale socket %s (nobody listens on it)", path)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        return
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise ServerError(f"cannot check the existing socket {path}: {exc}") from exc
-    finally:
-        probe.close()
-    raise ServerError(f"another memd daemon is listening on {path}")
-
-
-def bind_socket(path: Path) -> socket.socket:
-    """A listening AF_UNIX socket at ``path``, mode 0600 from the start (umask)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)
-    try:
-        sock.bind(str(path))
-    except OSError as exc:
-        sock.close()
-        raise ServerError(f"cannot bind the socket {path}: {exc}") from exc
-    finally:
-        os.umask(old)
-    os.chmod(path, 0o600)
-    sock.listen(1024)
-    sock.setblocking(False)
-    return sock
-
-
-def peer_uid(sock: socket.socket) -> int | None:
-    """The uid of the process at the other end, or None when the platform cannot tell."""
-    if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
-        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        _pid, uid, _gid = struct.unpack("3i", raw)
-        return uid
-    return _getpeereid(sock.fileno())
-
-
-def _getpeereid(fd: int) -> int | None:  # pragma: no cover - macOS and the BSDs
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    if not name:
-        return None
-    libc = ctypes.CDLL(name, use_errno=True)
-    uid, gid = ctypes.c_uint32(), ctypes.c_uint32()
-    if libc.getpeereid(fd, ctypes.byref(uid), ctypes.byref(gid)) != 0:
-        return None
-    return int(uid.value)
-
-
 def encode_reply(reply: dict[str, Any], hook: bool = False) -> bytes:
     """Replies are JSON lines. A successful hook reply is exactly ``{"ok":true,"context":"..."}``
     with ASCII escapes, so memd-hook can read it without importing json."""
@@ -172,67 +85,57 @@ class Server:
 
     def __init__(
         self,
-        app: Any,
-        settings: Any,
+        app: App,
+        settings: Settings,
+        workers: Workers | None = None,
         *,
-        state: Any = None,
-        pipeline: Any = None,
-        scheduler: Any = None,
-        tailer: Any = None,
-        tracker: Any = None,
+        socket: SocketFile | None = None,
         errors: deque[dict[str, Any]] | None = None,
         read_threads: int = 8,
     ) -> None:
         self.app = app
         self.settings = settings
-        self.state = state
-        self.pipeline = pipeline
-        self.scheduler = scheduler
-        self.tailer = tailer
-        self.tracker = tracker
+        self.workers = workers or Workers()
         self.errors: deque[dict[str, Any]] = errors if errors is not None else deque(maxlen=10)
-        self.injector = Injector(app, settings, state)
+        app.workers = self.workers  # `ingest` and `jobs` use the live ones
         app.resident = True  # the model stays loaded: hooks need it
         app.keep_keys()  # list pages and status counts from memory (memd.keyindex)
-        self.path = Path(settings.socket_path)
-        self.idle_timeout = float(getattr(settings, "client_idle_seconds", 10.0))
-        self.reads = ThreadPoolExecutor(read_threads, thread_name_prefix="memd-read")
-        self.writes = ThreadPoolExecutor(1, thread_name_prefix="memd-write")
-        self.extraction = ThreadPoolExecutor(1, thread_name_prefix="memd-extract")
+        self.injector = Injector(app, settings, self.workers.state)
+        self.sessions = HookSessions(settings, self.workers.tailer, self.workers.tracker)
+        self.socket = socket or SocketFile(settings.socket_path)
+        self.path = self.socket.path
+        self.idle_timeout = float(settings.client_idle_seconds)
+        self.pools = Pools(read_threads)
         self.connections: dict[int, Connection] = {}
         self.started_at = time.time()
         self.counters = {"requests": 0, "errors": 0, "refused": 0, "connections": 0, "late": 0}
         self.last_request_at = 0.0
         self._trimmed: tuple[float, int] = (0.0, 0)
-        self.should_exit: asyncio.Event | None = None
+        self.stopping: asyncio.Event | None = None
+        """Set once shutdown was asked (made in ``start``: it belongs to the running loop)."""
         self.extract_wakeup: asyncio.Event | None = None
         self.flush_wakeup: asyncio.Event | None = None
         self.flush_sleeping = False
-        self.active_sessions: dict[str, float] = {}
         self.extraction_runs = 0
         self._server: asyncio.AbstractServer | None = None
         self._loops: list[asyncio.Task[None]] = []
-        self._sock_ino: int | None = None
 
     # ---- lifecycle
     async def start(self) -> None:
-        self.should_exit = asyncio.Event()
+        self.stopping = asyncio.Event()
         self.extract_wakeup = asyncio.Event()
         self.flush_wakeup = asyncio.Event()
-        sock = bind_socket(self.path)
-        self._sock_ino = os.stat(self.path).st_ino
         self._server = await asyncio.start_unix_server(
-            self.serve_client, sock=sock, limit=protocol.MAX_LINE + 1, backlog=1024
+            self.serve_client, sock=self.socket.bind(), limit=protocol.MAX_LINE + 1, backlog=1024
         )
         self._loops = [
             asyncio.create_task(self.flush_loop(), name="memd-flush"),
             asyncio.create_task(self.extraction_loop(), name="memd-extraction"),
         ]
         log.info("memd %s listening on %s (pid %d)", __version__, self.path, os.getpid())
-        loop = asyncio.get_running_loop()
-        loop.run_in_executor(self.reads, self.warm_keys)
-        if self.state is not None:
-            loop.run_in_executor(self.reads, self.warm_caches)
+        self.pools.submit("read", self.warm_keys)
+        if self.workers.state is not None:
+            self.pools.submit("read", self.warm_caches, self.workers.state)
 
     def warm_keys(self) -> None:
         """The key index (memd.keyindex), built before the first list page or status needs it."""
@@ -243,10 +146,10 @@ class Server:
         except Exception as exc:  # best effort: the first read builds it
             log.warning("building the key index failed: %s", exc)
 
-    def warm_caches(self) -> None:
+    def warm_caches(self, state: State) -> None:
         """Vectors of the most recently active projects, in memory before their first hook."""
         try:
-            projects = self.state.recent_projects(WARM_PROJECTS)
+            projects = state.recent_projects(WARM_PROJECTS)
             rows = self.injector.warm(projects)
             trim_heap()
             log.info("vector cache warmed: %d project(s), %d memories", len(projects), rows)
@@ -255,16 +158,13 @@ class Server:
 
     def stop(self) -> None:
         """Ask the server to shut down (safe from a signal handler via call_soon_threadsafe)."""
-        if self.should_exit is not None:
-            self.should_exit.set()
-        if self.extract_wakeup is not None:
-            self.extract_wakeup.set()
-        if self.flush_wakeup is not None:
-            self.flush_wakeup.set()
+        for event in (self.stopping, self.extract_wakeup, self.flush_wakeup):
+            if event is not None:
+                event.set()
 
     async def serve_until_stopped(self) -> None:
-        assert self.should_exit is not None
-        await self.should_exit.wait()
+        assert self.stopping is not None
+        await self.stopping.wait()
         await self.shutdown()
 
     async def shutdown(self, drain_seconds: float = DRAIN_SECONDS) -> None:
@@ -289,29 +189,14 @@ class Server:
 
     def close_pools(self, timeout: float) -> bool:
         """Wait for running work (the current extraction batch, queued writes). True if done."""
-        deadline = time.monotonic() + timeout
-        ok = True
-        for pool in (self.reads, self.extraction, self.writes):
-            pool.shutdown(wait=False, cancel_futures=pool is not self.writes)
-        for pool in (self.reads, self.extraction, self.writes):
-            for thread in list(getattr(pool, "_threads", ())):
-                thread.join(max(0.0, deadline - time.monotonic()))
-                ok = ok and not thread.is_alive()
+        ok = self.pools.close(timeout)
         self.injector.queries.close()
         return ok
 
-    def remove_socket(self) -> None:
-        """Remove the socket file, if it is still the one this server bound."""
-        try:
-            if self._sock_ino is not None and os.stat(self.path).st_ino == self._sock_ino:
-                os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-
     # ---- background loops
     async def flush_loop(self) -> None:
-        assert self.should_exit is not None and self.flush_wakeup is not None
-        while not self.should_exit.is_set():
+        assert self.stopping is not None and self.flush_wakeup is not None
+        while not self.stopping.is_set():
             busy = (
                 self.injector.pending_writes()
                 or time.monotonic() - self.last_request_at < QUIET_AFTER_SECONDS
@@ -328,7 +213,7 @@ class Server:
             if not self.injector.pending_writes():
                 continue  # idle: not even a thread hop
             try:
-                await self.in_writer(self.injector.flush)
+                await self.pools.run("write", self.injector.flush)
             except Exception as exc:
                 log.error("flushing hit counters failed: %s", exc)
 
@@ -346,17 +231,18 @@ class Server:
         await asyncio.to_thread(trim_heap)
 
     async def extraction_loop(self) -> None:
-        assert self.should_exit is not None and self.extract_wakeup is not None
-        if self.pipeline is None:
+        assert self.stopping is not None and self.extract_wakeup is not None
+        pipeline = self.workers.pipeline
+        if pipeline is None:
             return
-        while not self.should_exit.is_set():
+        while not self.stopping.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.extract_wakeup.wait(), EXTRACT_POLL_SECONDS)
             self.extract_wakeup.clear()
-            if self.should_exit.is_set():
+            if self.stopping.is_set():
                 break
             try:
-                done = await self.in_extraction(self.pipeline.process_pending, EXTRACT_BATCH)
+                done = await self.pools.run("extract", pipeline.process_pending, EXTRACT_BATCH)
             except Exception as exc:
                 log.error("extraction failed: %s", exc)
                 await asyncio.sleep(min(30.0, self.settings.flush_seconds * 5))
@@ -367,21 +253,13 @@ class Server:
                 self.injector.vectors.invalidate()
                 # Build the caches again now, off the hook path: the next prompt finds them.
                 with contextlib.suppress(RuntimeError):  # the read pool is shutting down
-                    asyncio.get_running_loop().run_in_executor(
-                        self.reads, self.injector.warm, cached
-                    )
+                    self.pools.submit("read", self.injector.warm, cached)
                 log.info("extracted %d segment(s)", done)
                 self.extract_wakeup.set()  # there may be more
 
-    # ---- running work off the loop
-    async def in_reader(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self.reads, fn, *args)
-
-    async def in_writer(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self.writes, fn, *args)
-
-    async def in_extraction(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self.extraction, fn, *args)
+    def wake_extraction(self) -> None:
+        if self.extract_wakeup is not None:
+            self.extract_wakeup.set()
 
     # ---- connections
     async def serve_client(
@@ -392,7 +270,7 @@ class Server:
         self.connections[key] = conn
         self.counters["connections"] += 1
         try:
-            if not self.peer_allowed(writer):
+            if not same_user(writer.get_extra_info("socket")):
                 self.counters["refused"] += 1
                 await self.send(writer, protocol.error("permission denied: not the daemon's user"))
                 return
@@ -410,8 +288,8 @@ class Server:
     async def read_requests(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: Connection
     ) -> None:
-        assert self.should_exit is not None
-        while not self.should_exit.is_set():
+        assert self.stopping is not None
+        while not self.stopping.is_set():
             last = False
             try:
                 line = await asyncio.wait_for(reader.readuntil(b"\n"), self.idle_timeout)
@@ -436,25 +314,13 @@ class Server:
             if last:
                 return
 
-    def peer_allowed(self, writer: asyncio.StreamWriter) -> bool:
-        sock = writer.get_extra_info("socket")
-        try:
-            uid = peer_uid(sock) if sock is not None else None
-        except OSError as exc:
-            log.warning("cannot read peer credentials: %s", exc)
-            return False
-        if uid is None:
-            return True  # no way to tell on this platform: the 0600 socket still applies
-        if uid != os.getuid():
-            log.warning("refused a client with uid %d", uid)
-            return False
-        return True
-
-    async def send(self, writer: asyncio.StreamWriter, reply: Any, hook: bool = False) -> None:
-        data = reply if isinstance(reply, bytes) else encode_reply(reply, hook)
-        writer.write(data)
+    async def send(
+        self, writer: asyncio.StreamWriter, reply: dict[str, Any], hook: bool = False
+    ) -> None:
+        writer.write(encode_reply(reply, hook))
         await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
 
+    # ---- dispatch
     async def handle_line(self, line: bytes) -> tuple[dict[str, Any], bool]:
         """One request line to one reply. Never raises."""
         self.counters["requests"] += 1
@@ -467,8 +333,8 @@ class Server:
             self.counters["errors"] += 1
             return protocol.error("malformed request: expected one JSON object per line"), False
         cmd = request.pop("cmd", None)
-        handler = getattr(self, f"cmd_{cmd}", None) if isinstance(cmd, str) else None
-        if handler is None or not cmd.isidentifier():  # type: ignore[union-attr]
+        handler = self.handler(cmd)
+        if handler is None:
             self.counters["errors"] += 1
             return protocol.error(f"unknown command {cmd!r}"), False
         try:
@@ -487,92 +353,40 @@ class Server:
             return protocol.error(f"internal error in {cmd}: {exc}"), False
         return {"ok": True, **result}, cmd == "hook"
 
-    # ---- commands (thin: they call App, the injector, the pipeline or the scheduler)
+    def handler(self, cmd: object) -> Callable[..., Awaitable[dict[str, Any]]] | None:
+        """``cmd_<name>`` of this server, else the ``App`` command of that name; None if none."""
+        if not isinstance(cmd, str) or not cmd.isidentifier():
+            return None
+        own: Callable[..., Awaitable[dict[str, Any]]] | None = getattr(self, f"cmd_{cmd}", None)
+        if own is not None:
+            return own
+        command = APP_COMMANDS.get(cmd)
+        if command is None:
+            return None
+        method = getattr(self.app, command.method)
+
+        @functools.wraps(method)  # its signature checks the arguments
+        async def call_app(**args: Any) -> dict[str, Any]:
+            return await self.call_app(command, functools.partial(method, **args))
+
+        return call_app
+
+    async def call_app(
+        self, command: AppCommand, call: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Run an ``App`` call in its command's pool; drop the recall cache after a change."""
+        try:
+            return await self.pools.run(command.pool, call)
+        finally:
+            if command.changes:
+                self.injector.vectors.invalidate()
+
+    # ---- the server's own commands
     async def cmd_ping(self) -> dict[str, Any]:
         return {"pong": True, "pid": os.getpid(), "version": __version__}
 
     async def cmd_status(self) -> dict[str, Any]:
-        return await self.in_reader(self.status)
-
-    async def call_app(self, name: str, args: dict[str, Any], write: bool) -> dict[str, Any]:
-        """Run ``App.<name>(**args)`` in the writer thread (writes) or a read thread."""
-        method = getattr(self.app, name)
-        try:
-            inspect.signature(method).bind(**args)
-        except TypeError as exc:
-            raise UserError(f"bad arguments for {name}: {exc}") from None
-        call = functools.partial(method, **args)
-        if not write:
-            return await self.in_reader(call)
-        try:
-            return await self.in_writer(call)
-        finally:
-            self.injector.vectors.invalidate()
-
-    async def cmd_search(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("search", args, write=False)
-
-    async def cmd_list(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("list", args, write=False)
-
-    async def cmd_show(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("show", args, write=False)
-
-    async def cmd_stats(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("stats", args, write=False)
-
-    async def cmd_find(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("find", args, write=False)
-
-    async def cmd_sessions(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("sessions", args, write=False)
-
-    async def cmd_projects(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("projects", args, write=False)
-
-    async def cmd_edit(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("edit", args, write=True)
-
-    async def cmd_archive(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("archive", args, write=True)
-
-    async def cmd_export(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("export", args, write=False)
-
-    async def cmd_add(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("add", args, write=True)
-
-    async def cmd_forget(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("forget", args, write=True)
-
-    async def cmd_pin(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("pin", args, write=True)
-
-    async def cmd_restore(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("restore", args, write=True)
-
-    async def cmd_import_memories(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("import_memories", args, write=True)
-
-    async def cmd_reindex(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("reindex", args, write=True)
-
-    async def cmd_sync_enable(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("sync_enable", args, write=False)
-
-    async def cmd_sync_disable(self, **args: Any) -> dict[str, Any]:
-        return await self.call_app("sync_disable", args, write=False)
-
-    async def cmd_sync_status(self) -> dict[str, Any]:
-        return await self.call_app("sync_status", {}, write=False)
-
-    async def cmd_sync_now(self) -> dict[str, Any]:
-        """A sync round, off the writer thread (it waits on the network, bounded by
-        sync_timeout_seconds; its local writes take the store's write lock)."""
-        try:
-            return await self.call_app("sync_now", {}, write=False)
-        finally:
-            self.injector.vectors.invalidate()
+        return await self.pools.run("read", self.status)
 
     async def cmd_context(
         self,
@@ -588,7 +402,7 @@ class Server:
             if event == "session-start"
             else self.injector.prompt_context
         )
-        result = await self.in_reader(lambda: build(payload, dedupe=False, touch=False))
+        result = await self.pools.run("read", lambda: build(payload, dedupe=False, touch=False))
         return {
             "context": result.text,
             "chosen": result.chosen,
@@ -602,21 +416,20 @@ class Server:
         if not isinstance(payload, dict):
             raise UserError("the hook payload must be a JSON object")
         session_id = str(payload.get("session_id") or "")
-        if session_id:
-            self.active_sessions[session_id] = time.time()
-            while len(self.active_sessions) > 1000:
-                self.active_sessions.pop(next(iter(self.active_sessions)))
+        self.sessions.seen(session_id)
         if event in ("user-prompt-submit", "session-start"):
             build = (
                 self.injector.prompt_context
                 if event == "user-prompt-submit"
                 else self.injector.session_context
             )
-            result = await self.in_reader(self.unless_late, build, payload, time.monotonic())
+            result = await self.pools.run(
+                "read", self.unless_late, build, payload, time.monotonic()
+            )
             return {"context": result.text if result else ""}
         transcript = str(payload.get("transcript_path") or "")
         if event == "stop":
-            self.poll_soon(transcript)
+            self.sessions.poll_soon(transcript)
         if event == "session-end" and session_id:
             self.close_session_soon(session_id, transcript)
         return {"context": ""}
@@ -631,178 +444,13 @@ class Server:
             return None
         return build(payload)
 
-    def watched(self, transcript: str) -> bool:
-        root = os.path.join(os.path.realpath(self.settings.transcripts_dir), "")
-        return bool(transcript) and os.path.realpath(transcript).startswith(root)
-
-    def poll_soon(self, transcript: str) -> None:
-        """The session is active: have the tailer read its transcript now."""
-        if self.tailer is not None and self.watched(transcript):
-            self.tailer.enqueue(os.path.realpath(transcript))
-
     def close_session_soon(self, session_id: str, transcript: str = "") -> None:
         """Queue the session's open segment for extraction; the reply does not wait for it."""
-        close_in_pipeline = getattr(self.pipeline, "close_session", None)
-        if close_in_pipeline is None and self.tracker is None:
+        if not self.sessions.can_close:
             log.warning("session-end for %s: nothing can close it here", session_id)
             return
-
-        def close() -> None:
-            try:
-                if close_in_pipeline is not None:
-                    close_in_pipeline(session_id)
-                    return
-                if self.tailer is not None and self.watched(transcript):
-                    self.tailer.poll(os.path.realpath(transcript))  # the last lines first
-                self.tracker.close_session(session_id, "session-end")
-            except Exception as exc:
-                log.error("closing session %s failed: %s", session_id, exc)
-
-        future = asyncio.get_running_loop().run_in_executor(self.extraction, close)
+        future = self.pools.submit("extract", self.sessions.close, session_id, transcript)
         future.add_done_callback(lambda _f: self.wake_extraction())
 
-    def wake_extraction(self) -> None:
-        if self.extract_wakeup is not None:
-            self.extract_wakeup.set()
-
-    async def cmd_ingest(self, paths: list[str]) -> dict[str, Any]:
-        """Read transcripts now, as finished sessions, and extract them (``memd ingest``)."""
-        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-            raise UserError("ingest needs paths: a list of file or directory paths")
-        if self.pipeline is None:
-            raise UserError("this daemon runs without extraction; cannot ingest")
-        from memd.ingest import run_ingest
-
-        try:
-            report = await self.in_extraction(
-                lambda: run_ingest(self.pipeline, paths, tracker=self.tracker)
-            )
-        finally:
-            self.injector.vectors.invalidate()
-        return dict(report)
-
-    async def cmd_jobs(self) -> dict[str, Any]:
-        return {"jobs": self.jobs_status()}
-
-    async def cmd_jobs_run(self, name: str) -> dict[str, Any]:
-        if self.scheduler is None:
-            raise UserError("the scheduler is not running")
-        try:
-            result = await self.in_writer(self.scheduler.run, name)
-        finally:
-            self.injector.vectors.invalidate()
-        return result if isinstance(result, dict) else {"name": name, "result": result}
-
-    # ---- status
-    def jobs_status(self) -> list[dict[str, Any]]:
-        if self.scheduler is None:
-            return []
-        try:
-            return list(self.scheduler.jobs_status())
-        except Exception as exc:
-            log.warning("jobs status failed: %s", exc)
-            return []
-
     def status(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "running": True,
-            "version": __version__,
-            "pid": os.getpid(),
-            "python": sys.version.split()[0],
-            "started_at": self.started_at,
-            "uptime_seconds": round(time.time() - self.started_at, 1),
-            "socket": str(self.path),
-            "home": str(self.settings.home),
-            "memories": self.app.store.stats(),
-            "embedding_model": self.app.store.embedder.model_id,
-            "sessions": self.session_status(),
-            "jobs": self.jobs_status(),
-            "extractor": self.extractor_status(),
-            "requests": dict(self.counters, open=len(self.connections)),
-            "injections": {
-                "hooks_with_context": self.injector.injections,
-                "memories_injected": self.injector.memories_injected,
-                "queued_touches": len(self.injector._touch),
-                "embedding_batches": self.injector.queries.batches,
-                "embedded_queries": self.injector.queries.queries,
-                "vector_cache_builds": self.injector.vectors.builds,
-            },
-            "last_errors": list(self.errors),
-        }
-        out.update(self.ingest_status())
-        out["sync"] = self.sync_status()
-        return out
-
-    def sync_status(self) -> dict[str, Any]:
-        """What syncs where (`memd status`); never touches the network."""
-        try:
-            from memd.sync import engine_for
-
-            home = Path(self.settings.home)
-            if not self.settings.sync_uri and not (home / "sync").is_dir():
-                return {"configured": False}
-            return engine_for(self.settings).status()
-        except Exception as exc:
-            return {"error": str(exc)}
-
-    def session_status(self) -> dict[str, Any]:
-        counts: dict[str, Any] = {"pending": 0, "extracted": 0}
-        if self.state is not None and hasattr(self.state, "counts"):
-            try:
-                counts.update(self.state.counts())
-            except Exception as exc:
-                log.warning("state counts failed: %s", exc)
-        counts["active_hooks"] = len(self.active_sessions)
-        return counts
-
-    def extractor_status(self) -> dict[str, Any]:
-        """The extractor's own counters (``Extractor.stats()``) plus the pipeline's."""
-        out: dict[str, Any] = {
-            "backend": self.settings.extractor,
-            "calls": 0,
-            "tokens": 0,
-            "failures": 0,
-            "fallbacks": 0,
-            "budget_exhausted": False,
-        }
-        try:
-            stats = getattr(getattr(self.pipeline, "extractor", None), "stats", None)
-            if callable(stats):
-                got = dict(stats())
-                out.update(got)
-                out["tokens"] = int(got.get("tokens_in") or 0) + int(got.get("tokens_out") or 0)
-            pipeline = getattr(self.pipeline, "stats", None)
-            if isinstance(pipeline, dict):
-                out["segments"] = pipeline.get("segments", 0)
-                out["memories"] = pipeline.get("memories", 0)
-                out["failures"] = max(out["failures"], pipeline.get("failures", 0))
-                out["fallbacks"] = max(out["fallbacks"], pipeline.get("fallbacks", 0))
-                out["last_error"] = pipeline.get("last_error") or out.get("last_error", "")
-            status = getattr(self.pipeline, "status", None)
-            if callable(status):
-                extra = status()
-                out.update(extra.get("extractor", extra) if isinstance(extra, dict) else {})
-        except Exception as exc:
-            log.warning("extractor status failed: %s", exc)
-        return out
-
-    def ingest_status(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"watched_files": None, "bytes_ingested": None}
-        offsets = getattr(self.state, "offsets", None)
-        if callable(offsets):
-            try:
-                files = offsets()
-                out["watched_files"] = len(files)
-                out["bytes_ingested"] = sum(int(f.offset) for f in files.values())
-            except Exception as exc:
-                log.warning("tailer offsets failed: %s", exc)
-        out["tailer_running"] = bool(getattr(self.tailer, "started", False))
-        out["extraction_lag_seconds"] = self.extraction_lag()
-        return out
-
-    def extraction_lag(self) -> float | None:
-        """Seconds since the oldest pending segment closed (None when nothing waits)."""
-        if self.state is None:
-            return None
-        oldest = self.state.oldest_pending_closed_at()
-        return round(time.time() - oldest, 1) if oldest else None
+        return status.report(self)

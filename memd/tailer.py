@@ -216,7 +216,8 @@ class Tailer:
         self.close_idle = close_idle
         """Whether the tailer's periodic thread also calls ``tracker.close_idle()``."""
         self.reader = TranscriptReader(state, tracker)
-        self.should_exit = threading.Event()
+        self.stopping = threading.Event()
+        """Set by ``stop``: the watcher and the periodic thread end."""
         self.started = False
         self.last_rescan = 0.0
         self._pending: dict[str, None] = {}
@@ -232,7 +233,7 @@ class Tailer:
         """Initial scan, then the observer, the reader thread and the rescan thread."""
         if self.started:
             return
-        self.should_exit.clear()
+        self.stopping.clear()
         self._first_start()
         self._observer = Observer()
         self._watch()
@@ -246,7 +247,7 @@ class Tailer:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the threads first (the periodic one may restart the observer), then the observer."""
-        self.should_exit.set()
+        self.stopping.set()
         with self._cond:
             self._cond.notify_all()
         for t in self._threads:
@@ -339,7 +340,7 @@ class Tailer:
     def _check_observer(self) -> None:
         """Restart the observer if its thread or an emitter thread died (then rescan)."""
         obs = self._observer
-        if obs is None or self.should_exit.is_set():
+        if obs is None or self.stopping.is_set():
             return
         alive = obs.is_alive() and all(e.is_alive() for e in obs.emitters)
         if alive:
@@ -354,11 +355,11 @@ class Tailer:
         self.last_rescan = 0.0  # rescan now: events may have been lost
 
     def _work(self) -> None:
-        while not self.should_exit.is_set():
+        while not self.stopping.is_set():
             with self._cond:
-                while not self._pending and not self.should_exit.is_set():
+                while not self._pending and not self.stopping.is_set():
                     self._cond.wait(IDLE_CHECK_SECONDS)  # enqueue() and stop() notify
-                if self.should_exit.is_set():
+                if self.stopping.is_set():
                     return
                 batch = []
                 for path in self._pending:
@@ -380,7 +381,7 @@ class Tailer:
     def _rescan_loop(self) -> None:
         """Rescan every ``rescan_seconds``; close idle segments every ``IDLE_CHECK_SECONDS``."""
         tick = min(self.settings.rescan_seconds, IDLE_CHECK_SECONDS)
-        while not self.should_exit.wait(tick):
+        while not self.stopping.wait(tick):
             self._check_observer()
             if self.close_idle:
                 try:

@@ -359,3 +359,18 @@ def test_daemon_backed_commands_import_nothing_heavy(served: tuple[DaemonProcess
         loaded = modules_after(args, proc.env, repo)
         heavy = {m for m in loaded if m.split(".")[0] in HEAVY} | (loaded & HEAVY_MEMD)
         assert not heavy, (args, sorted(heavy))
+
+
+def test_ingest_without_a_daemon_runs_here_and_twice_adds_nothing(tmp_path: Path) -> None:
+    source = Path(__file__).parent / "transcripts" / "compaction.jsonl"
+    copy = tmp_path / "inbox" / source.name
+    copy.parent.mkdir()
+    copy.write_bytes(source.read_bytes())
+    first = json.loads(memd("ingest", str(copy), "--json").stdout)
+    assert first["via"] == "local"
+    assert first["files"] == 1 and first["sessions"] >= 1 and first["turns"] >= 1
+    again = memd("ingest", str(copy)).stdout
+    assert again.startswith("read 1 files") and " 0 new turns" in again
+    assert "into 0 new memories" in again
+    missing = memd("ingest", str(tmp_path / "nowhere"), check=False)
+    assert missing.returncode == 2  # click's own check of the path

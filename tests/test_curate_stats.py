@@ -1,4 +1,4 @@
-"""App.list pages and filters, App.edit / archive / sessions / stats, and `memd stats` (no daemon)."""
+"""App.list_memories pages and filters, App.edit / archive / sessions / stats, and `memd stats` (no daemon)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_pages_cover_every_matching_memory_once(store: dict[str, Any]):
     seen: list[str] = []
     offset = 0
     while True:
-        page = app.list(
+        page = app.list_memories(
             all_projects=True, include_all=True, offset=offset, limit=70, order="recent"
         )
         seen += [m["id"] for m in page["memories"]]
@@ -47,7 +47,9 @@ def test_pages_cover_every_matching_memory_once(store: dict[str, Any]):
             break
     assert page["total"] == N + 3
     assert len(seen) == len(set(seen)) == N + 3
-    stamps = [m["updated_at"] for m in app.list(all_projects=True, order="recent")["memories"]]
+    stamps = [
+        m["updated_at"] for m in app.list_memories(all_projects=True, order="recent")["memories"]
+    ]
     assert stamps == sorted(stamps, reverse=True)
 
 
@@ -55,17 +57,17 @@ def test_list_filters_by_status_and_pin(store: dict[str, Any]):
     app = store["app"]
     expected = Counter(m.status for m in store["memories"])
     for status in ("superseded", "archived"):
-        got = app.list(all_projects=True, status=status, limit=5000)
+        got = app.list_memories(all_projects=True, status=status, limit=5000)
         assert got["total"] == expected[status]
         assert {m["status"] for m in got["memories"]} == {status}
-    pinned = app.list(all_projects=True, include_all=True, pinned=True, limit=5000)
+    pinned = app.list_memories(all_projects=True, include_all=True, pinned=True, limit=5000)
     assert pinned["total"] == sum(m.pinned for m in store["memories"]) > 0
     with pytest.raises(UserError, match="unknown status"):
-        app.list(all_projects=True, status="deleted")
+        app.list_memories(all_projects=True, status="deleted")
 
 
 def test_default_list_is_unchanged_active_pinned_first(store: dict[str, Any]):
-    got = store["app"].list(project=SHOP, limit=5000)["memories"]
+    got = store["app"].list_memories(project=SHOP, limit=5000)["memories"]
     assert {m["status"] for m in got} == {"active"}
     keys = [(not m["pinned"], m["kind"], m["created_at"]) for m in got]
     assert keys == sorted(keys)
@@ -181,17 +183,19 @@ def test_memd_stats_reads_the_store_without_a_daemon(store: dict[str, Any]):
 
 def test_cached_listings_and_stats_follow_every_write(store: dict[str, Any]):
     app = store["app"]
-    before = app.list(all_projects=True, order="recent", limit=5)["memories"]
+    before = app.list_memories(all_projects=True, order="recent", limit=5)["memories"]
     stats_before = app.stats()["stats"]
-    oldest = app.list(all_projects=True, order="recent", limit=1, offset=N - 100)["memories"][0]
+    oldest = app.list_memories(all_projects=True, order="recent", limit=1, offset=N - 100)[
+        "memories"
+    ][0]
     app.edit(oldest["id"], importance=0.55)  # bumps updated_at: now the most recent
-    after = app.list(all_projects=True, order="recent", limit=5)["memories"]
+    after = app.list_memories(all_projects=True, order="recent", limit=5)["memories"]
     assert after[0]["id"] == oldest["id"] and after[1]["id"] == before[0]["id"]
     app.archive(oldest["id"])
     stats_after = app.stats()["stats"]
     assert stats_after["by_status"]["archived"] == stats_before["by_status"].get("archived", 0) + 1
     assert oldest["id"] not in [
-        m["id"] for m in app.list(all_projects=True, order="recent", limit=5)["memories"]
+        m["id"] for m in app.list_memories(all_projects=True, order="recent", limit=5)["memories"]
     ]
     app.restore(oldest["id"])
 

@@ -163,7 +163,7 @@ def small(tmp_path: Path) -> Iterator[App]:
 
 
 def in_process(app: App, order: str, **filters: Any) -> list[str]:
-    return [m["id"] for m in app.list(**filters, order=order, limit=1000)["memories"]]
+    return [m["id"] for m in app.list_memories(**filters, order=order, limit=1000)["memories"]]
 
 
 def test_hit_counts_optimize_and_a_failed_write_keep_it_exact(small: App):
@@ -172,7 +172,9 @@ def test_hit_counts_optimize_and_a_failed_write_keep_it_exact(small: App):
     every = {"all_projects": True, "include_all": True}
     assert in_process(small, "hits", **every) == expected(small.store.query(None), every, "hits")
     builds = keys.builds
-    quiet = [m["id"] for m in small.list(**every, order="hits", offset=250, limit=3)["memories"]]
+    quiet = [
+        m["id"] for m in small.list_memories(**every, order="hits", offset=250, limit=3)["memories"]
+    ]
     small.store.touch(quiet)
     small.store.touch(quiet[:1])  # the least used of these three: two hits more
     assert in_process(small, "hits", **every) == expected(small.store.query(None), every, "hits")

@@ -18,14 +18,9 @@ from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_s
 from memd import hook, protocol
 from memd import server as server_module
 from memd.app import App
-from memd.server import (
-    Server,
-    ServerError,
-    clear_stale_socket,
-    encode_reply,
-    peer_uid,
-    prepare_socket_dir,
-)
+from memd.errors import ServerError
+from memd.server import Server, encode_reply
+from memd.unixsocket import SocketFile, clear_stale_socket, peer_uid, prepare_socket_dir
 
 IDLE = 1.5
 
@@ -244,6 +239,27 @@ def test_stale_socket_rules(short_socket: str) -> None:
     os.unlink(short_socket)
 
 
+def test_socket_file_is_private_and_removed_only_while_it_is_ours(short_socket: str) -> None:
+    first = SocketFile(short_socket)
+    first.prepare()
+    listening = first.bind()
+    assert stat.S_IMODE(os.lstat(short_socket).st_mode) == 0o600
+    listening.close()
+    newer = socket.socket(socket.AF_UNIX)  # another daemon's socket, moved onto the same path
+    newer.bind(short_socket + "2")  # while the first exists: another inode
+    os.rename(short_socket + "2", short_socket)
+    try:
+        first.remove()
+        assert os.path.exists(short_socket)
+    finally:
+        newer.close()
+    second = SocketFile(short_socket)
+    second.prepare()  # nobody listens on it: stale, removed
+    second.bind().close()
+    second.remove()
+    assert not os.path.exists(short_socket)
+
+
 def test_socket_dir_is_made_private(tmp_path: Path) -> None:
     fresh = tmp_path / "a" / "b" / "m.sock"
     prepare_socket_dir(fresh)
@@ -336,3 +352,28 @@ def test_heap_is_trimmed_after_activity_once_idle(
         assert len(calls) == 3  # ... still trims every TRIM_BUSY_SECONDS
     finally:
         srv.close_pools(1)
+
+
+def test_app_commands_answer_by_their_socket_names(daemon: DaemonProcess) -> None:
+    listed = daemon.request({"cmd": "list", "all_projects": True})
+    assert listed["ok"] is True and isinstance(listed["memories"], list)
+    assert listed["total"] == len(listed["memories"])
+    # The method behind `list` is not a command: only the table's names are.
+    renamed = daemon.request({"cmd": "list_memories"})
+    assert renamed["ok"] is False and "unknown command" in renamed["error"]
+    bad = daemon.request({"cmd": "list", "nope": 1})
+    assert bad["ok"] is False and bad["error"].startswith("bad arguments for list")
+    jobs = daemon.request({"cmd": "jobs"})
+    assert jobs["ok"] is True and jobs["scheduled"] is True and jobs["via"] == "daemon"
+    # The CLI's progress callback never comes over the wire.
+    sneaky = daemon.request({"cmd": "ingest", "paths": [], "progress": 1})
+    assert sneaky["ok"] is False and "progress" in sneaky["error"]
+    assert daemon.request({"cmd": "ping"})["ok"]
+
+
+def test_every_app_command_names_an_app_method() -> None:
+    from memd.commands import APP_COMMANDS
+
+    for name, command in APP_COMMANDS.items():
+        assert callable(getattr(App, command.method, None)), name
+        assert not hasattr(Server, f"cmd_{name}"), name  # one handler per name

@@ -73,7 +73,7 @@ def test_project_isolation_and_user_scope(app: App, tmp_path: Path) -> None:
     assert "I prefer short commit messages" not in texts  # not relevant to the question
     prefs = [r["text"] for r in app.search("short commit messages", cwd=str(one))["results"]]
     assert "I prefer short commit messages" in prefs  # the user-wide scope is always searched
-    listed = app.list(cwd=str(two))["memories"]
+    listed = app.list_memories(cwd=str(two))["memories"]
     assert {m["text"] for m in listed} == {
         "The api service listens on port 9090",
         "I prefer short commit messages",

@@ -163,7 +163,7 @@ class Device:
         return str(self.repo)
 
     def texts(self, include_all: bool = False) -> list[str]:
-        found = self.app.list(project=self.project, include_all=include_all)["memories"]
+        found = self.app.list_memories(project=self.project, include_all=include_all)["memories"]
         return sorted(m["text"] for m in found)
 
     def sync(self) -> dict[str, Any]:
@@ -622,7 +622,7 @@ def test_status_history_and_user_wide_preferences_travel(
         h.get("text") for h in a.app.show(mid)["memory"]["history"]
     ]
     assert len(shared["history"]) >= 1
-    prefs = b.app.list(project="user:global")["memories"]
+    prefs = b.app.list_memories(project="user:global")["memories"]
     assert [m["text"] for m in prefs] == ["Answer in British English"]
 
 

@@ -54,18 +54,19 @@ class ProgressBar:
 @handle_errors
 def ingest_run(ctx: click.Context, paths: tuple[str, ...], as_json: bool) -> None:
     """Read transcripts now, as finished sessions (works with and without a daemon)."""
-    target = target_from(ctx)
-    abs_paths = [os.path.abspath(p) for p in paths]
     bar = ProgressBar(enabled=sys.stderr.isatty() and not as_json)
-    try:
-        if bar.enabled:
-            sys.stderr.write("handing the work over to the running daemon...\n")
-        # A backfill can take long: wait for the daemon as long as it works.
-        reply = client.daemon_request(target, "ingest", timeout=None, paths=abs_paths)
-        reply.pop("ok", None)
-        reply["via"] = "daemon"
-    except client.DaemonUnavailable:
-        reply = ingest_local(target.settings(), abs_paths, bar)
+    if bar.enabled:  # a running daemon does the work without a progress bar
+        sys.stderr.write("reading transcripts (through the daemon when it runs)...\n")
+    # Through the daemon when it runs (a backfill can take long: wait as long as it works).
+    reply = client.run(
+        target_from(ctx),
+        "ingest",
+        writer=True,
+        timeout=None,
+        progress=bar,
+        paths=[os.path.abspath(p) for p in paths],
+    )
+    reply.pop("ok", None)
     bar.done()
     if as_json:
         click.echo(json.dumps(reply, ensure_ascii=False, indent=2))
@@ -78,23 +79,6 @@ def ingest_run(ctx: click.Context, paths: tuple[str, ...], as_json: bool) -> Non
     )
     if reply.get("extraction_failures"):
         click.echo(f"{reply['extraction_failures']} segments failed and stay pending for a retry")
-
-
-def ingest_local(settings: Any, paths: list[str], bar: ProgressBar) -> dict[str, Any]:
-    from memd.app import App
-    from memd.ingest import run_ingest
-    from memd.pipeline import Pipeline
-    from memd.state import State
-
-    app = App(settings).open(writer=True)
-    state = State.open_default(settings.home)
-    try:
-        reply = run_ingest(Pipeline(app, state, settings), paths, progress=bar)
-    finally:
-        state.close()
-        app.close()
-    reply["via"] = "local"
-    return reply
 
 
 def register(group: click.Group) -> None:

@@ -32,33 +32,6 @@ def summary(result: Any) -> str:
     return ", ".join(parts)
 
 
-def local_status(settings: Any) -> list[dict[str, Any]]:
-    """Last runs from memd's state when no daemon runs (nothing is scheduled then)."""
-    from memd.jobs import jobs_status
-    from memd.state import State
-
-    state = State.open_default(settings.home)
-    try:
-        return jobs_status(state)
-    finally:
-        state.close()
-
-
-def local_run(settings: Any, name: str) -> dict[str, Any]:
-    """Run a job in this process, holding the writer lock, and record it like the daemon does."""
-    from memd.app import App
-    from memd.jobs import Scheduler
-    from memd.state import State
-
-    app = App(settings).open(writer=True, owner="memd jobs run")
-    state = State.open_default(settings.home)
-    try:
-        return Scheduler(app, state, settings).run(name)
-    finally:
-        state.close()
-        app.close()
-
-
 @click.group(name="jobs", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
@@ -67,18 +40,14 @@ def jobs_list(ctx: click.Context, as_json: bool) -> None:
     """List the maintenance jobs with their next and last run and result."""
     if ctx.invoked_subcommand is not None:
         return
-    target = target_from(ctx)
-    try:
-        jobs = client.daemon_request(target, "jobs")["jobs"]
-        running = True
-    except client.DaemonUnavailable:
-        jobs = local_status(target.settings())
-        running = False
+    reply = client.run(target_from(ctx), "jobs", writer=False)
+    jobs = reply["jobs"]
     if as_json:
         echo_json(jobs)
         return
-    if not running:
-        click.echo("the daemon is not running: nothing is scheduled (last runs shown)")
+    if not reply.get("scheduled", True):
+        where = "daemon" if reply.get("via") == "local" else "scheduler"
+        click.echo(f"the {where} is not running: nothing is scheduled (last runs shown)")
     for job in jobs:
         click.echo(
             f"{job['name']:<9} next {job.get('next_run') or '-':<21} "
@@ -95,12 +64,8 @@ def jobs_list(ctx: click.Context, as_json: bool) -> None:
 @handle_errors
 def jobs_run(ctx: click.Context, name: str, as_json: bool) -> None:
     """Run job NAME now (through the daemon when it runs, else in this process)."""
-    target = target_from(ctx)
-    try:
-        reply = client.daemon_request(target, "jobs_run", name=name)
-        record = reply.get("job") or {k: v for k, v in reply.items() if k != "ok"}
-    except client.DaemonUnavailable:
-        record = local_run(target.settings(), name)
+    reply = client.run(target_from(ctx), "jobs_run", writer=True, name=name)
+    record = {k: v for k, v in reply.items() if k != "ok"}
     if as_json:
         echo_json(record)
     else:
