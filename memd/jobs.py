@@ -30,9 +30,10 @@ import numpy as np
 
 from memd import archive, similar
 from memd.errors import UserError
+from memd.filters import Filter, clause, match
 from memd.merge import merge_into
 from memd.models import JOB_NAMES, Memory, now_iso
-from memd.store import MemoryStore, sql_str
+from memd.store import MemoryStore
 from memd.todos import done_todos
 
 if TYPE_CHECKING:
@@ -110,9 +111,9 @@ def projects(store: MemoryStore) -> list[str]:
     return sorted(store.stats()["by_project"])
 
 
-def active_in(store: MemoryStore, project: str, extra: str = "") -> list[Memory]:
-    where = f"project = {sql_str(project)} AND status = 'active'"
-    return store.query(f"{where} AND {extra}" if extra else where)
+def active_in(store: MemoryStore, project: str, extra: Filter | None = None) -> list[Memory]:
+    where = match(project=project, status="active")
+    return store.query(where & extra if extra else where)
 
 
 def update_in_chunks(store: MemoryStore, updates: dict[str, dict[str, Any]]) -> None:
@@ -135,7 +136,7 @@ def decay(store: MemoryStore, settings: Settings, now: datetime | None = None) -
     updates: dict[str, dict[str, Any]] = {}
     with exclusive(store):
         for project in projects(store):
-            for memory in active_in(store, project, "pinned = false"):
+            for memory in active_in(store, project, match(pinned=False)):
                 scanned += 1
                 score = effective_score(memory, settings, now)
                 if moved(memory.score, score):
@@ -164,7 +165,7 @@ def dedupe(store: MemoryStore, settings: Settings) -> dict[str, Any]:
     vectors: dict[str, Any] = {}
     with exclusive(store):
         for project in projects(store):
-            memories = active_in(store, project, "kind != 'excerpt'")
+            memories = active_in(store, project, clause("kind != ?", "excerpt"))
             scanned += len(memories)
             by_kind: dict[str, list[Memory]] = {}
             for m in memories:

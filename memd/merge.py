@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memd import similar
+from memd.filters import match
 from memd.models import Memory, Source, now_iso
-from memd.store import MemoryStore, from_row, sql_in, sql_str
+from memd.store import MemoryStore, from_row
 
 SUPERSEDABLE = ("decision", "preference", "fact", "bugfix")
 NEIGHBOURS = 8
@@ -109,9 +110,8 @@ def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> l
             continue
         neighbours = []
         if near_dups and memory.kind != "excerpt" and store.table is not None:
-            where = (
-                f"project = {sql_str(memory.project)} AND status = 'active'"
-                f" AND {sql_in('kind', [memory.kind, *SUPERSEDABLE])}"
+            where = match(
+                project=memory.project, status="active", kind=[memory.kind, *SUPERSEDABLE]
             )
             neighbours = store.vector_search(vector, where, limit=NEIGHBOURS)
         batch = [

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from memd.embed import Embedder
 from memd.errors import ModelMismatch, NotFound, SchemaTooNew, StoreError
+from memd.filters import Filter, clause, contains, is_in, literal, match
 from memd.journal import Journal
 from memd.models import Memory, Source, now_iso
 
@@ -85,17 +86,6 @@ def schema(dim: int) -> pa.Schema:
             ("vector", pa.list_(pa.float32(), dim)),
         ]
     )
-
-
-def sql_str(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def sql_in(column: str, values: Iterable[str]) -> str:
-    vals = sorted(set(values))
-    if not vals:
-        return "FALSE"
-    return f"{column} IN ({', '.join(sql_str(v) for v in vals)})"
 
 
 def search_text(memory: Memory) -> str:
@@ -299,17 +289,17 @@ class MemoryStore:
                 tbl.create_index(column, config=config, replace=True)
 
     # ---- reads
-    def count(self, where: str | None = None) -> int:
+    def count(self, where: Filter | None = None) -> int:
         if self._table is None:
             return 0
-        return int(self._table.count_rows(where) if where else self._table.count_rows())
+        return int(self._table.count_rows(where.sql) if where else self._table.count_rows())
 
-    def query(self, where: str | None, limit: int | None = None) -> list[Memory]:
+    def query(self, where: Filter | None, limit: int | None = None) -> list[Memory]:
         if self._table is None:
             return []
         q = self._table.search().select(READ_COLUMNS)
         if where:
-            q = q.where(where)
+            q = q.where(where.sql)
         q = q.limit(limit if limit is not None else max(1, self.count(where)))
         return [from_row(r) for r in q.to_list()]
 
@@ -317,12 +307,13 @@ class MemoryStore:
         ids = list(set(ids))
         if self._table is None or not ids:
             return {}
-        rows = self._table.search().where(sql_in("id", ids)).limit(len(ids)).to_list()
+        rows = self._table.search().where(is_in("id", ids).sql).limit(len(ids)).to_list()
         return {r["id"]: r for r in rows}
 
-    def document_frequencies(self, where: str, terms: list[str]) -> tuple[int, dict[str, int]]:
+    def document_frequencies(self, where: Filter, terms: list[str]) -> tuple[int, dict[str, int]]:
         """(rows matching ``where``, how many of them contain each term in their text, as a
-        lower-cased substring): the table's answer when no vector cache holds the project."""
+        lower-cased substring; give the terms lower-cased): the table's answer when no vector
+        cache holds the project."""
         # The daemon remembers them until a text, project, kind or status changes (not across
         # a pin or a hit count): each is a scan of the texts, ~10-40 ms apiece at 100k.
         memo = self.keys.memo() if self.keys is not None else {}
@@ -332,11 +323,10 @@ class MemoryStore:
         if total is None:
             total = memo[(where, None)] = self.count(where)
         counts = {}
-        for term in terms:  # ("_" in an identifier matches any one character here: close enough)
+        for term in terms:
             n = memo.get((where, term))
             if n is None:
-                like = sql_str("%" + term + "%")
-                n = memo[(where, term)] = self.count(f"{where} AND lower(text) LIKE {like}")
+                n = memo[(where, term)] = self.count(where & contains("text", term, fold_case=True))
             counts[term] = n
         return total, counts
 
@@ -351,7 +341,7 @@ class MemoryStore:
         # (every column, as rows_with_vectors reads them) cost ~100 ms per search at 100k.
         found = (
             self._table.search()
-            .where(sql_in("id", ids))
+            .where(is_in("id", ids).sql)
             .select(["id", "vector"])
             .limit(len(ids))
             .to_arrow()
@@ -373,9 +363,9 @@ class MemoryStore:
             raise NotFound(f"id prefix {ref!r} is too short: give at least 4 characters")
         if not re.fullmatch(r"[0-9a-f]{4,64}", ref):
             raise NotFound(f"no memory with id {ref!r}")
-        found = self.query(f"id = {sql_str(ref)}", limit=1)
+        found = self.query(match(id=ref), limit=1)
         if not found and len(ref) < 16:
-            found = self.query(f"starts_with(id, {sql_str(ref)})", limit=AMBIGUOUS_SHOWN + 1)
+            found = self.query(clause("starts_with(id, ?)", ref), limit=AMBIGUOUS_SHOWN + 1)
             if len(found) > 1:
                 more = " (and more)" if len(found) > AMBIGUOUS_SHOWN else ""
                 shown = "".join(
@@ -390,26 +380,26 @@ class MemoryStore:
         return found[0]
 
     def vector_search(
-        self, vector: Sequence[float], where: str, limit: int
+        self, vector: Sequence[float], where: Filter, limit: int
     ) -> list[tuple[Memory, float]]:
         if self._table is None:
             return []
         rows = (
             self._table.search(list(vector), vector_column_name="vector")
             .distance_type("cosine")
-            .where(where, prefilter=True)
+            .where(where.sql, prefilter=True)
             .select([*READ_COLUMNS, "_distance"])
             .limit(limit)
             .to_list()
         )
         return [(from_row(r), 1.0 - float(r["_distance"])) for r in rows]
 
-    def text_search(self, text: str, where: str, limit: int) -> list[tuple[Memory, float]]:
+    def text_search(self, text: str, where: Filter, limit: int) -> list[tuple[Memory, float]]:
         rows = self._text_rows(text, where, limit, READ_COLUMNS)
         return [(from_row(r), float(r.get("_score") or 0.0)) for r in rows]
 
     def _text_rows(
-        self, text: str, where: str, limit: int, columns: list[str]
+        self, text: str, where: Filter, limit: int, columns: list[str]
     ) -> list[dict[str, Any]]:
         query = fts_query(text)
         if self._table is None or not query:
@@ -417,7 +407,7 @@ class MemoryStore:
         try:
             rows: list[dict[str, Any]] = (
                 self._table.search(query, query_type="fts", fts_columns="search_text")
-                .where(where, prefilter=True)
+                .where(where.sql, prefilter=True)
                 .select([*columns, "_score"])
                 .limit(limit)
                 .to_list()
@@ -453,7 +443,7 @@ class MemoryStore:
             try:
                 tbl = self._ensure_table(len(rows[0]["vector"]))
                 data = pa.Table.from_pylist(rows, schema=tbl.schema)
-                if tbl.count_rows(sql_in("id", [m.id for m in memories])) == 0:
+                if tbl.count_rows(is_in("id", [m.id for m in memories]).sql) == 0:
                     # All new (the usual case for ingest and imports): a plain append, which
                     # needs far less memory than merge_insert's join against the whole table.
                     tbl.add(data)
@@ -482,7 +472,7 @@ class MemoryStore:
             mark = self.journal.size()
             self.journal.append([{"op": "del", "id": i} for i in ids])
             try:
-                self._table.delete(sql_in("id", ids))
+                self._table.delete(is_in("id", ids).sql)
             except Exception as exc:
                 self.journal.truncate(mark)
                 raise StoreError(f"delete failed: {exc}") from exc
@@ -503,8 +493,8 @@ class MemoryStore:
             self.journal.append([{"op": "touch", "ids": ids, "at": at}])
             try:
                 self._table.update(
-                    where=sql_in("id", ids),
-                    values_sql={"hits": "hits + 1", "last_used_at": sql_str(at)},
+                    where=is_in("id", ids).sql,
+                    values_sql={"hits": "hits + 1", "last_used_at": literal(at)},
                 )
             except Exception as exc:
                 self.journal.truncate(mark)

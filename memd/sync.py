@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memd.errors import MemdError, UserError
+from memd.filters import clause, is_in
 from memd.models import Memory, Source, now_iso
 
 if TYPE_CHECKING:
@@ -533,10 +534,8 @@ class SyncEngine:
     def local_versions(
         self, store: MemoryStore, members: list[SyncProject]
     ) -> tuple[dict[str, Memory], dict[str, SyncProject]]:
-        from memd.store import sql_in
-
         by_path = {p.path: p for p in members}
-        found = store.query(sql_in("project", list(by_path)))
+        found = store.query(is_in("project", list(by_path)))
         local = {}
         for m in found:
             p = by_path[m.project]
@@ -608,10 +607,8 @@ class SyncEngine:
         by_portable: dict[str, SyncProject],
     ) -> tuple[list[Memory], list[str], dict[str, Known]]:
         """Which incoming versions win over the local ones (call under the store's write lock)."""
-        from memd.store import sql_in
-
         known = self.state.known(area)
-        local = {m.id: m for m in store.query(sql_in("id", [mid for mid, _ in chunk]))}
+        local = {m.id: m for m in store.query(is_in("id", [mid for mid, _ in chunk]))}
         puts: list[Memory] = []
         deletes: list[str] = []
         learned: dict[str, Known] = {}
@@ -746,7 +743,7 @@ class SyncEngine:
         drop = [seq for seq in cols["seq"].to_pylist() if seq not in keep]
         for start in range(0, len(drop), 5000):
             chunk = drop[start : start + 5000]
-            table.delete(f"seq IN ({', '.join(str(int(x)) for x in chunk)})")
+            table.delete(is_in("seq", [int(x) for x in chunk]).sql)
         table.optimize(cleanup_older_than=COMPACT_GRACE)
         self.state.set(key, {"rows": len(keep), "pushes": 0})
         log.info("sync: compacted %s: dropped %d superseded row(s)", area, len(drop))
@@ -802,7 +799,13 @@ def fetch_changes(db: Any, cursors: dict[str, tuple[int, int]], own: str) -> Fet
         if version == seen_version:
             continue
         limit = max(1, int(tbl.count_rows()))
-        rows = tbl.search().where(f"seq > {cursor}").limit(limit).to_arrow().to_pylist()
+        rows = (
+            tbl.search()
+            .where(clause("seq > ?", int(cursor)).sql)
+            .limit(limit)
+            .to_arrow()
+            .to_pylist()
+        )
         pulled += len(rows)
         read_to[dev] = (max([cursor, *(int(r["seq"]) for r in rows)]), version)
         for row in rows:

@@ -20,6 +20,7 @@ from memd.app import App
 from memd.cli import main
 from memd.embed import MINILM_MODEL
 from memd.errors import UserError
+from memd.filters import match
 from memd.jobs import Scheduler, effective_score
 from memd.models import Memory, Source
 from memd.settings import Settings, load_settings
@@ -330,7 +331,7 @@ def test_optimize_compacts_and_keeps_search_results(make_app: Callable[..., App]
         [
             (m.id, round(s, 5))
             for m, s in app.store.vector_search(
-                app.store.embedder.embed_one(q), f"project = '{P}'", 10
+                app.store.embedder.embed_one(q), match(project=P), 10
             )
         ]
         for q in QUERIES
@@ -362,7 +363,7 @@ def test_optimize_compacts_and_keeps_search_results(make_app: Callable[..., App]
         [
             (m.id, round(s, 5))
             for m, s in app.store.vector_search(
-                app.store.embedder.embed_one(q), f"project = '{P}'", 10
+                app.store.embedder.embed_one(q), match(project=P), 10
             )
         ]
         for q in QUERIES
