@@ -90,6 +90,8 @@ def column(name: str) -> str:
 def values(items: Collection[Value]) -> list[Value]:
     """Distinct values in a stable order (sorted when they can be), so that equal filters
     render equal text (they key caches)."""
+    if not isinstance(items, Collection) or isinstance(items, str | bytes | bytearray):
+        raise FilterError(f"a filter cannot hold a {type(items).__name__}: {items!r}")
     unique = list(dict.fromkeys(items))
     try:
         return sorted(unique)  # type: ignore[type-var]

@@ -179,7 +179,7 @@ def test_concurrent_adds_hits_pins_and_extraction_lose_nothing(
     pin()
     store = MemoryStore(Settings(home=Path(daemon.env["MEMD_HOME"]))).open()
     memory = store.get(target)
-    active = store.query(match(kind="decision", status="active", project=shop))
+    active = store.query(match(kind="decision", status="active", project=str(shop)))
 
     assert [m.id for m in active] == [target], [m.text for m in active]
     have = {(s.session_id, s.uuid) for s in memory.sources}

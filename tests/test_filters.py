@@ -158,12 +158,19 @@ def test_placeholders_and_values_must_agree() -> None:
         clause("a = b", "x")
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), None, b"bytes", object(), "\ud800"])
+@pytest.mark.parametrize(
+    "bad", [float("nan"), float("inf"), None, b"bytes", object(), "\ud800", Path("/p")]
+)
 def test_what_cannot_be_rendered_is_refused(bad: object) -> None:
     with pytest.raises(FilterError):
         literal(bad)  # type: ignore[arg-type]
     with pytest.raises(FilterError):
         match(s=[bad])  # type: ignore[list-item]
+    if not isinstance(bad, str):
+        with pytest.raises(FilterError):
+            match(s=bad)  # type: ignore[arg-type]
+        with pytest.raises(FilterError):
+            clause("s = ?", bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", ["Project", "a b", "x;y", "1st", "lower(text)", ""])
