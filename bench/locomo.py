@@ -551,7 +551,7 @@ class RawTurns:
 
     def bm25(self, conv: Conversation, query: str, depth: int) -> list[str]:
         from memd.filters import match
-        from memd.store import fts_query
+        from memd.layout import fts_query
 
         q = fts_query(query)
         if not q:

@@ -18,8 +18,9 @@ from typing import Any
 
 from memd import similar
 from memd.filters import match
+from memd.layout import from_row
 from memd.models import Memory, Source, now_iso
-from memd.store import MemoryStore, from_row
+from memd.store import MemoryStore
 
 SUPERSEDABLE = ("decision", "preference", "fact", "bugfix")
 NEIGHBOURS = 8

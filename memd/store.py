@@ -23,7 +23,19 @@ from memd.embed import Embedder
 from memd.errors import ModelMismatch, NotFound, SchemaTooNew, StoreError
 from memd.filters import Filter, clause, contains, is_in, literal, match
 from memd.journal import Journal
-from memd.models import Memory, Source, now_iso
+from memd.layout import (
+    READ_COLUMNS,
+    TABLE,
+    build_ann,
+    counts,
+    ensure_indexes,
+    from_row,
+    fts_query,
+    schema,
+    table_stats,
+    to_row,
+)
+from memd.models import Memory, now_iso
 
 if TYPE_CHECKING:
     from memd.keyindex import KeyIndex
@@ -31,108 +43,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TABLE = "memories"
 AMBIGUOUS_SHOWN = 10
 """How many matches an ambiguous id prefix lists."""
 META_FILE = "memd-meta.json"
 STORE_VERSION = 1
 """The store's schema version (``schema_version`` in the meta file), migrated by
 :mod:`memd.migrations`. 0: before versions existed. 1: the same layout, versioned."""
-READ_COLUMNS = [
-    "id",
-    "text",
-    "kind",
-    "project",
-    "topic",
-    "keywords",
-    "importance",
-    "pinned",
-    "status",
-    "superseded_by",
-    "created_at",
-    "updated_at",
-    "last_used_at",
-    "hits",
-    "score",
-    "sources",
-    "history",
-]
-
-
-def schema(dim: int) -> pa.Schema:
-    source = pa.struct(
-        [("session_id", pa.string()), ("uuid", pa.string()), ("timestamp", pa.string())]
-    )
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("text", pa.string()),
-            ("search_text", pa.string()),
-            ("kind", pa.string()),
-            ("project", pa.string()),
-            ("topic", pa.string()),
-            ("keywords", pa.list_(pa.string())),
-            ("importance", pa.float32()),
-            ("pinned", pa.bool_()),
-            ("status", pa.string()),
-            ("superseded_by", pa.string()),
-            ("created_at", pa.string()),
-            ("updated_at", pa.string()),
-            ("last_used_at", pa.string()),
-            ("hits", pa.int32()),
-            ("score", pa.float32()),
-            ("sources", pa.list_(source)),
-            ("history", pa.string()),
-            ("vector", pa.list_(pa.float32(), dim)),
-        ]
-    )
-
-
-def search_text(memory: Memory) -> str:
-    """What the full-text index sees: the text plus topic and keywords."""
-    extra = " ".join([memory.topic, *memory.keywords]).strip()
-    return f"{memory.text}\n{extra}" if extra else memory.text
-
-
-def to_row(memory: Memory, vector: Sequence[float]) -> dict[str, Any]:
-    return {
-        "id": memory.id,
-        "text": memory.text,
-        "search_text": search_text(memory),
-        "kind": memory.kind,
-        "project": memory.project,
-        "topic": memory.topic,
-        "keywords": list(memory.keywords),
-        "importance": float(memory.importance),
-        "pinned": bool(memory.pinned),
-        "status": memory.status,
-        "superseded_by": memory.superseded_by,
-        "created_at": memory.created_at,
-        "updated_at": memory.updated_at,
-        "last_used_at": memory.last_used_at,
-        "hits": int(memory.hits),
-        "score": float(memory.score),
-        "sources": [s.__dict__ for s in memory.sources],
-        "history": json.dumps(memory.history, ensure_ascii=False),
-        "vector": list(vector),
-    }
-
-
-def from_row(row: dict[str, Any]) -> Memory:
-    data = {k: row[k] for k in READ_COLUMNS if k in row}
-    data["sources"] = [Source.from_dict(s) for s in row.get("sources") or []]
-    data["history"] = json.loads(row.get("history") or "[]")
-    data["keywords"] = list(row.get("keywords") or [])
-    return Memory(**data)
-
-
-FTS_CLEAN = re.compile(r"[^\w\s]+", re.UNICODE)
-
-
-def fts_query(text: str) -> str:
-    """Query text with the full-text parser's operators removed."""
-    cleaned = FTS_CLEAN.sub(" ", text)
-    return " ".join(w for w in cleaned.split() if w.upper() not in {"AND", "OR", "NOT"})[:1000]
 
 
 class MemoryStore:
@@ -268,25 +184,6 @@ class MemoryStore:
             self._table = self._db.create_table(TABLE, schema=schema(dim))
             self.write_meta(new_table=True)
         return self._table
-
-    def ensure_indexes(self) -> None:
-        """Scalar indexes on id/project/status/kind and the ICU full-text index, once."""
-        from lancedb.index import FTS, Bitmap, BTree
-
-        tbl = self._table
-        if tbl is None or tbl.count_rows() == 0:
-            return
-        have = {tuple(i.columns) for i in tbl.list_indices()}
-        wanted = [
-            ("id", BTree()),
-            ("project", Bitmap()),
-            ("status", Bitmap()),
-            ("kind", Bitmap()),
-            ("search_text", FTS(base_tokenizer="icu", with_position=False)),
-        ]
-        for column, config in wanted:
-            if (column,) not in have:
-                tbl.create_index(column, config=config, replace=True)
 
     # ---- reads
     def count(self, where: Filter | None = None) -> int:
@@ -462,7 +359,7 @@ class MemoryStore:
             if self.keys is not None:
                 self.keys.put(memories, before, same_text)
             self.writes_since_optimize += len(rows)
-            self.ensure_indexes()
+            ensure_indexes(self._table)
 
     def delete(self, ids: Sequence[str]) -> None:
         if not ids or self._table is None:
@@ -524,6 +421,9 @@ class MemoryStore:
             self.write(changed, vectors, same_text=same_text)
 
     # ---- maintenance
+    def table_stats(self) -> dict[str, Any]:
+        return table_stats(self._table)
+
     def optimize(self, retries: int = 3) -> dict[str, Any]:
         """Compact, drop old versions, refresh indexes. Holds the write lock: never races."""
         if self._table is None:
@@ -544,8 +444,8 @@ class MemoryStore:
                     if "onflict" not in str(exc) or attempt == retries - 1:
                         raise StoreError(f"optimize failed: {exc}") from exc
                     time.sleep(0.2 * (attempt + 1))
-            self.ensure_indexes()
-            self.maybe_build_ann()
+            ensure_indexes(self._table)
+            build_ann(self._table, self.settings.ann_index_min_rows)
             self.compact_journal()
             self.writes_since_optimize = 0
             self.mutations += 1
@@ -560,34 +460,6 @@ class MemoryStore:
             return False
         self.journal.rewrite(self.query(None))
         return True
-
-    def maybe_build_ann(self) -> None:
-        rows = self.count()
-        if rows < self.settings.ann_index_min_rows:
-            return
-        have = {tuple(i.columns) for i in self._table.list_indices()}
-        if ("vector",) in have:
-            return
-        from lancedb.index import HnswSq
-
-        log.info("building the ANN vector index over %d rows", rows)
-        self._table.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True)
-
-    def table_stats(self) -> dict[str, Any]:
-        if self._table is None:
-            return {"rows": 0, "version": 0, "fragments": 0}
-        stats = self._table.stats()
-        frag = getattr(stats, "fragment_stats", None) or (
-            stats.get("fragment_stats") if isinstance(stats, dict) else None
-        )
-        fragments = getattr(frag, "num_fragments", None)
-        if fragments is None and isinstance(frag, dict):
-            fragments = frag.get("num_fragments")
-        return {
-            "rows": self._table.count_rows(),
-            "version": self._table.version,
-            "fragments": fragments,
-        }
 
     def rebuild_from_journal(self) -> int:
         """Recreate the table from the journal (after a crash left it unreadable)."""
@@ -625,24 +497,10 @@ class MemoryStore:
         if self._table is None:
             self._ensure_table(self.embedder.dim)
         self.write_meta()
-        self.ensure_indexes()
+        ensure_indexes(self._table)
 
     def stats(self) -> dict[str, Any]:
         """Counts for `memd status`: total, by project, by kind, by status."""
-        out: dict[str, Any] = {"total": 0, "by_project": {}, "by_kind": {}, "by_status": {}}
-        if self._table is None:
-            return out
-        if self.keys is not None:  # the daemon: counted in memory, exact
+        if self._table is not None and self.keys is not None:  # the daemon: in memory, exact
             return self.keys.counts()
-        arrow = (
-            self._table.search()
-            .select(["project", "kind", "status"])
-            .limit(max(1, self.count()))
-            .to_arrow()
-        )
-        for name, key in (("by_project", "project"), ("by_kind", "kind"), ("by_status", "status")):
-            counts = arrow.group_by(key).aggregate([(key, "count")]).to_pylist()
-            out[name] = {c[key]: c[f"{key}_count"] for c in counts}
-        out["total"] = arrow.num_rows
-        out["active"] = out["by_status"].get("active", 0)
-        return out
+        return counts(self._table)

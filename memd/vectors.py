@@ -19,9 +19,9 @@ from typing import Any, NamedTuple
 
 from memd.filters import match
 from memd.heap import trim_heap
+from memd.layout import from_row
 from memd.lexical import CJK_CHAR, CJK_CLASS
 from memd.models import Memory
-from memd.store import from_row
 
 CACHE_MAX_ROWS = 20_000
 """A project with more active memories than this is searched in the table instead."""
