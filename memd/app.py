@@ -17,11 +17,11 @@ from memd.errors import NotFound, StoreError, UserError
 from memd.filters import match
 from memd.keyindex import KeyIndex
 from memd.lock import WriterLock
-from memd.merge import upsert
 from memd.models import USER_SCOPE, Memory, now_iso
 from memd.project import resolve_project
 from memd.settings import Settings
 from memd.store import MemoryStore
+from memd.upsert import upsert
 from memd.vectors import QueryBatcher, VectorCache
 
 log = logging.getLogger(__name__)

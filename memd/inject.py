@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from memd import bridge, lexical, retrieve, similar
 from memd.filters import match
-from memd.merge import SUPERSEDABLE
 from memd.models import USER_SCOPE, Memory
 from memd.project import resolve_project
+from memd.upsert import SUPERSEDABLE
 
 if TYPE_CHECKING:
     from memd.app import App

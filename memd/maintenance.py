@@ -28,10 +28,10 @@ import numpy as np
 
 from memd import archive, similar
 from memd.filters import Filter, clause, match
-from memd.merge import merge_into
 from memd.models import Memory, now_iso
 from memd.store import MemoryStore
 from memd.todos import done_todos
+from memd.upsert import fold_duplicate
 
 if TYPE_CHECKING:
     from memd.settings import Settings
@@ -211,7 +211,7 @@ def duplicates(
 def absorb(survivor: Memory, loser: Memory) -> None:
     """Fold ``loser`` into ``survivor`` and mark it superseded."""
     importance = survivor.importance
-    merge_into(survivor, loser)
+    fold_duplicate(survivor, loser)
     survivor.hits += loser.hits
     survivor.history[-1]["by"] = "dedupe"
     if survivor.pinned:

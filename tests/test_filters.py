@@ -22,9 +22,9 @@ from memd.filters import (
     literal,
     match,
 )
-from memd.merge import upsert
 from memd.models import Memory
 from memd.settings import load_settings
+from memd.upsert import upsert
 
 AWKWARD = [
     "it's",

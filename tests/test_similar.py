@@ -22,9 +22,9 @@ import dedupe  # noqa: E402
 from memd import similar  # noqa: E402
 from memd.app import App  # noqa: E402
 from memd.filters import match  # noqa: E402
-from memd.merge import upsert  # noqa: E402
 from memd.models import Memory  # noqa: E402
 from memd.settings import Settings, load_settings  # noqa: E402
+from memd.upsert import upsert  # noqa: E402
 
 Cosine = Callable[[str, str], float]
 HELD_OUT = ("B", "C")

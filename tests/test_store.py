@@ -15,10 +15,10 @@ from memd.app import App
 from memd.errors import ModelMismatch, NotFound, StoreError, UserError
 from memd.filters import match
 from memd.journal import Journal
-from memd.merge import upsert
 from memd.models import USER_SCOPE, Memory, Source
 from memd.settings import load_settings
 from memd.store import MemoryStore
+from memd.upsert import upsert
 
 
 @pytest.fixture
