@@ -3,6 +3,8 @@ cannot be rendered safely is refused. Checked against a real LanceDB table."""
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -215,3 +217,91 @@ def test_the_store_reads_awkward_projects_and_counts_literal_terms(app: App) -> 
     assert counts == {"aws_profile": 1, "100%": 1, "deploy": 2}
     assert store.count(match(project=[])) == 0
     assert store.query(is_in("id", [])) == []
+
+
+STORE_MODULES = {"filters.py", "store.py", "layout.py"}
+"""The modules that may write SQL for LanceDB (the store package-to-be)."""
+TAKES_A_FILTER = {
+    "where",
+    "count_rows",
+    "delete",
+    "query",
+    "count",
+    "vector_search",
+    "text_search",
+    "document_frequencies",
+}
+COMPARED = re.compile(r"\b[a-z_]+\s(?:=|!=|<>|>=|<=|>|<|IN|LIKE)\s*\(?'?$")
+"""The end of an f-string's text just before a value: ``column = '`` and the like."""
+SQL_TEXT = re.compile(r"(?:\b(?:AND|OR|IN|LIKE|NOT)\b|\s(?:=|!=|<>|<=|>=|<|>)\s|starts_with\()")
+
+
+def assembled(node: ast.AST) -> bool:
+    """An f-string, a concatenation or a formatting call: text put together at run time."""
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mod):
+        return any(
+            isinstance(side, ast.JoinedStr)
+            or (isinstance(side, ast.Constant) and isinstance(side.value, str))
+            or assembled(side)
+            for side in (node.left, node.right)
+        )
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in {"format", "join", "replace"}
+    )
+
+
+def sql_like(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and bool(SQL_TEXT.search(node.value))
+    )
+
+
+def sql_outside_store(root: Path) -> list[str]:
+    """Where the package at ``root`` writes SQL for LanceDB outside the store modules."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.parent == root and path.name in STORE_MODULES:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        where = path.relative_to(root.parent)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and any(
+                a.name in {"sql_str", "sql_in", "literal"} for a in node.names
+            ):
+                found.append(f"{where}:{node.lineno}: imports a quoting helper")
+            if isinstance(node, ast.JoinedStr) and not ast.unparse(node).startswith("f'PRAGMA "):
+                # (SQLite's PRAGMA takes no bound parameter; memd's are integers it made)
+                for text, value in zip(node.values, node.values[1:], strict=False):
+                    if (
+                        isinstance(text, ast.Constant)
+                        and isinstance(value, ast.FormattedValue)
+                        and COMPARED.search(str(text.value))
+                    ):
+                        found.append(f"{where}:{node.lineno}: {ast.unparse(node)[:80]}")
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            if node.func.attr not in TAKES_A_FILTER and not any(
+                k.arg == "where" for k in node.keywords
+            ):
+                continue
+            args = [*node.args[:2], *(k.value for k in node.keywords if k.arg == "where")]
+            for arg in args:
+                if assembled(arg) or sql_like(arg):
+                    found.append(f"{where}:{node.lineno}: {ast.unparse(node)[:80]}")
+    return found
+
+
+def test_no_sql_is_assembled_outside_the_store() -> None:
+    """Every LanceDB filter outside the store modules comes from memd.filters: no f-string
+    compares a column with a value, no call that takes a filter gets an f-string, a
+    concatenation or SQL text, and nobody quotes by hand."""
+    import memd
+
+    found = sql_outside_store(Path(memd.__file__).resolve().parent)
+    assert not found, "SQL assembled outside the store:\n" + "\n".join(found)
