@@ -19,11 +19,15 @@ import math
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memd.errors import MemdError
 
 Value = str | int | float | bool
 """What a filter can hold (``None`` cannot: ``x = NULL`` is never true)."""
+SCALARS = (str, int, float)  # bool is an int
+LISTS = (list, tuple, set, frozenset, dict)
+"""The usual collections of values (others are checked to be a Collection, and not text)."""
 
 IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 FORBIDDEN = re.compile(r"['\"`\\;]|--|/\*")
@@ -64,6 +68,12 @@ NOTHING = Filter("FALSE")
 
 def literal(value: Value) -> str:
     """``value`` as a SQL literal LanceDB reads back as the same value."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise FilterError(f"a filter value is not valid text: {value!r}") from exc
+        return "'" + value.replace("'", "''") + "'"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -72,16 +82,12 @@ def literal(value: Value) -> str:
         if not math.isfinite(value):
             raise FilterError(f"a filter cannot hold the number {value!r}")
         return repr(value)
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise FilterError(f"a filter value is not valid text: {value!r}") from exc
-        return "'" + value.replace("'", "''") + "'"
     raise FilterError(f"a filter cannot hold a {type(value).__name__}: {value!r}")
 
 
+@lru_cache(maxsize=256)
 def column(name: str) -> str:
+    """``name``, checked to be a plain column name."""
     if not IDENTIFIER.fullmatch(name):
         raise FilterError(f"not a column name: {name!r}")
     return name
@@ -90,7 +96,9 @@ def column(name: str) -> str:
 def values(items: Collection[Value]) -> list[Value]:
     """Distinct values in a stable order (sorted when they can be), so that equal filters
     render equal text (they key caches)."""
-    if not isinstance(items, Collection) or isinstance(items, str | bytes | bytearray):
+    if type(items) not in LISTS and (
+        not isinstance(items, Collection) or isinstance(items, str | bytes | bytearray)
+    ):
         raise FilterError(f"a filter cannot hold a {type(items).__name__}: {items!r}")
     unique = list(dict.fromkeys(items))
     try:
@@ -112,13 +120,13 @@ def match(**conditions: Value | Collection[Value]) -> Filter:
     empty list matches nothing). Rendered in the order given."""
     if not conditions:
         raise FilterError("match() needs at least one condition")
-    parts = []
-    for name, value in conditions.items():
-        if isinstance(value, str | int | float):  # bool is an int
-            parts.append(Filter(f"{column(name)} = {literal(value)}"))
-        else:
-            parts.append(is_in(name, value))
-    return all_of(*parts)
+    parts = [
+        Filter(f"{column(name)} = {literal(value)}")
+        if isinstance(value, SCALARS)
+        else is_in(name, value)
+        for name, value in conditions.items()
+    ]
+    return parts[0] if len(parts) == 1 else all_of(*parts)
 
 
 def clause(template: str, *args: Value | Collection[Value]) -> Filter:
@@ -133,7 +141,7 @@ def clause(template: str, *args: Value | Collection[Value]) -> Filter:
         )
     out = [pieces[0]]
     for arg, piece in zip(args, pieces[1:], strict=True):
-        if isinstance(arg, str | int | float):
+        if isinstance(arg, SCALARS):
             out.append(literal(arg))
         else:
             found = values(arg)
