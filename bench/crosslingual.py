@@ -132,10 +132,10 @@ def load_set(name: str = "dev") -> tuple[list[dict[str, str]], list[str]]:
 def daemon_fill(workdir: str, sets: list[str]) -> None:
     """Write every daemon-run project (run in a child process with the daemon's environment)."""
     from memd.app import App
-    from memd.merge import upsert
     from memd.models import Memory
     from memd.project import resolve_project
     from memd.settings import load_settings
+    from memd.upsert import upsert
 
     app = App(load_settings()).open(writer=True, owner="daemon")
     ids: dict[str, dict[str, str]] = {}

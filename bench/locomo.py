@@ -550,14 +550,15 @@ class RawTurns:
         self.np = np
 
     def bm25(self, conv: Conversation, query: str, depth: int) -> list[str]:
-        from memd.store import fts_query, sql_str
+        from memd.filters import match
+        from memd.layout import fts_query
 
         q = fts_query(query)
         if not q:
             return []
         found = (
             self.table.search(q, query_type="fts", fts_columns="text")
-            .where(f"sample_id = {sql_str(conv.sample_id)}", prefilter=True)
+            .where(match(sample_id=conv.sample_id).sql, prefilter=True)
             .select(["dia_id", "_score"])
             .limit(depth)
             .to_list()

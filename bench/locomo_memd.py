@@ -197,9 +197,9 @@ def store_profile(store: Any, projects: dict[str, str]) -> dict[str, dict[str, A
     """Per conversation: memories by kind, stored characters, mean sources per memory."""
     out = {}
     for sid, project in projects.items():
-        from memd.store import sql_str
+        from memd.filters import match
 
-        mems = store.query(f"project = {sql_str(project)} AND status = 'active'")
+        mems = store.query(match(project=project, status="active"))
         kinds: dict[str, int] = defaultdict(int)
         for m in mems:
             kinds[m.kind] += 1

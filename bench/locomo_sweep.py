@@ -106,8 +106,8 @@ def main() -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
     from memd import block, choose, inject, lexical, retrieve
     from memd.app import App
-    from memd.merge import SUPERSEDABLE
     from memd.settings import Settings
+    from memd.upsert import SUPERSEDABLE
 
     convs = [c for c in load_conversations(DATA, parse_range("1-10")) if c.half == args.split]
     home = args.home.resolve()

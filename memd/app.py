@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from memd import retrieve
 from memd.errors import NotFound, StoreError, UserError
+from memd.filters import match
 from memd.keyindex import KeyIndex
 from memd.lock import WriterLock
-from memd.merge import upsert
 from memd.models import USER_SCOPE, Memory, now_iso
 from memd.project import resolve_project
 from memd.settings import Settings
-from memd.store import MemoryStore, sql_str
+from memd.store import MemoryStore
+from memd.upsert import upsert
 from memd.vectors import QueryBatcher, VectorCache
 
 if TYPE_CHECKING:
@@ -204,7 +205,7 @@ class App:
         if memory.superseded_by:
             with contextlib.suppress(NotFound):
                 out["superseded_by_text"] = self.store.get(memory.superseded_by).text
-        replaced = self.store.query(f"superseded_by = {sql_str(memory.id)}")
+        replaced = self.store.query(match(superseded_by=memory.id))
         out["supersedes"] = [{"id": m.id, "text": m.text} for m in replaced]
         if excerpts:
             from memd import curate

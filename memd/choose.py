@@ -27,7 +27,7 @@ from memd.block import (
     source_uuids,
     whole_excerpt,
 )
-from memd.merge import SUPERSEDABLE
+from memd.upsert import SUPERSEDABLE
 
 LINE_MATCH = 0.5
 """How much a turn's own match with the prompt (the weighted share of the prompt's terms it

@@ -15,9 +15,10 @@ import pyarrow.compute as pc
 
 from memd import archive
 from memd.errors import UserError
+from memd.filters import Filter, all_of, is_in, match
 from memd.models import STATUSES, USER_SCOPE, Memory, check_kind, now_iso
 from memd.redact import redact
-from memd.store import MemoryStore, sql_in, sql_str
+from memd.store import MemoryStore
 
 ORDERS = {
     "kind": [("pinned", "descending"), ("kind", "ascending"), ("created_at", "ascending")],
@@ -37,24 +38,24 @@ def where_for(
     kind: str | None = None,
     status: str | None = None,
     pinned: bool | None = None,
-) -> str | None:
-    """The SQL filter for a list page (``status`` None = every status)."""
+) -> Filter | None:
+    """The filter for a list page (``status`` None = every status)."""
     parts = []
     if projects:
-        parts.append(sql_in("project", projects))
+        parts.append(is_in("project", projects))
     if kind:
-        parts.append(f"kind = {sql_str(check_kind(kind))}")
+        parts.append(match(kind=check_kind(kind)))
     if status:
         if status not in STATUSES:
             raise UserError(f"unknown status {status!r}; choose one of: {', '.join(STATUSES)}")
-        parts.append(f"status = {sql_str(status)}")
+        parts.append(match(status=status))
     if pinned is not None:
-        parts.append("pinned = true" if pinned else "pinned = false")
-    return " AND ".join(parts) or None
+        parts.append(match(pinned=pinned))
+    return all_of(*parts) if parts else None
 
 
 def page(
-    store: MemoryStore, where: str | None, offset: int = 0, limit: int = 50, order: str = "kind"
+    store: MemoryStore, where: Filter | None, offset: int = 0, limit: int = 50, order: str = "kind"
 ) -> tuple[list[Memory], int]:
     """One page of the memories matching ``where`` and how many match in all."""
     if order not in ORDERS:
@@ -75,7 +76,7 @@ def page(
     chosen = ids.slice(offset, min(limit, MAX_PAGE)).to_pylist()
     if not chosen:
         return [], total
-    rows = {m.id: m for m in store.query(sql_in("id", chosen), limit=len(chosen))}
+    rows = {m.id: m for m in store.query(is_in("id", chosen), limit=len(chosen))}
     return [rows[i] for i in chosen if i in rows], total
 
 
@@ -101,17 +102,19 @@ def list_page(
     )
     if not chosen:
         return [], total
-    rows = {m.id: m for m in store.query(sql_in("id", chosen), limit=len(chosen))}
+    rows = {m.id: m for m in store.query(is_in("id", chosen), limit=len(chosen))}
     return [rows[i] for i in chosen if i in rows], total
 
 
-def sorted_ids(store: MemoryStore, where: str | None, order: str, k: int) -> tuple[pa.Array, int]:
+def sorted_ids(
+    store: MemoryStore, where: Filter | None, order: str, k: int
+) -> tuple[pa.Array, int]:
     """The first ``k`` ids (at least a few pages' worth) of the memories matching ``where`` in
     ``order``, and how many match: one scan of the sort keys and a top-k selection."""
     columns = ["id", *{key for key, _ in ORDERS[order]} - {"id"}]
     q = store.table.search().select(columns)
     if where:
-        q = q.where(where)
+        q = q.where(where.sql)
     table = q.limit(max(1, store.count())).to_arrow()
     total = table.num_rows
     if total == 0:
@@ -208,11 +211,11 @@ def excerpts_for(store: MemoryStore, memory: Memory, limit: int = 3) -> list[dic
     uuids = {s.uuid for s in memory.sources if s.uuid}
     if not uuids or memory.kind == "excerpt" or store.table is None:
         return []
-    where = f"kind = 'excerpt' AND {sql_in('project', [memory.project])}"
+    where = match(kind="excerpt", project=[memory.project])
     arrow = (
         store.table.search()
         .select(["id", "sources"])
-        .where(where)
+        .where(where.sql)
         .limit(max(1, min(EXCERPT_SCAN, store.count(where))))
         .to_arrow()
     )
@@ -225,7 +228,7 @@ def excerpts_for(store: MemoryStore, memory: Memory, limit: int = 3) -> list[dic
                 break
     if not hits:
         return []
-    found = store.query(sql_in("id", hits), limit=len(hits))
+    found = store.query(is_in("id", hits), limit=len(hits))
     return [{"id": m.id, "text": m.text, "sources": [s.__dict__ for s in m.sources]} for m in found]
 
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from memd.atomic import write_atomic
 from memd.errors import UserError
 from memd.heap import trim_heap
-from memd.merge import upsert
 from memd.models import KINDS, USER_SCOPE, Memory, now_iso
 from memd.store import MemoryStore
+from memd.upsert import upsert
 
 if TYPE_CHECKING:
     from memd.app import App

@@ -13,6 +13,6 @@ there on first use when it can. Nothing else is imported: ``hook`` needs only bu
 import sys
 
 sys.path.append(__file__.rpartition("/")[0] or ".")
-import hook  # the path above is what makes it importable
+import hook  # type: ignore[import-not-found]  # found through the path set just above
 
 hook.cli()

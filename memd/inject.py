@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 from memd import bridge, lexical, retrieve
 from memd.block import render
 from memd.choose import choose
+from memd.filters import match
 from memd.injected import SessionMemory
-from memd.merge import SUPERSEDABLE
 from memd.models import USER_SCOPE, Memory
 from memd.project import resolve_project
-from memd.store import sql_in
+from memd.upsert import SUPERSEDABLE
 
 if TYPE_CHECKING:
     from memd.app import App
@@ -137,9 +137,8 @@ class Injector:
         results in the recall shape, ranked by the recall's own weights (no query, so no
         relevance: importance, recency and pinning)."""
         kinds = sorted(BRIEF_LIMITS)
-        where = (
-            f"{sql_in('project', [project, USER_SCOPE])} AND status = 'active' AND "
-            f"(pinned = true OR {sql_in('kind', kinds)})"
+        where = match(project=[project, USER_SCOPE], status="active") & (
+            match(pinned=True) | match(kind=kinds)
         )
         memories = self.app.store.query(where)
         memories.sort(key=lambda m: m.updated_at or m.created_at, reverse=True)

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING
 
 from memd.atomic import write_atomic
 from memd.errors import SchemaTooNew, StoreError
+from memd.layout import TABLE
 from memd.state import STATE_VERSION, turn_from_json, turn_to_json
-from memd.store import META_FILE, STORE_VERSION, TABLE
+from memd.store import META_FILE, STORE_VERSION
 
 if TYPE_CHECKING:
     from memd.settings import Settings

@@ -13,9 +13,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from memd.errors import BudgetExceeded, ExtractionError
-from memd.merge import UpsertResult, upsert
 from memd.models import Candidate, Memory, Segment, Source, Turn
 from memd.todos import close_done_by
+from memd.upsert import UpsertResult, upsert
 
 if TYPE_CHECKING:
     from memd.app import App

@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 from memd import bridge, lexical
 from memd.embed import is_chinese
+from memd.filters import Filter, is_in, match
 from memd.models import USER_SCOPE, Memory, check_kind
-from memd.store import MemoryStore, sql_in
+from memd.store import MemoryStore
 from memd.timestamps import parse_time
 
 if TYPE_CHECKING:
@@ -142,11 +143,9 @@ def age_days(stamp: str, now: datetime) -> float:
     return max(0.0, (now - then).total_seconds() / 86400)
 
 
-def where_clause(projects: list[str], kinds: list[str] | None, statuses: tuple[str, ...]) -> str:
-    parts = [sql_in("project", projects), sql_in("status", statuses)]
-    if kinds:
-        parts.append(sql_in("kind", [check_kind(k) for k in kinds]))
-    return " AND ".join(parts)
+def where_clause(projects: list[str], kinds: list[str] | None, statuses: tuple[str, ...]) -> Filter:
+    where = match(project=projects, status=statuses)
+    return where & match(kind=[check_kind(k) for k in kinds]) if kinds else where
 
 
 def weights_from(settings: Any) -> Weights:
@@ -263,7 +262,7 @@ def rows_for(
     found = vectors.memories_of(scope, ids)
     missing = [mid for mid in ids if mid not in found]
     if missing:
-        for memory in store.query(sql_in("id", missing), limit=len(missing)):
+        for memory in store.query(is_in("id", missing), limit=len(missing)):
             if memory.status == "active":
                 found[memory.id] = memory
     return [(found[mid], score) for mid, score in hits if mid in found]
@@ -305,7 +304,7 @@ def complete(store: MemoryStore, results: list[dict[str, Any]]) -> list[dict[str
     partial = [r["id"] for r in results if r.get("partial")]
     if not partial:
         return results
-    rows = {m.id: m for m in store.query(sql_in("id", partial), limit=len(partial))}
+    rows = {m.id: m for m in store.query(is_in("id", partial), limit=len(partial))}
     out = []
     for r in results:
         if not r.get("partial"):

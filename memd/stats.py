@@ -17,8 +17,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memd.filters import Filter, is_in, match
 from memd.models import now_iso
-from memd.store import MemoryStore, sql_in, sql_str
+from memd.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ def file_size(path: Path) -> int:
         return 0
 
 
-def scan(store: MemoryStore, columns: list[str], where: str | None = None) -> pa.Table | None:
+def scan(store: MemoryStore, columns: list[str], where: Filter | None = None) -> pa.Table | None:
     if store.table is None:
         return None
     count = store.count(where)
@@ -64,7 +65,7 @@ def scan(store: MemoryStore, columns: list[str], where: str | None = None) -> pa
         return None
     q = store.table.search().select(columns)
     if where:
-        q = q.where(where)
+        q = q.where(where.sql)
     return q.limit(count).to_arrow()
 
 
@@ -111,7 +112,7 @@ def weekly(table: pa.Table, stamp: str, by: str | None = None) -> dict[str, Any]
 def brief(store: MemoryStore, ids: list[str]) -> list[dict[str, Any]]:
     if not ids:
         return []
-    found = {m.id: m for m in store.query(sql_in("id", ids), limit=len(ids))}
+    found = {m.id: m for m in store.query(is_in("id", ids), limit=len(ids))}
     return [
         {
             "id": m.id,
@@ -267,7 +268,7 @@ def session_lines(
 ) -> tuple[pa.Table | None, pa.Table | None]:
     """Every (session, time, memory, project) of the memories' sources, and one row per session
     (first and last time, memories, project), newest first."""
-    where = f"project = {sql_str(project)}" if project else None
+    where = match(project=project) if project else None
     table = scan(store, ["id", "project", "sources"], where)
     if table is None:
         return None, None
@@ -316,7 +317,7 @@ def sessions(
         if row["id"] not in got and len(got) < per_session:
             got.append(row["id"])
     wanted = sorted({i for ids in ids_of.values() for i in ids})
-    found = {m.id: m for m in store.query(sql_in("id", wanted), limit=max(1, len(wanted)))}
+    found = {m.id: m for m in store.query(is_in("id", wanted), limit=max(1, len(wanted)))}
     out = []
     for r in chosen:
         learned = [

@@ -22,8 +22,21 @@ import pyarrow as pa
 from memd.atomic import write_atomic
 from memd.embed import Embedder
 from memd.errors import ModelMismatch, NotFound, SchemaTooNew, StoreError
+from memd.filters import Filter, clause, contains, is_in, literal, match
 from memd.journal import Journal
-from memd.models import Memory, Source, now_iso
+from memd.layout import (
+    READ_COLUMNS,
+    TABLE,
+    build_ann,
+    counts,
+    ensure_indexes,
+    from_row,
+    fts_query,
+    schema,
+    table_stats,
+    to_row,
+)
+from memd.models import Memory, now_iso
 
 if TYPE_CHECKING:
     from memd.keyindex import KeyIndex
@@ -31,119 +44,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TABLE = "memories"
 AMBIGUOUS_SHOWN = 10
 """How many matches an ambiguous id prefix lists."""
 META_FILE = "memd-meta.json"
 STORE_VERSION = 1
 """The store's schema version (``schema_version`` in the meta file), migrated by
 :mod:`memd.migrations`. 0: before versions existed. 1: the same layout, versioned."""
-READ_COLUMNS = [
-    "id",
-    "text",
-    "kind",
-    "project",
-    "topic",
-    "keywords",
-    "importance",
-    "pinned",
-    "status",
-    "superseded_by",
-    "created_at",
-    "updated_at",
-    "last_used_at",
-    "hits",
-    "score",
-    "sources",
-    "history",
-]
-
-
-def schema(dim: int) -> pa.Schema:
-    source = pa.struct(
-        [("session_id", pa.string()), ("uuid", pa.string()), ("timestamp", pa.string())]
-    )
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("text", pa.string()),
-            ("search_text", pa.string()),
-            ("kind", pa.string()),
-            ("project", pa.string()),
-            ("topic", pa.string()),
-            ("keywords", pa.list_(pa.string())),
-            ("importance", pa.float32()),
-            ("pinned", pa.bool_()),
-            ("status", pa.string()),
-            ("superseded_by", pa.string()),
-            ("created_at", pa.string()),
-            ("updated_at", pa.string()),
-            ("last_used_at", pa.string()),
-            ("hits", pa.int32()),
-            ("score", pa.float32()),
-            ("sources", pa.list_(source)),
-            ("history", pa.string()),
-            ("vector", pa.list_(pa.float32(), dim)),
-        ]
-    )
-
-
-def sql_str(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def sql_in(column: str, values: Iterable[str]) -> str:
-    vals = sorted(set(values))
-    if not vals:
-        return "FALSE"
-    return f"{column} IN ({', '.join(sql_str(v) for v in vals)})"
-
-
-def search_text(memory: Memory) -> str:
-    """What the full-text index sees: the text plus topic and keywords."""
-    extra = " ".join([memory.topic, *memory.keywords]).strip()
-    return f"{memory.text}\n{extra}" if extra else memory.text
-
-
-def to_row(memory: Memory, vector: Sequence[float]) -> dict[str, Any]:
-    return {
-        "id": memory.id,
-        "text": memory.text,
-        "search_text": search_text(memory),
-        "kind": memory.kind,
-        "project": memory.project,
-        "topic": memory.topic,
-        "keywords": list(memory.keywords),
-        "importance": float(memory.importance),
-        "pinned": bool(memory.pinned),
-        "status": memory.status,
-        "superseded_by": memory.superseded_by,
-        "created_at": memory.created_at,
-        "updated_at": memory.updated_at,
-        "last_used_at": memory.last_used_at,
-        "hits": int(memory.hits),
-        "score": float(memory.score),
-        "sources": [s.__dict__ for s in memory.sources],
-        "history": json.dumps(memory.history, ensure_ascii=False),
-        "vector": list(vector),
-    }
-
-
-def from_row(row: dict[str, Any]) -> Memory:
-    data = {k: row[k] for k in READ_COLUMNS if k in row}
-    data["sources"] = [Source.from_dict(s) for s in row.get("sources") or []]
-    data["history"] = json.loads(row.get("history") or "[]")
-    data["keywords"] = list(row.get("keywords") or [])
-    return Memory(**data)
-
-
-FTS_CLEAN = re.compile(r"[^\w\s]+", re.UNICODE)
-
-
-def fts_query(text: str) -> str:
-    """Query text with the full-text parser's operators removed."""
-    cleaned = FTS_CLEAN.sub(" ", text)
-    return " ".join(w for w in cleaned.split() if w.upper() not in {"AND", "OR", "NOT"})[:1000]
 
 
 class MemoryStore:
@@ -278,37 +184,18 @@ class MemoryStore:
             self.write_meta(new_table=True)
         return self._table
 
-    def ensure_indexes(self) -> None:
-        """Scalar indexes on id/project/status/kind and the ICU full-text index, once."""
-        from lancedb.index import FTS, Bitmap, BTree
-
-        tbl = self._table
-        if tbl is None or tbl.count_rows() == 0:
-            return
-        have = {tuple(i.columns) for i in tbl.list_indices()}
-        wanted = [
-            ("id", BTree()),
-            ("project", Bitmap()),
-            ("status", Bitmap()),
-            ("kind", Bitmap()),
-            ("search_text", FTS(base_tokenizer="icu", with_position=False)),
-        ]
-        for column, config in wanted:
-            if (column,) not in have:
-                tbl.create_index(column, config=config, replace=True)
-
     # ---- reads
-    def count(self, where: str | None = None) -> int:
+    def count(self, where: Filter | None = None) -> int:
         if self._table is None:
             return 0
-        return int(self._table.count_rows(where) if where else self._table.count_rows())
+        return int(self._table.count_rows(where.sql) if where else self._table.count_rows())
 
-    def query(self, where: str | None, limit: int | None = None) -> list[Memory]:
+    def query(self, where: Filter | None, limit: int | None = None) -> list[Memory]:
         if self._table is None:
             return []
         q = self._table.search().select(READ_COLUMNS)
         if where:
-            q = q.where(where)
+            q = q.where(where.sql)
         q = q.limit(limit if limit is not None else max(1, self.count(where)))
         return [from_row(r) for r in q.to_list()]
 
@@ -316,12 +203,13 @@ class MemoryStore:
         ids = list(set(ids))
         if self._table is None or not ids:
             return {}
-        rows = self._table.search().where(sql_in("id", ids)).limit(len(ids)).to_list()
+        rows = self._table.search().where(is_in("id", ids).sql).limit(len(ids)).to_list()
         return {r["id"]: r for r in rows}
 
-    def document_frequencies(self, where: str, terms: list[str]) -> tuple[int, dict[str, int]]:
+    def document_frequencies(self, where: Filter, terms: list[str]) -> tuple[int, dict[str, int]]:
         """(rows matching ``where``, how many of them contain each term in their text, as a
-        lower-cased substring): the table's answer when no vector cache holds the project."""
+        lower-cased substring; give the terms lower-cased): the table's answer when no vector
+        cache holds the project."""
         # The daemon remembers them until a text, project, kind or status changes (not across
         # a pin or a hit count): each is a scan of the texts, ~10-40 ms apiece at 100k.
         memo = self.keys.memo() if self.keys is not None else {}
@@ -331,11 +219,10 @@ class MemoryStore:
         if total is None:
             total = memo[(where, None)] = self.count(where)
         counts = {}
-        for term in terms:  # ("_" in an identifier matches any one character here: close enough)
+        for term in terms:
             n = memo.get((where, term))
             if n is None:
-                like = sql_str("%" + term + "%")
-                n = memo[(where, term)] = self.count(f"{where} AND lower(text) LIKE {like}")
+                n = memo[(where, term)] = self.count(where & contains("text", term, fold_case=True))
             counts[term] = n
         return total, counts
 
@@ -350,7 +237,7 @@ class MemoryStore:
         # (every column, as rows_with_vectors reads them) cost ~100 ms per search at 100k.
         found = (
             self._table.search()
-            .where(sql_in("id", ids))
+            .where(is_in("id", ids).sql)
             .select(["id", "vector"])
             .limit(len(ids))
             .to_arrow()
@@ -372,9 +259,9 @@ class MemoryStore:
             raise NotFound(f"id prefix {ref!r} is too short: give at least 4 characters")
         if not re.fullmatch(r"[0-9a-f]{4,64}", ref):
             raise NotFound(f"no memory with id {ref!r}")
-        found = self.query(f"id = {sql_str(ref)}", limit=1)
+        found = self.query(match(id=ref), limit=1)
         if not found and len(ref) < 16:
-            found = self.query(f"starts_with(id, {sql_str(ref)})", limit=AMBIGUOUS_SHOWN + 1)
+            found = self.query(clause("starts_with(id, ?)", ref), limit=AMBIGUOUS_SHOWN + 1)
             if len(found) > 1:
                 more = " (and more)" if len(found) > AMBIGUOUS_SHOWN else ""
                 shown = "".join(
@@ -389,26 +276,26 @@ class MemoryStore:
         return found[0]
 
     def vector_search(
-        self, vector: Sequence[float], where: str, limit: int
+        self, vector: Sequence[float], where: Filter, limit: int
     ) -> list[tuple[Memory, float]]:
         if self._table is None:
             return []
         rows = (
             self._table.search(list(vector), vector_column_name="vector")
             .distance_type("cosine")
-            .where(where, prefilter=True)
+            .where(where.sql, prefilter=True)
             .select([*READ_COLUMNS, "_distance"])
             .limit(limit)
             .to_list()
         )
         return [(from_row(r), 1.0 - float(r["_distance"])) for r in rows]
 
-    def text_search(self, text: str, where: str, limit: int) -> list[tuple[Memory, float]]:
+    def text_search(self, text: str, where: Filter, limit: int) -> list[tuple[Memory, float]]:
         rows = self._text_rows(text, where, limit, READ_COLUMNS)
         return [(from_row(r), float(r.get("_score") or 0.0)) for r in rows]
 
     def _text_rows(
-        self, text: str, where: str, limit: int, columns: list[str]
+        self, text: str, where: Filter, limit: int, columns: list[str]
     ) -> list[dict[str, Any]]:
         query = fts_query(text)
         if self._table is None or not query:
@@ -416,7 +303,7 @@ class MemoryStore:
         try:
             rows: list[dict[str, Any]] = (
                 self._table.search(query, query_type="fts", fts_columns="search_text")
-                .where(where, prefilter=True)
+                .where(where.sql, prefilter=True)
                 .select([*columns, "_score"])
                 .limit(limit)
                 .to_list()
@@ -452,7 +339,7 @@ class MemoryStore:
             try:
                 tbl = self._ensure_table(len(rows[0]["vector"]))
                 data = pa.Table.from_pylist(rows, schema=tbl.schema)
-                if tbl.count_rows(sql_in("id", [m.id for m in memories])) == 0:
+                if tbl.count_rows(is_in("id", [m.id for m in memories]).sql) == 0:
                     # All new (the usual case for ingest and imports): a plain append, which
                     # needs far less memory than merge_insert's join against the whole table.
                     tbl.add(data)
@@ -471,7 +358,7 @@ class MemoryStore:
             if self.keys is not None:
                 self.keys.put(memories, before, same_text)
             self.writes_since_optimize += len(rows)
-            self.ensure_indexes()
+            ensure_indexes(self._table)
 
     def delete(self, ids: Sequence[str]) -> None:
         if not ids or self._table is None:
@@ -481,7 +368,7 @@ class MemoryStore:
             mark = self.journal.size()
             self.journal.append([{"op": "del", "id": i} for i in ids])
             try:
-                self._table.delete(sql_in("id", ids))
+                self._table.delete(is_in("id", ids).sql)
             except Exception as exc:
                 self.journal.truncate(mark)
                 raise StoreError(f"delete failed: {exc}") from exc
@@ -502,8 +389,8 @@ class MemoryStore:
             self.journal.append([{"op": "touch", "ids": ids, "at": at}])
             try:
                 self._table.update(
-                    where=sql_in("id", ids),
-                    values_sql={"hits": "hits + 1", "last_used_at": sql_str(at)},
+                    where=is_in("id", ids).sql,
+                    values_sql={"hits": "hits + 1", "last_used_at": literal(at)},
                 )
             except Exception as exc:
                 self.journal.truncate(mark)
@@ -533,6 +420,9 @@ class MemoryStore:
             self.write(changed, vectors, same_text=same_text)
 
     # ---- maintenance
+    def table_stats(self) -> dict[str, Any]:
+        return table_stats(self._table)
+
     def optimize(self, retries: int = 3) -> dict[str, Any]:
         """Compact, drop old versions, refresh indexes. Holds the write lock: never races."""
         if self._table is None:
@@ -553,8 +443,8 @@ class MemoryStore:
                     if "onflict" not in str(exc) or attempt == retries - 1:
                         raise StoreError(f"optimize failed: {exc}") from exc
                     time.sleep(0.2 * (attempt + 1))
-            self.ensure_indexes()
-            self.maybe_build_ann()
+            ensure_indexes(self._table)
+            build_ann(self._table, self.settings.ann_index_min_rows)
             self.compact_journal()
             self.writes_since_optimize = 0
             self.mutations += 1
@@ -569,34 +459,6 @@ class MemoryStore:
             return False
         self.journal.rewrite(self.query(None))
         return True
-
-    def maybe_build_ann(self) -> None:
-        rows = self.count()
-        if rows < self.settings.ann_index_min_rows:
-            return
-        have = {tuple(i.columns) for i in self._table.list_indices()}
-        if ("vector",) in have:
-            return
-        from lancedb.index import HnswSq
-
-        log.info("building the ANN vector index over %d rows", rows)
-        self._table.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True)
-
-    def table_stats(self) -> dict[str, Any]:
-        if self._table is None:
-            return {"rows": 0, "version": 0, "fragments": 0}
-        stats = self._table.stats()
-        frag = getattr(stats, "fragment_stats", None) or (
-            stats.get("fragment_stats") if isinstance(stats, dict) else None
-        )
-        fragments = getattr(frag, "num_fragments", None)
-        if fragments is None and isinstance(frag, dict):
-            fragments = frag.get("num_fragments")
-        return {
-            "rows": self._table.count_rows(),
-            "version": self._table.version,
-            "fragments": fragments,
-        }
 
     def rebuild_from_journal(self) -> int:
         """Recreate the table from the journal (after a crash left it unreadable)."""
@@ -634,24 +496,10 @@ class MemoryStore:
         if self._table is None:
             self._ensure_table(self.embedder.dim)
         self.write_meta()
-        self.ensure_indexes()
+        ensure_indexes(self._table)
 
     def stats(self) -> dict[str, Any]:
         """Counts for `memd status`: total, by project, by kind, by status."""
-        out: dict[str, Any] = {"total": 0, "by_project": {}, "by_kind": {}, "by_status": {}}
-        if self._table is None:
-            return out
-        if self.keys is not None:  # the daemon: counted in memory, exact
+        if self._table is not None and self.keys is not None:  # the daemon: in memory, exact
             return self.keys.counts()
-        arrow = (
-            self._table.search()
-            .select(["project", "kind", "status"])
-            .limit(max(1, self.count()))
-            .to_arrow()
-        )
-        for name, key in (("by_project", "project"), ("by_kind", "kind"), ("by_status", "status")):
-            counts = arrow.group_by(key).aggregate([(key, "count")]).to_pylist()
-            out[name] = {c[key]: c[f"{key}_count"] for c in counts}
-        out["total"] = arrow.num_rows
-        out["active"] = out["by_status"].get("active", 0)
-        return out
+        return counts(self._table)

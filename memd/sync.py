@@ -35,6 +35,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memd.errors import MemdError, UserError
+from memd.filters import is_in
 from memd.models import Memory, now_iso
 from memd.sync_changes import (
     TABLE_PREFIX,
@@ -260,10 +261,8 @@ class SyncEngine(SyncPull):
     def local_versions(
         self, store: MemoryStore, members: list[SyncProject]
     ) -> tuple[dict[str, Memory], dict[str, SyncProject]]:
-        from memd.store import sql_in
-
         by_path = {p.path: p for p in members}
-        found = store.query(sql_in("project", list(by_path)))
+        found = store.query(is_in("project", list(by_path)))
         local = {}
         for m in found:
             p = by_path[m.project]
@@ -354,7 +353,7 @@ class SyncEngine(SyncPull):
         drop = [seq for seq in cols["seq"].to_pylist() if seq not in keep]
         for start in range(0, len(drop), 5000):
             chunk = drop[start : start + 5000]
-            table.delete(f"seq IN ({', '.join(str(int(x)) for x in chunk)})")
+            table.delete(is_in("seq", [int(x) for x in chunk]).sql)
         table.optimize(cleanup_older_than=COMPACT_GRACE)
         self.state.set(key, {"rows": len(keep), "pushes": 0})
         log.info("sync: compacted %s: dropped %d superseded row(s)", area, len(drop))

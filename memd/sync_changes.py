@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, timedelta
 from typing import Any
 
+from memd.filters import clause
 from memd.models import Memory, Source
 from memd.timestamps import EPOCH, parse_time
 
@@ -179,7 +180,13 @@ def fetch_changes(db: Any, cursors: dict[str, tuple[int, int]], own: str) -> Fet
         if version == seen_version:
             continue
         limit = max(1, int(tbl.count_rows()))
-        rows = tbl.search().where(f"seq > {cursor}").limit(limit).to_arrow().to_pylist()
+        rows = (
+            tbl.search()
+            .where(clause("seq > ?", int(cursor)).sql)
+            .limit(limit)
+            .to_arrow()
+            .to_pylist()
+        )
         pulled += len(rows)
         read_to[dev] = (max([cursor, *(int(r["seq"]) for r in rows)]), version)
         for row in rows:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from memd.filters import is_in
 from memd.models import Memory, now_iso
 from memd.sync_changes import bump, fetch_changes, fingerprint, memory_from_row, norm_time, payload
 from memd.sync_state import Known, SyncProject, SyncState
@@ -89,10 +90,8 @@ class SyncPull:
         by_portable: dict[str, SyncProject],
     ) -> tuple[list[Memory], list[str], dict[str, Known]]:
         """Which incoming versions win over the local ones (call under the store's write lock)."""
-        from memd.store import sql_in
-
         known = self.state.known(area)
-        local = {m.id: m for m in store.query(sql_in("id", [mid for mid, _ in chunk]))}
+        local = {m.id: m for m in store.query(is_in("id", [mid for mid, _ in chunk]))}
         puts: list[Memory] = []
         deletes: list[str] = []
         learned: dict[str, Known] = {}

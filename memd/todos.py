@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memd import archive
+from memd.filters import clause, match
 from memd.models import Memory, now_iso
-from memd.store import MemoryStore, sql_str
+from memd.store import MemoryStore
 
 if TYPE_CHECKING:
     from memd.settings import Settings
@@ -104,9 +105,7 @@ def _match(
 
 
 def active_todos(store: MemoryStore, project: str) -> list[Memory]:
-    return store.query(
-        f"project = {sql_str(project)} AND status = 'active' AND kind = 'todo' AND pinned = false"
-    )
+    return store.query(match(project=project, status="active", kind="todo", pinned=False))
 
 
 def done_todos(store: MemoryStore, project: str) -> list[tuple[Memory, Memory]]:
@@ -118,7 +117,7 @@ def done_todos(store: MemoryStore, project: str) -> list[tuple[Memory, Memory]]:
     if not todos:
         return []
     since = min(t.created_at for t in todos)
-    where = f"project = {sql_str(project)} AND kind != 'todo' AND created_at > {sql_str(since)}"
+    where = match(project=project) & clause("kind != ? AND created_at > ?", "todo", since)
     return _match(store, todos, store.query(where))
 
 

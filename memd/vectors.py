@@ -17,10 +17,11 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, NamedTuple
 
+from memd.filters import match
 from memd.heap import trim_heap
+from memd.layout import from_row
 from memd.lexical import CJK_CHAR, CJK_CLASS
 from memd.models import Memory
-from memd.store import from_row, sql_str
 
 CACHE_MAX_ROWS = 20_000
 """A project with more active memories than this is searched in the table instead."""
@@ -146,11 +147,11 @@ class VectorCache:
             table = self.store.table
             if table is None:
                 return None
-            where = f"project = {sql_str(project)} AND status = 'active'"
+            where = match(project=project, status="active")
             count = self.store.count(where)
             if count > self.max_rows:
                 return None
-            query = table.search().where(where).select([*CACHE_COLUMNS, "vector"])
+            query = table.search().where(where.sql).select([*CACHE_COLUMNS, "vector"])
             # In batches: one float32 copy of a whole project at once stayed in RSS afterwards.
             parts, scales, batches = [], [], []
             for batch in query.limit(max(1, count)).to_batches(1024):

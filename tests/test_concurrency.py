@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 from daemon_process import MEMD, DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
+from memd.filters import match
 from memd.journal import Journal
 from memd.settings import Settings
 from memd.store import MemoryStore
@@ -178,7 +179,7 @@ def test_concurrent_adds_hits_pins_and_extraction_lose_nothing(
     pin()
     store = MemoryStore(Settings(home=Path(daemon.env["MEMD_HOME"]))).open()
     memory = store.get(target)
-    active = store.query(f"kind = 'decision' AND status = 'active' AND project = '{shop}'")
+    active = store.query(match(kind="decision", status="active", project=str(shop)))
 
     assert [m.id for m in active] == [target], [m.text for m in active]
     have = {(s.session_id, s.uuid) for s in memory.sources}

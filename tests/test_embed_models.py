@@ -23,9 +23,9 @@ from memd.embed import (
     semantic_scale,
 )
 from memd.errors import ModelMismatch
-from memd.merge import upsert
 from memd.models import Memory, Source
 from memd.settings import load_settings
+from memd.upsert import upsert
 
 LABELLED = Path(__file__).parent / "labelled"
 

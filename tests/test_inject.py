@@ -16,6 +16,7 @@ from memd.app import App
 from memd.block import CLOSE_TAG, HEADER, OPEN_TAG, BlockSize, Item, render, spoken
 from memd.choose import choose
 from memd.embed import MINILM_MODEL
+from memd.filters import match
 from memd.inject import HARD_CAP, Injector
 from memd.injected import SessionMemory
 from memd.models import USER_SCOPE, Memory
@@ -387,7 +388,7 @@ def test_cached_scores_are_the_cosine_of_the_stored_vectors(app: App, tmp_path: 
     inj = Injector(app, app.settings)
     vector = app.store.embedder.embed_one("Where do the logs go?")
     cached = inj.vectors.search(vector, [p], 3)
-    table = app.store.vector_search(vector, f"project = '{p}'", 3)
+    table = app.store.vector_search(vector, match(project=p), 3)
     assert cached is not None and [m.text for m, _ in cached] == [m.text for m, _ in table]
     for (_, fast), (_, exact) in zip(cached, table, strict=True):
         assert abs(fast - exact) < 0.005

@@ -15,12 +15,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from memd import jobs, retrieve
+from memd import jobs, maintenance, retrieve
 from memd.app import App
 from memd.cli import main
 from memd.embed import MINILM_MODEL
 from memd.errors import UserError
-from memd.jobs import Scheduler, effective_score
+from memd.filters import match
+from memd.jobs import Scheduler
+from memd.maintenance import effective_score
 from memd.models import Memory, Source
 from memd.settings import Settings, load_settings
 from memd.state import State
@@ -97,7 +99,7 @@ def test_decay_scores_by_kind_and_age_pinned_untouched(make_app: Callable[..., A
         ],
     )
     before = by_id(app.store)
-    result = jobs.decay(app.store, app.settings)
+    result = maintenance.decay(app.store, app.settings)
     assert result == {"scanned": 3, "updated": 3}
     after = by_id(app.store)
     # TODOs decay fast (7-day half-life: 3 half-lives), decisions slowly (365 days).
@@ -109,7 +111,7 @@ def test_decay_scores_by_kind_and_age_pinned_untouched(make_app: Callable[..., A
     assert after[pinned.id].to_dict() == before[pinned.id].to_dict()
     # Nothing moved since: the second run writes nothing.
     version = app.store.table_stats()["version"]
-    assert jobs.decay(app.store, app.settings)["updated"] == 0
+    assert maintenance.decay(app.store, app.settings)["updated"] == 0
     assert app.store.table_stats()["version"] == version
 
 
@@ -148,7 +150,7 @@ def test_dedupe_merges_duplicates_keeps_sources_and_history(make_app: Callable[.
     )[0]
     pin_before = by_id(app.store)[pin.id]
 
-    result = jobs.dedupe(app.store, app.settings)
+    result = maintenance.dedupe(app.store, app.settings)
 
     assert result["merged"] == 2
     assert sorted(result["pairs"]) == sorted([[old.id, dup.id], [pin.id, pin_dup.id]])
@@ -175,7 +177,7 @@ def test_dedupe_merges_duplicates_keeps_sources_and_history(make_app: Callable[.
     shown = app.show(dup.id)["memory"]
     assert shown["superseded_by_text"] == old.text
     # A second sweep finds nothing.
-    assert jobs.dedupe(app.store, app.settings)["merged"] == 0
+    assert maintenance.dedupe(app.store, app.settings)["merged"] == 0
 
 
 # ---- cleanup
@@ -195,7 +197,7 @@ def test_cleanup_archives_stale_to_readable_file_and_restore(
         ],
     )
     pinned_before = by_id(app.store)[pinned_stale.id]
-    result = jobs.cleanup(app.store, app.settings)
+    result = maintenance.cleanup(app.store, app.settings)
     assert result["archived_stale"] == 1 and result["ids"] == [stale.id]
     rows = by_id(app.store)
     assert rows[stale.id].status == "archived"
@@ -218,7 +220,7 @@ def test_cleanup_archives_stale_to_readable_file_and_restore(
     assert app.store.get(stale.id).status == "active"
     assert stale.id in [h["id"] for h in retrieve.search(app.store, "flaky auth test", [P])]
     # Restoring counts as activity: the next cleanup keeps it.
-    assert jobs.cleanup(app.store, app.settings)["archived_stale"] == 0
+    assert maintenance.cleanup(app.store, app.settings)["archived_stale"] == 0
 
 
 def test_cleanup_enforces_project_cap_lowest_scores_first(make_app: Callable[..., App]) -> None:
@@ -232,7 +234,7 @@ def test_cleanup_enforces_project_cap_lowest_scores_first(make_app: Callable[...
         [mem(f"Pinned low note {i}", importance=0.05, pinned=True) for i in range(2)],
     )
     elsewhere = put(app.store, [mem(f"Other project fact {i}", project="/p/b") for i in range(7)])
-    result = jobs.cleanup(app.store, app.settings)
+    result = maintenance.cleanup(app.store, app.settings)
     rows = by_id(app.store)
     active = [m for m in rows.values() if m.project == P and m.status == "active"]
     assert len(active) == 5
@@ -267,7 +269,7 @@ def test_cleanup_closes_todos_a_later_memory_says_are_done(make_app: Callable[..
             mem("登录页面的bug修好了", kind="excerpt", days=4),  # earlier than the TODO
         ],
     )
-    result = jobs.cleanup(app.store, app.settings)
+    result = maintenance.cleanup(app.store, app.settings)
     rows = by_id(app.store)
     assert result["todos_closed"] == 1 and result["ids"] == [retry.id]
     assert rows[retry.id].status == "archived"
@@ -330,7 +332,7 @@ def test_optimize_compacts_and_keeps_search_results(make_app: Callable[..., App]
         [
             (m.id, round(s, 5))
             for m, s in app.store.vector_search(
-                app.store.embedder.embed_one(q), f"project = '{P}'", 10
+                app.store.embedder.embed_one(q), match(project=P), 10
             )
         ]
         for q in QUERIES
@@ -346,7 +348,7 @@ def test_optimize_compacts_and_keeps_search_results(make_app: Callable[..., App]
     assert before["fragments"] >= 20 and versions_before >= 25
     results_before = [retrieve.search(app.store, q, [P]) for q in QUERIES]
 
-    result = jobs.optimize(app.store, app.settings)
+    result = maintenance.optimize(app.store, app.settings)
 
     after = app.store.table_stats()
     assert after["fragments"] < before["fragments"] and after["fragments"] <= 2
@@ -362,7 +364,7 @@ def test_optimize_compacts_and_keeps_search_results(make_app: Callable[..., App]
         [
             (m.id, round(s, 5))
             for m, s in app.store.vector_search(
-                app.store.embedder.embed_one(q), f"project = '{P}'", 10
+                app.store.embedder.embed_one(q), match(project=P), 10
             )
         ]
         for q in QUERIES
@@ -395,7 +397,7 @@ def test_pinned_memories_untouched_by_every_job(make_app: Callable[..., App]) ->
     )
     before = by_id(app.store)
     for name in jobs.JOB_NAMES:
-        jobs.JOBS[name](app.store, app.settings)
+        maintenance.JOBS[name](app.store, app.settings)
     after = by_id(app.store)
     for p in pinned:
         assert after[p.id].to_dict() == before[p.id].to_dict()

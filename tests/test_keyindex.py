@@ -19,6 +19,7 @@ from ui_data import SHOP, build_home, fill, known
 
 from memd.app import App
 from memd.errors import StoreError
+from memd.filters import match
 from memd.models import USER_SCOPE, Memory
 from memd.settings import load_settings
 
@@ -236,10 +237,10 @@ def test_orders_stay_exact_through_many_small_changes(small: App):
 def test_document_frequencies_are_kept_until_a_text_changes(small: App):
     store = small.store
     assert store.keys is not None
-    where = "status IN ('active')"
+    where = match(status=["active"])
     terms = ["deploy", "zebra"]
     first = store.document_frequencies(where, terms)
-    mid = store.query("status = 'active'", limit=1)[0].id
+    mid = store.query(match(status="active"), limit=1)[0].id
     small.pin(mid)  # not a text: the counts are reused
     memo = store.keys.memo()
     assert memo is not None and memo.get((where, "zebra")) == first[1]["zebra"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memd.app import App
+from memd.filters import match
 from memd.models import Segment, Turn
 from memd.pipeline import Pipeline
 from memd.settings import load_settings
@@ -47,7 +48,7 @@ def session(sid: str, day: int, *said: tuple[str, str]) -> Segment:
 
 
 def active(app: App, kind: str) -> list[str]:
-    rows = app.store.query(f"status = 'active' AND kind = '{kind}'")
+    rows = app.store.query(match(status="active", kind=kind))
     return sorted(m.text for m in rows)
 
 
@@ -80,7 +81,7 @@ def test_a_todo_done_in_a_later_session_is_closed_when_that_session_is_stored(
     assert not any("release checklist" in t for t in todos), todos
     assert any("refunds" in t for t in todos)
     assert any("release checklist is done" in t for t in active(app, "progress"))
-    closed = [m for m in app.store.query("kind = 'todo' AND status = 'archived'")]
+    closed = [m for m in app.store.query(match(kind="todo", status="archived"))]
     assert [m.text for m in closed] == ["TODO: finish the v0.5.0 release checklist before Friday."]
     assert "release checklist is done" in closed[0].history[-1]["text"]
     assert pipeline.stats["todos_closed"] == 1
@@ -102,7 +103,7 @@ def test_a_negated_or_unrelated_completion_closes_nothing(app: App, pipeline: Pi
     # something else closes nothing.
     assert "TODO: migrate the billing tables to Postgres." in active(app, "todo")
     assert pipeline.stats["todos_closed"] == 0
-    assert not app.store.query("status = 'archived'")
+    assert not app.store.query(match(status="archived"))
 
 
 def test_the_same_todo_said_three_times_is_stored_once_citing_all_three(
@@ -118,7 +119,7 @@ def test_the_same_todo_said_three_times_is_stored_once_citing_all_three(
             ("user", "We still need to add rate limiting to the public API."),
         )
     )
-    (todo,) = app.store.query("kind = 'todo'")
+    (todo,) = app.store.query(match(kind="todo"))
     assert sorted(s.uuid for s in todo.sources) == ["s1-0", "s1-2", "s1-3"]
 
 

@@ -21,9 +21,10 @@ import dedupe  # noqa: E402
 
 from memd import profiles, similar  # noqa: E402
 from memd.app import App  # noqa: E402
-from memd.merge import upsert  # noqa: E402
+from memd.filters import match  # noqa: E402
 from memd.models import Memory  # noqa: E402
 from memd.settings import Settings, load_settings  # noqa: E402
+from memd.upsert import upsert  # noqa: E402
 
 Cosine = Callable[[str, str], float]
 HELD_OUT = ("B", "C")
@@ -109,7 +110,7 @@ def test_store_cosines_feed_the_decision() -> None:
     try:
         upsert(app.store, [Memory(text=POSTGRES[0], kind="fact", project="/p/a")])
         model_id = app.store.embedder.model_id
-        where = "project = '/p/a' AND status = 'active'"
+        where = match(project="/p/a", status="active")
         for text, expected in [
             (POSTGRES[1], True),
             (POSTGRES[2], True),

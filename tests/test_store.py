@@ -13,11 +13,12 @@ import pytest
 from memd import similar
 from memd.app import App
 from memd.errors import ModelMismatch, NotFound, StoreError, UserError
+from memd.filters import match
 from memd.journal import Journal
-from memd.merge import upsert
 from memd.models import USER_SCOPE, Memory, Source
 from memd.settings import load_settings
 from memd.store import MemoryStore
+from memd.upsert import upsert
 
 
 @pytest.fixture
@@ -189,7 +190,7 @@ def test_rebuild_from_journal_after_damage(app: App) -> None:
     survivors = {m.id: m for m in fresh.query(None)}
     assert set(survivors) == set(ids[1:])
     assert survivors[ids[1]].pinned is True
-    assert fresh.text_search("build system", "status = 'active'", 5)
+    assert fresh.text_search("build system", match(status="active"), 5)
 
 
 def test_model_change_needs_reindex(app: App, monkeypatch: pytest.MonkeyPatch) -> None:

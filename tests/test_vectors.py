@@ -10,6 +10,7 @@ import pytest
 from daemon_process import daemon_env
 
 from memd.app import App
+from memd.filters import match
 from memd.models import USER_SCOPE
 from memd.retrieve import recall, where_clause
 from memd.settings import load_settings
@@ -130,7 +131,7 @@ def test_chinese_terms_are_not_scanned_for_in_a_project_without_chinese(app: App
 
 def test_cached_memories_are_made_once_per_entry_and_follow_an_edit(app: App) -> None:
     cache, _ = app.recall_cache()
-    ids = [m.id for m in app.store.query(f"project = '{PROJECT}'") if "Redis" in m.text]
+    ids = [m.id for m in app.store.query(match(project=PROJECT)) if "Redis" in m.text]
     first = cache.memories_of([PROJECT], ids)
     again = cache.memories_of([PROJECT], ids)
     assert first and first[ids[0]] is again[ids[0]]  # the same object: made once

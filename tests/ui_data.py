@@ -104,7 +104,7 @@ LINE = "line-locks-0001"
 
 def known(app: Any) -> dict[str, str]:
     """The memories the tests look for, with real embeddings: ``{name: id}``."""
-    from memd.merge import upsert
+    from memd.upsert import upsert
 
     src = [Source(session_id=SESSION, uuid=LINE, timestamp="2026-11-20T10:00:00.000Z")]
     wanted = {

@@ -1,4 +1,4 @@
-"""Insert-time dedupe, update and supersession.
+"""The insert path (:func:`upsert`): insert-time dedupe, update and supersession.
 
 - A near-duplicate (same project and kind; :func:`memd.similar.is_duplicate` on normalised
   text, shared words and values, and the vector) is merged: hits and importance go up, and the
@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memd import similar
+from memd.filters import match
+from memd.layout import from_row
 from memd.models import Memory, Source, now_iso
-from memd.store import MemoryStore, from_row, sql_in, sql_str
+from memd.store import MemoryStore
 
 SUPERSEDABLE = ("decision", "preference", "fact", "bugfix")
 NEIGHBOURS = 8
@@ -48,7 +50,7 @@ def union_sources(a: Sequence[Source], b: Sequence[Source]) -> list[Source]:
     return list(seen.values())
 
 
-def merge_into(target: Memory, incoming: Memory) -> bool:
+def fold_duplicate(target: Memory, incoming: Memory) -> bool:
     """Fold ``incoming`` into ``target``. Returns False when nothing changed."""
     sources = union_sources(target.sources, incoming.sources)
     seen_before = incoming.id == target.id or any(
@@ -102,16 +104,15 @@ def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> l
                 target = pending[memory.id]
             else:
                 target = from_row(existing[memory.id])
-            changed = merge_into(target, memory)
+            changed = fold_duplicate(target, memory)
             if changed or memory.id in pending:
                 stage(target, pending_vecs.get(memory.id) or existing[memory.id]["vector"])
             results.append(UpsertResult(memory.id, "merged" if changed else "unchanged", memory.id))
             continue
         neighbours = []
         if near_dups and memory.kind != "excerpt" and store.table is not None:
-            where = (
-                f"project = {sql_str(memory.project)} AND status = 'active'"
-                f" AND {sql_in('kind', [memory.kind, *SUPERSEDABLE])}"
+            where = match(
+                project=memory.project, status="active", kind=[memory.kind, *SUPERSEDABLE]
             )
             neighbours = store.vector_search(vector, where, limit=NEIGHBOURS)
         batch = [
@@ -158,7 +159,7 @@ def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> l
         )
         if dup is not None:
             target = pending.get(dup.id) or dup
-            merge_into(target, memory)
+            fold_duplicate(target, memory)
             vec = pending_vecs.get(dup.id) or store.rows_with_vectors([dup.id])[dup.id]["vector"]
             stage(target, vec)
             results.append(UpsertResult(memory.id, "merged", dup.id))
