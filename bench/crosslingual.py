@@ -30,7 +30,7 @@ so machine load hits them alike), load time and RSS after load in a fresh proces
 passage throughput (both sides of every pair of the set plus the distractors, in batches of 16).
 
 ``--daemon MODELS``: the same pairs through a real ``memd serve`` per model, the path the hook and
-``memd search`` take (``memd.retrieve.recall``: vector and full-text candidates, fusion, the
+``memd search`` take (``memd.recall.retrieve.recall``: vector and full-text candidates, fusion, the
 relevance decision). Per set and direction one project holds the other language's side of every
 pair plus the distractors (written with the daemon's own ``upsert`` before it starts); each prompt
 goes to the socket twice: ``search`` (limit 5: R@5 counts the gold among the relevant top 5) and
@@ -61,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, append_section, markdown_table, percentile
 
-from memd.embed import is_chinese
+from memd.recall.embed import is_chinese
 
 LABELLED = ROOT / "tests" / "labelled"
 SHORT_QUERIES = (
@@ -83,7 +83,7 @@ class Model:
         self.name = name
         self.np = np
         if name in ("e5", "minilm"):
-            from memd.embed import E5_MODEL, MINILM_MODEL, Embedder
+            from memd.recall.embed import E5_MODEL, MINILM_MODEL, Embedder
             from memd.settings import load_settings
 
             os.environ["MEMD_EMBEDDING_MODEL"] = E5_MODEL if name == "e5" else MINILM_MODEL
@@ -131,11 +131,11 @@ def load_set(name: str = "dev") -> tuple[list[dict[str, str]], list[str]]:
 
 def daemon_fill(workdir: str, sets: list[str]) -> None:
     """Write every daemon-run project (run in a child process with the daemon's environment)."""
-    from memd.app import App
+    from memd.daemon.app import App
     from memd.models import Memory
     from memd.project import resolve_project
     from memd.settings import load_settings
-    from memd.upsert import upsert
+    from memd.store.upsert import upsert
 
     app = App(load_settings()).open(writer=True, owner="daemon")
     ids: dict[str, dict[str, str]] = {}

@@ -1,10 +1,10 @@
-"""Duplicate and conflict detection (memd.similar): held-out precision and recall per model.
+"""Duplicate and conflict detection (memd.store.similar): held-out precision and recall per model.
 
     .venv/bin/python bench/dedupe.py [--models minilm,e5] [--calibrate] [--record]
 
 The labelled pairs are ``tests/labelled/duplicates.jsonl`` (duplicate / distinct) and
 ``tests/labelled/conflicts.jsonl`` (conflict / compatible / unrelated), English, Chinese and a few
-mixed. Each pair carries a ``half``: the shipped parameters (``memd.profiles.PROFILES`` and the
+mixed. Each pair carries a ``half``: the shipped parameters (``memd.store.profiles.PROFILES`` and the
 conflict cut-offs) were picked on half A; the figures that count are half B's (held out) and
 half C's (pairs written after the tuning was done, scored once and never tuned on).
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, append_section, markdown_table
 
-from memd import profiles, similar
+from memd.store import profiles, similar
 
 if TYPE_CHECKING:
     from memd.settings import Settings
@@ -72,7 +72,7 @@ Embed = Callable[[list[str]], list[list[float]]]
 
 
 def minilm_embedder(settings: Settings | None = None) -> tuple[str, Embed]:
-    from memd.embed import Embedder
+    from memd.recall.embed import Embedder
     from memd.settings import load_settings
 
     embedder = Embedder(settings or load_settings()).load()

@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from labelled import load_labelled  # noqa: E402
 
 from memd.extract.heuristic import HeuristicExtractor, clear_caches  # noqa: E402
+from memd.extract.redact import redact  # noqa: E402
 from memd.models import Segment, Turn  # noqa: E402
-from memd.redact import redact  # noqa: E402
 
 LONG = (
     "I ran the suite and looked at the failures. The root cause is that the fixture opens the "

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/ingest.py [--parse-mb 200] [--no-record]
 
-- parse: ``memd.transcript.parse_lines`` over the fixture transcripts (../shared/fixtures/transcripts)
+- parse: ``memd.ingest.transcript.parse_lines`` over the fixture transcripts (../shared/fixtures/transcripts)
   replicated to at least ``--parse-mb`` MB in a temp dir, file by file as the backfill reads them.
 - extraction: the heuristic extractor over the fixtures' turns, in segments of 40 turns.
 - embedding: memd's embedder on short texts (~10 words) and ~200-token texts (~150 words).
@@ -62,7 +62,7 @@ def replicate(src: Path, dest: Path, min_bytes: int) -> list[Path]:
 
 
 def bench_parse(files: list[Path]) -> dict[str, Any]:
-    from memd.transcript import ParseStats, parse_lines
+    from memd.ingest.transcript import ParseStats, parse_lines
 
     stats = ParseStats()
     turns = 0
@@ -82,7 +82,7 @@ def bench_parse(files: list[Path]) -> dict[str, Any]:
 
 
 def fixture_turns() -> list[Any]:
-    from memd.transcript import parse_lines
+    from memd.ingest.transcript import parse_lines
 
     turns = []
     for f in sorted(FIXTURES.glob("*.jsonl")):
@@ -131,7 +131,7 @@ def synthetic_text(i: int, words: int) -> str:
 
 
 def bench_embed(count: int = 256) -> dict[str, Any]:
-    from memd.embed import Embedder
+    from memd.recall.embed import Embedder
     from memd.settings import load_settings
 
     embedder = Embedder(load_settings()).load()
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> str:
     try:
         files = replicate(FIXTURES, workdir / "parse", int(args.parse_mb * 1e6))
         parse = bench_parse(files)
-        rows.append(["parse (memd.transcript)", f"{parse['mb_per_s']:.1f} MB/s",
+        rows.append(["parse (memd.ingest.transcript)", f"{parse['mb_per_s']:.1f} MB/s",
                      f"{parse['mb']:.0f} MB, {parse['lines']} lines, {parse['turns']} turns, "
                      f"{parse['lines_per_s']:.0f} lines/s"])  # fmt: skip
         shutil.rmtree(workdir / "parse")

@@ -550,8 +550,8 @@ class RawTurns:
         self.np = np
 
     def bm25(self, conv: Conversation, query: str, depth: int) -> list[str]:
-        from memd.filters import match
-        from memd.layout import fts_query
+        from memd.store.filters import match
+        from memd.store.layout import fts_query
 
         q = fts_query(query)
         if not q:
@@ -766,7 +766,7 @@ def budgeted_main(args: argparse.Namespace, convs: Sequence[Conversation]) -> di
     info: dict[str, Any] = {}
     raw = None
     if not args.skip_baselines:
-        from memd.embed import Embedder
+        from memd.recall.embed import Embedder
         from memd.settings import load_settings
 
         cache = VectorCache(Embedder(load_settings()))
@@ -831,8 +831,8 @@ def window_main(args: argparse.Namespace, convs: Sequence[Conversation]) -> dict
     workdir, projects = prepare(args, convs)
     env = private_env(workdir)
     home = workdir / "home"
-    from memd.embed import Embedder
-    from memd.retrieve import Weights
+    from memd.recall.embed import Embedder
+    from memd.recall.retrieve import Weights
     from memd.settings import load_settings
 
     cache = VectorCache(Embedder(load_settings()))

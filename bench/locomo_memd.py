@@ -131,11 +131,11 @@ def has_ingest_cli(env: dict[str, str]) -> bool:
 
 def ingest_inproc(paths: Sequence[Path]) -> dict[str, Any]:
     """The same backfill + pipeline in this process (before ``memd ingest`` existed)."""
-    from memd.app import App
-    from memd.backfill import backfill
-    from memd.pipeline import Pipeline
+    from memd.daemon.app import App
+    from memd.daemon.pipeline import Pipeline
+    from memd.ingest.backfill import backfill
+    from memd.ingest.state import State
     from memd.settings import load_settings
-    from memd.state import State
 
     started = time.monotonic()
     settings = load_settings()
@@ -171,7 +171,7 @@ def daemon_searcher(daemon: Client, projects: dict[str, str], leaks: list[str]) 
 def inproc_searcher(
     store: Any, projects: dict[str, str], leaks: list[str], weights: Any = None
 ) -> Searcher:
-    from memd import retrieve
+    from memd.recall import retrieve
 
     w = weights or retrieve.DEFAULT_WEIGHTS
 
@@ -188,7 +188,7 @@ def inproc_searcher(
 
 def open_store(home: Path) -> Any:
     from memd.settings import load_settings
-    from memd.store import MemoryStore
+    from memd.store.table import MemoryStore
 
     return MemoryStore(load_settings(home=str(home))).open()
 
@@ -197,7 +197,7 @@ def store_profile(store: Any, projects: dict[str, str]) -> dict[str, dict[str, A
     """Per conversation: memories by kind, stored characters, mean sources per memory."""
     out = {}
     for sid, project in projects.items():
-        from memd.filters import match
+        from memd.store.filters import match
 
         mems = store.query(match(project=project, status="active"))
         kinds: dict[str, int] = defaultdict(int)
@@ -297,7 +297,7 @@ def query_vectors(
     cache: Any, convs: Sequence[Conversation], normalize: Any = None
 ) -> dict[str, list[float]]:
     """Vectors of the normalised questions, as ``retrieve.search`` would embed them."""
-    from memd.retrieve import normalize_query
+    from memd.recall.retrieve import normalize_query
 
     norm = normalize or normalize_query
     texts = sorted({norm(q.text) for c in convs for q in c.questions if q.gold})
@@ -319,8 +319,8 @@ class Candidates:
         cache: Any,
         normalize: Any = None,
     ) -> None:
-        from memd import retrieve
         from memd.models import USER_SCOPE
+        from memd.recall import retrieve
 
         normalize = normalize or retrieve.normalize_query
         self.lists: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {}
@@ -340,7 +340,7 @@ class Candidates:
 
     def searcher(self, weights: Any, collapse: bool = False) -> Searcher:
         """``collapse``: skip a result whose turns are all covered by better results already."""
-        from memd import retrieve
+        from memd.recall import retrieve
 
         def search(conv: Conversation, query: str) -> tuple[list[Hit], float | None]:
             by_vec, by_text = self.lists[(conv.sample_id, query)]
@@ -382,7 +382,7 @@ QUESTION_LEADIN = re.compile(
 
 def normalize_question(query: str) -> str:
     """memd's normalisation, then the question lead-in ("When did", "Would") and "?" dropped."""
-    from memd.retrieve import normalize_query
+    from memd.recall.retrieve import normalize_query
 
     q = normalize_query(query).rstrip(" ?")
     return QUESTION_LEADIN.sub("", q).strip() or q
@@ -400,8 +400,8 @@ def latency_breakdown(
 
     from common import percentile
 
-    from memd import retrieve
     from memd.models import USER_SCOPE
+    from memd.recall import retrieve
 
     pool = ThreadPoolExecutor(2)
     steps: dict[str, list[float]] = defaultdict(list)

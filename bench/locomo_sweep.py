@@ -5,9 +5,9 @@
 Every prompt is recalled once, with a permissive threshold (the candidates and their signals do
 not depend on the weights); then each configuration re-scores the candidates, makes the
 relevance decision, chooses and renders the block exactly as the prompt hook does
-(``memd.choose.choose`` / ``memd.block.render``), and judges it with
+(``memd.recall.choose.choose`` / ``memd.recall.block.render``), and judges it with
 ``bench/locomo_budget.py``'s rule. The ``lines`` grid varies how the block is filled instead
-(``memd.choose.LINE_MATCH`` and ``memd.block.WHOLE_TURN_CHARS``). It prints, per configuration,
+(``memd.recall.choose.LINE_MATCH`` and ``memd.recall.block.WHOLE_TURN_CHARS``). It prints, per configuration,
 the budgeted recall of categories 1-4 and the share of empty blocks for unrelated prompts, best
 first. Pick on one half; report the other with ``bench/locomo.py --budgeted --reuse``.
 
@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from locomo import DATA, load_conversations, parse_range
 from locomo_budget import UNRELATED_PROMPTS, Judge
 
-from memd.block import WHOLE_TURN_CHARS
-from memd.choose import LINE_MATCH
-from memd.retrieve import BROAD_KINDS
+from memd.recall.block import WHOLE_TURN_CHARS
+from memd.recall.choose import LINE_MATCH
+from memd.recall.retrieve import BROAD_KINDS
 
 GRIDS: dict[str, dict[str, list[Any]]] = {
     "default": {
@@ -104,10 +104,10 @@ def main() -> None:
     import os
 
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from memd import block, choose, inject, lexical, retrieve
-    from memd.app import App
+    from memd.daemon.app import App
+    from memd.recall import block, choose, inject, lexical, retrieve
     from memd.settings import Settings
-    from memd.upsert import SUPERSEDABLE
+    from memd.store.upsert import SUPERSEDABLE
 
     convs = [c for c in load_conversations(DATA, parse_range("1-10")) if c.half == args.split]
     home = args.home.resolve()
@@ -146,7 +146,7 @@ def main() -> None:
         params = dict(zip(grid, values, strict=True))
         params["lexical"] = 1 - params["semantic"]
         calib = replace(calibration, unrelated=params.pop("unrelated", calibration.unrelated))
-        # How the block is filled (memd.choose's and memd.block's constants), not the scores.
+        # How the block is filled (memd.recall.choose's and memd.recall.block's constants), not the scores.
         choose.LINE_MATCH = params.pop("line_match", LINE_MATCH)
         block.WHOLE_TURN_CHARS = params.pop("whole_turn", WHOLE_TURN_CHARS)
         weights = replace(retrieve.DEFAULT_WEIGHTS, **params)

@@ -56,7 +56,7 @@ def fill(home: Path, start: int, stop: int, distinct: int, cache: dict[int, Any]
     """Write memories ``start..stop`` into the store under ``home``; returns seconds."""
     import numpy as np
 
-    from memd.app import App
+    from memd.daemon.app import App
     from memd.models import Memory, Source
     from memd.settings import load_settings
 

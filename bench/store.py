@@ -117,9 +117,9 @@ def pct(values: list[float], q: float) -> float:
 
 def search_latency(home: Path, queries: list[str], flat: bool) -> tuple[float, float]:
     os.environ["MEMD_HOME"] = str(home)
-    from memd.retrieve import search
+    from memd.recall.retrieve import search
     from memd.settings import load_settings
-    from memd.store import MemoryStore
+    from memd.store.table import MemoryStore
 
     store = MemoryStore(load_settings()).open()
     vectors = store.embedder.embed(queries)

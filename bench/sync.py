@@ -1,4 +1,4 @@
-"""Sync at scale (memd.sync): the time, bytes and requests of one sync round, against a real S3 API
+"""Sync at scale (memd.sync.engine): the time, bytes and requests of one sync round, against a real S3 API
 (moto's server mode on loopback, behind a counting proxy).
 
     .venv/bin/python bench/sync.py [--devices 10] [--memories 10000] [--changes 10,100,1000]
@@ -9,7 +9,7 @@ What it does:
 1. ``--devices`` device tables, each with ``--memories`` change rows (one device's first push of
    its whole store), written the way a device pushes them (one LanceDB table per device).
 2. A new device catches up: it reads every table from cursor 0
-   (``memd.sync_changes.fetch_changes``).
+   (``memd.sync.changes.fetch_changes``).
 3. An idle round: nothing changed anywhere (what every device pays every sync interval).
 4. Incremental rounds: every device pushed ``c`` more changes, for each ``c`` in ``--changes``.
 5. Applying received memories locally (embedding them, writing the store) for ``--apply``
@@ -137,7 +137,7 @@ def main() -> int:
     import lancedb
     import pyarrow as pa
 
-    from memd.sync_changes import change_schema, fetch_changes
+    from memd.sync.changes import change_schema, fetch_changes
 
     s3 = S3Server().start()
     proxy = FaultProxy(s3.port)
@@ -211,7 +211,7 @@ def measure_apply(n: int, proxy: FaultProxy) -> dict[str, float]:
     """A real device receiving ``n`` memories: fetch, embed, write, bookkeeping."""
     import subprocess
 
-    from memd.app import App
+    from memd.daemon.app import App
     from memd.settings import load_settings
 
     if n <= 0:

@@ -26,10 +26,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memd.session import SessionTracker
+from memd.ingest.session import SessionTracker
+from memd.ingest.state import State
+from memd.ingest.tailer import Tailer
 from memd.settings import Settings
-from memd.state import State
-from memd.tailer import Tailer
 
 SID = "bench-latency-0001"
 

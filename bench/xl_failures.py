@@ -4,7 +4,7 @@
                                           [--dirs zh-en,en-zh] [--work /tmp/memd-xlf] [--all]
 
 The same projects as ``bench/crosslingual.py --daemon`` (written once into ``--work`` and
-reused), searched in this process through the daemon's recall path (:func:`memd.retrieve.recall`
+reused), searched in this process through the daemon's recall path (:func:`memd.recall.retrieve.recall`
 with the vector cache and the relevance decision), so a change to the bridge or the glossary is
 measured without a daemon restart. For every miss: the gold's breakdown (cosine, semantic,
 lexical, relevance, rank) and the top 5 shown instead. Only the tuning sets are offered.
@@ -77,8 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.update(env)
     import crosslingual
 
-    from memd import bridge, retrieve
-    from memd.app import App, project_of
+    from memd.daemon.app import App, project_of
+    from memd.recall import bridge, retrieve
     from memd.settings import load_settings
 
     ids = json.loads((work / "ids.json").read_text())

@@ -79,15 +79,15 @@ def run(
     progress: Callable[[dict[str, Any]], None] | None = None,
     **args: Any,
 ) -> dict[str, Any]:
-    """``cmd`` is a socket command of ``App`` (:data:`memd.commands.APP_COMMANDS`): through the
+    """``cmd`` is a socket command of ``App`` (:data:`memd.daemon.commands.APP_COMMANDS`): through the
     daemon when it runs, else the same ``App`` method in this process. ``progress`` reaches only
     an in-process run (the socket does not stream)."""
     try:
         return daemon_request(where, cmd, timeout=timeout, **args)
     except DaemonUnavailable:
         pass
-    from memd.app import App
-    from memd.commands import APP_COMMANDS
+    from memd.daemon.app import App
+    from memd.daemon.commands import APP_COMMANDS
 
     command = APP_COMMANDS[cmd]
     if progress is not None:

@@ -7,6 +7,6 @@ not pay for the models' own imports (hashlib's OpenSSL, dataclasses, datetime) a
 KINDS = ("decision", "preference", "fact", "todo", "progress", "bugfix", "summary", "excerpt")
 STATUSES = ("active", "superseded", "archived")
 JOB_NAMES = ("decay", "dedupe", "cleanup", "optimize")
-"""The maintenance jobs (memd.jobs); here so the CLI can name them without importing the store."""
+"""The maintenance jobs (memd.daemon.jobs); here so the CLI can name them without importing the store."""
 USER_SCOPE = "user:global"
 """The user-wide project: preferences that apply everywhere."""

@@ -159,7 +159,7 @@ class Settings(BaseSettings):
         default=0.92,
         ge=0,
         le=1,
-        description="Ignored (kept so old config files load): duplicates are decided by memd.similar.",
+        description="Ignored (kept so old config files load): duplicates are decided by memd.store.similar.",
     )
     decay_interval_minutes: float = Field(default=60, gt=0, description="Decay job period.")
     dedupe_cron_hour: int = Field(default=3, ge=0, le=23, description="Hour of the dedupe job.")
@@ -191,7 +191,7 @@ class Settings(BaseSettings):
         default=2000, ge=1, description="Active memories per project; lowest scores evicted."
     )
 
-    # --- sync across machines (memd.sync): off unless sync_uri is set
+    # --- sync across machines (memd.sync.engine): off unless sync_uri is set
     sync_uri: str | None = Field(
         default=None,
         description=(

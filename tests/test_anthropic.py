@@ -425,7 +425,7 @@ def test_prompt_stays_bounded_for_huge_segments() -> None:
 
 
 def test_ledger_persists_in_memd_state(server: MessagesServer, tmp_path: Any) -> None:
-    from memd.state import State
+    from memd.ingest.state import State
 
     state = State(tmp_path / "state.db")
     try:

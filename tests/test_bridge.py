@@ -1,4 +1,4 @@
-"""The zh<->en term bridge (memd.bridge): unit tests of the glossary and of what a translation
+"""The zh<->en term bridge (memd.recall.bridge): unit tests of the glossary and of what a translation
 may carry, then a real daemon with the default (English-only) model recalling across languages."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from importlib import resources
 import pytest
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
-from memd import bridge, lexical, retrieve
 from memd.models import Memory
+from memd.recall import bridge, lexical, retrieve
 
 
 def coverage(query: str, text: str) -> float:

@@ -291,8 +291,8 @@ def test_status_without_the_daemon_shows_the_store_read_only(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`memd status` with the daemon down: the store's counts, exit 1, how to start it."""
-    from memd.lock import WriterLock
     from memd.settings import load_settings
+    from memd.store.lock import WriterLock
 
     lines = repo / "two.jsonl"
     lines.write_text(
@@ -324,7 +324,7 @@ def test_status_without_the_daemon_shows_the_store_read_only(
 
 
 HEAVY = {"pydantic", "pydantic_settings", "lancedb", "pyarrow", "numpy", "fastembed", "logging"}
-HEAVY_MEMD = {"memd.settings", "memd.app", "memd.store", "memd.models"}
+HEAVY_MEMD = {"memd.settings", "memd.daemon.app", "memd.store.table", "memd.models"}
 
 
 def modules_after(args: list[str], env: dict[str, str], cwd: Path) -> set[str]:

@@ -33,10 +33,10 @@ from typing import Any
 import pytest
 from daemon_process import MEMD, DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
-from memd.filters import match
-from memd.journal import Journal
 from memd.settings import Settings
-from memd.store import MemoryStore
+from memd.store.filters import match
+from memd.store.journal import Journal
+from memd.store.table import MemoryStore
 
 SCALE = max(1, int(os.environ.get("MEMD_STRESS", "1")))
 TEXT = "We decided to use PostgreSQL 16 as the primary database for the shop."

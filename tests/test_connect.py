@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memd import install
-from memd.claude_commands import COMMANDS, PLUGIN_TOOL_PREFIX, render
 from memd.cli import main
-from memd.doctor import Doctor
 from memd.errors import UserError
 from memd.settings import load_settings
+from memd.setup import install
+from memd.setup.claude_commands import COMMANDS, PLUGIN_TOOL_PREFIX, render
+from memd.setup.doctor import Doctor
 
 PLUGIN = Path(__file__).resolve().parents[1] / "plugin"
 MEMD = Path("/opt/tools/bin/memd")

@@ -13,7 +13,7 @@ import pytest
 from daemon_process import MEMD, daemon_env
 from ui_data import SHOP, fill, known
 
-from memd.app import App
+from memd.daemon.app import App
 from memd.errors import UserError
 from memd.settings import load_settings
 

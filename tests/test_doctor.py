@@ -21,14 +21,15 @@ import pytest
 from click.testing import CliRunner
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
-from memd import __version__, doctor, install, protocol
-from memd import service as user_service
-from memd.check import Check
+from memd import __version__, protocol
 from memd.cli import main
-from memd.doctor import Doctor
 from memd.models import Memory
 from memd.settings import load_settings
-from memd.store import MemoryStore
+from memd.setup import doctor, install
+from memd.setup import service as user_service
+from memd.setup.check import Check
+from memd.setup.doctor import Doctor
+from memd.store.table import MemoryStore
 
 FAKE_SYSTEMCTL = r"""#!/bin/sh
 case "$2" in
@@ -486,7 +487,7 @@ def test_doctor_against_a_real_daemon(tmp_path: Path, fake_systemctl: Path) -> N
 def test_model_check_says_which_languages_the_model_covers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from memd.embed import E5_MODEL
+    from memd.recall.embed import E5_MODEL
 
     check = doctor_for().check_model()
     assert check.level == "ok", check

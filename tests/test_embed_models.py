@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
-from memd.app import App
-from memd.embed import (
+from memd.daemon.app import App
+from memd.errors import ModelMismatch
+from memd.models import Memory, Source
+from memd.recall.embed import (
     DEFAULT_CALIBRATION,
     E5_MODEL,
     MINILM_MODEL,
@@ -22,10 +24,8 @@ from memd.embed import (
     is_chinese,
     semantic_scale,
 )
-from memd.errors import ModelMismatch
-from memd.models import Memory, Source
 from memd.settings import load_settings
-from memd.upsert import upsert
+from memd.store.upsert import upsert
 
 LABELLED = Path(__file__).parent / "labelled"
 
@@ -56,7 +56,7 @@ def test_queries_and_passages_differ_for_e5_only(
     monkeypatch.setenv("MEMD_EMBEDDING_MODEL", MINILM_MODEL)
     mini = Embedder(load_settings()).load()
     # MiniLM has no prefixes: a prompt differs from the stored text only by the integer graph
-    # prompts run through (memd.onnx_graph.quantize_matmuls)
+    # prompts run through (memd.recall.onnx_graph.quantize_matmuls)
     assert float(np.array(mini.embed_query(text)) @ np.array(mini.embed([text])[0])) > 0.98
 
 
@@ -221,8 +221,8 @@ def test_daemon_migrates_a_minilm_store_keeping_every_memory(
 
 
 def test_near_duplicates_merge_with_e5_too(e5_env: None) -> None:
-    """memd.similar reads memd's centred e5 cosines with their own profile, not raw e5's."""
-    from memd import similar
+    """memd.store.similar reads memd's centred e5 cosines with their own profile, not raw e5's."""
+    from memd.store import similar
 
     e5 = Embedder(load_settings()).load()
     trio = [
@@ -245,8 +245,8 @@ def test_near_duplicates_merge_with_e5_too(e5_env: None) -> None:
 
 def test_cross_language_pairs_have_their_own_scale() -> None:
     """A prompt and a memory in two languages are read on the cross-lingual calibration."""
-    from memd.embed import cross_calibration_for
-    from memd.retrieve import Calibration, calibration_of
+    from memd.recall.embed import cross_calibration_for
+    from memd.recall.retrieve import Calibration, calibration_of
 
     e5 = Embedder(load_settings().model_copy(update={"embedding_model": E5_MODEL}))
     cal = calibration_of(e5)

@@ -1,4 +1,4 @@
-"""memd.filters: every value is rendered so that LanceDB reads back the same value, and what
+"""memd.store.filters: every value is rendered so that LanceDB reads back the same value, and what
 cannot be rendered safely is refused. Checked against a real LanceDB table."""
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from memd.app import App
-from memd.filters import (
+from memd.daemon.app import App
+from memd.models import Memory
+from memd.settings import load_settings
+from memd.store.filters import (
     NOTHING,
     Filter,
     FilterError,
@@ -24,9 +26,7 @@ from memd.filters import (
     literal,
     match,
 )
-from memd.models import Memory
-from memd.settings import load_settings
-from memd.upsert import upsert
+from memd.store.upsert import upsert
 
 AWKWARD = [
     "it's",
@@ -298,7 +298,7 @@ def sql_outside_store(root: Path) -> list[str]:
 
 
 def test_no_sql_is_assembled_outside_the_store() -> None:
-    """Every LanceDB filter outside the store modules comes from memd.filters: no f-string
+    """Every LanceDB filter outside the store modules comes from memd.store.filters: no f-string
     compares a column with a value, no call that takes a filter gets an f-string, a
     concatenation or SQL text, and nobody quotes by hand."""
     import memd

@@ -141,7 +141,7 @@ def test_summary_says_what_was_asked_without_small_talk_or_labels() -> None:
         turn(5, "user", "Thanks so much!"),
         turn(6, "user", "Also rename the deploy script to deploy_staging.sh."),
     )
-    from memd.redact import redact_turn
+    from memd.extract.redact import redact_turn
 
     clean = replace(segment, turns=[redact_turn(t) for t in segment.turns])
     cands = HeuristicExtractor().extract(clean)

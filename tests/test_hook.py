@@ -22,7 +22,7 @@ import pytest
 from daemon_process import MEMD_HOOK
 
 from memd import hook
-from memd.server import encode_reply
+from memd.daemon.server import encode_reply
 
 PAYLOAD = {
     "session_id": "s1",
@@ -135,8 +135,8 @@ def test_importing_the_hook_pulls_in_nothing_heavy() -> None:
         "pyarrow",
         "onnxruntime",
         "memd.settings",
-        "memd.app",
-        "memd.store",
+        "memd.daemon.app",
+        "memd.store.table",
         "memd.protocol",
         "json",
         "socket",

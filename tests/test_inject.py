@@ -12,19 +12,19 @@ from typing import Any
 
 import pytest
 
-from memd.app import App
-from memd.block import CLOSE_TAG, HEADER, OPEN_TAG, BlockSize, Item, render, spoken
-from memd.choose import choose
-from memd.embed import MINILM_MODEL
-from memd.filters import match
-from memd.inject import HARD_CAP, Injector
-from memd.injected import SessionMemory
+from memd.daemon.app import App
+from memd.ingest.state import State
+from memd.ingest.transcript import MEMD_CONTEXT_HEADER, strip_injected
 from memd.models import USER_SCOPE, Memory
-from memd.retrieve import normalize_query
+from memd.recall.block import CLOSE_TAG, HEADER, OPEN_TAG, BlockSize, Item, render, spoken
+from memd.recall.choose import choose
+from memd.recall.embed import MINILM_MODEL
+from memd.recall.inject import HARD_CAP, Injector
+from memd.recall.injected import SessionMemory
+from memd.recall.retrieve import normalize_query
+from memd.recall.vectors import quantize
 from memd.settings import Settings
-from memd.state import State
-from memd.transcript import MEMD_CONTEXT_HEADER, strip_injected
-from memd.vectors import quantize
+from memd.store.filters import match
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
         transcripts_dir=root / "projects",
         config=root / "none.toml",
         # The injection thresholds here (relevance 0.35) were tuned on MiniLM cosines; the
-        # multilingual default has its own scale (memd.embed.MODEL_CALIBRATION).
+        # multilingual default has its own scale (memd.recall.embed.MODEL_CALIBRATION).
         embedding_model=MINILM_MODEL,
     )
     application = App(settings).open(writer=True, owner="test")
@@ -397,8 +397,8 @@ def test_cached_scores_are_the_cosine_of_the_stored_vectors(app: App, tmp_path: 
 def test_search_through_the_cache_matches_the_table_and_keeps_sources(
     app: App, tmp_path: Path
 ) -> None:
-    from memd import retrieve
     from memd.models import Source
+    from memd.recall import retrieve
 
     p = make_project(tmp_path, "p")
     texts = [
@@ -482,7 +482,7 @@ def test_the_block_is_filled_turn_by_turn() -> None:
         ],
         2,
     )
-    from memd.lexical import terms as lexical_terms
+    from memd.recall.lexical import terms as lexical_terms
 
     query = lexical_terms(normalize_query("Where is the deploy script, what is AWS_PROFILE?"))
     only = [Item(w, "excerpt", w["score"], w["text"].split("\n")[1]) for w in (a, b)]
@@ -506,8 +506,8 @@ def test_the_block_is_filled_turn_by_turn() -> None:
 def test_a_turn_up_to_whole_turn_chars_is_shown_whole() -> None:
     """A turn of a few sentences is shown whole (cut to one matching sentence, it would lose
     what else it said); a longer one is cut to its matching sentences."""
-    from memd.block import WHOLE_TURN_CHARS
-    from memd.lexical import terms as lexical_terms
+    from memd.recall.block import WHOLE_TURN_CHARS
+    from memd.recall.lexical import terms as lexical_terms
 
     said = (
         "assistant: The flaky test was a race in the cache warmer. It started before the "
@@ -529,8 +529,8 @@ def test_a_turn_up_to_whole_turn_chars_is_shown_whole() -> None:
 def test_a_prompt_term_every_candidate_carries_still_ranks_turns() -> None:
     """A term all the candidates share (here the person asked about) tells them apart little,
     but a turn naming it still comes before a neighbour that says nothing of the prompt."""
-    from memd.lexical import LOCAL_FLOOR, local_weights
-    from memd.lexical import terms as lexical_terms
+    from memd.recall.lexical import LOCAL_FLOOR, local_weights
+    from memd.recall.lexical import terms as lexical_terms
 
     a = window(
         "a",
@@ -552,7 +552,7 @@ def test_excerpts_show_their_day_once_and_who_said_what() -> None:
     """Excerpts sit under one line per day, in the order they were said (oldest day first);
     each turn still says who spoke, Claude's turns as "claude:"; a typed memory keeps its own
     date."""
-    from memd.lexical import terms as lexical_terms
+    from memd.recall.lexical import terms as lexical_terms
 
     older = window(
         "o",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from memd import block
+from memd.recall import block
 
 
 def memory(i: int, kind: str, text: str, project: str = "/p") -> dict[str, object]:

@@ -20,12 +20,12 @@ import pytest
 from click.testing import CliRunner
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
-from memd import install
-from memd import service as user_service
 from memd.cli import main
 from memd.cli.service import register
 from memd.errors import UserError
 from memd.settings import load_settings
+from memd.setup import install
+from memd.setup import service as user_service
 
 REALISTIC = {
     "$schema": "https://json.schemastore.org/claude-code-settings.json",

@@ -15,18 +15,20 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from memd import jobs, maintenance, retrieve
-from memd.app import App
 from memd.cli import main
-from memd.embed import MINILM_MODEL
+from memd.daemon import jobs
+from memd.daemon.app import App
+from memd.daemon.jobs import Scheduler
 from memd.errors import UserError
-from memd.filters import match
-from memd.jobs import Scheduler
-from memd.maintenance import effective_score
+from memd.ingest.state import State
 from memd.models import Memory, Source
+from memd.recall import retrieve
+from memd.recall.embed import MINILM_MODEL
 from memd.settings import Settings, load_settings
-from memd.state import State
-from memd.store import MemoryStore
+from memd.store import maintenance
+from memd.store.filters import match
+from memd.store.maintenance import effective_score
+from memd.store.table import MemoryStore
 
 P = "/p/jobs"
 SEQ = itertools.count()
@@ -595,6 +597,6 @@ def test_cli_jobs_through_a_running_daemon(
     ],
 )
 def test_states_done_is_conservative(todo: str, later: str, done: bool) -> None:
-    from memd.todos import states_done
+    from memd.store.todos import states_done
 
     assert states_done(mem(todo, kind="todo"), mem(later, kind="progress")) is done

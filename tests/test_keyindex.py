@@ -1,4 +1,4 @@
-"""The daemon's key index (memd.keyindex) stays exact: list pages and counts after every write.
+"""The daemon's key index (memd.store.keyindex) stays exact: list pages and counts after every write.
 
 Each check compares what the daemon answers from memory (``list`` pages in every order, the
 counts of ``status``, the project list) with the table itself, read afresh by another process
@@ -17,11 +17,11 @@ import pytest
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 from ui_data import SHOP, build_home, fill, known
 
-from memd.app import App
+from memd.daemon.app import App
 from memd.errors import StoreError
-from memd.filters import match
 from memd.models import USER_SCOPE, Memory
 from memd.settings import load_settings
+from memd.store.filters import match
 
 ORDER_KEYS = {
     "kind": lambda m: (not m.pinned, m.kind, when(m.created_at), m.id),

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from daemon_process import MEMD, DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
-from memd import migrations
-from memd.app import App
-from memd.doctor import Doctor
+from memd.daemon.app import App
 from memd.errors import SchemaTooNew
+from memd.ingest.state import STATE_VERSION, State
 from memd.settings import Settings
-from memd.state import STATE_VERSION, State
-from memd.store import META_FILE, STORE_VERSION, MemoryStore
+from memd.setup.doctor import Doctor
+from memd.store import migrations
+from memd.store.table import META_FILE, STORE_VERSION, MemoryStore
 
 FIXTURE = Path(__file__).parent / "upgrade_fixture"
 EXPECTED: dict[str, Any] = json.loads((FIXTURE / "expected.json").read_text())
@@ -95,7 +95,7 @@ def test_fixture_store_migrates_with_nothing_lost(
     check = Doctor(settings).check_schema()
     assert check.level == "warn" and "store v0, state v0; pending:" in check.detail
 
-    caplog.set_level(logging.INFO, logger="memd.migrations")
+    caplog.set_level(logging.INFO, logger="memd.store.migrations")
     app = App(settings).open(writer=True)
     try:
         check_unchanged(app.store)

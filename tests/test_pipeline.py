@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from memd.app import App
-from memd.filters import match
+from memd.daemon.app import App
+from memd.daemon.pipeline import Pipeline
+from memd.ingest.state import State
 from memd.models import Segment, Turn
-from memd.pipeline import Pipeline
 from memd.settings import load_settings
-from memd.state import State
+from memd.store.filters import match
 
 PROJECT = "/home/dev/shop"
 

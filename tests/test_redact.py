@@ -14,8 +14,8 @@ from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_s
 from redaction_corpus import NON_SECRETS, load_corpus, scan_tree
 
 from memd.errors import ConfigError
+from memd.extract.redact import redact, redact_turn
 from memd.models import ToolCall, Turn
-from memd.redact import redact, redact_turn
 
 CORPUS = load_corpus()
 

@@ -16,11 +16,11 @@ import pytest
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
 from memd import hook, protocol
-from memd import server as server_module
-from memd.app import App
+from memd.daemon import server as server_module
+from memd.daemon.app import App
+from memd.daemon.server import Server, encode_reply
+from memd.daemon.unixsocket import SocketFile, clear_stale_socket, peer_uid, prepare_socket_dir
 from memd.errors import ServerError
-from memd.server import Server, encode_reply
-from memd.unixsocket import SocketFile, clear_stale_socket, peer_uid, prepare_socket_dir
 
 IDLE = 1.5
 
@@ -372,7 +372,7 @@ def test_app_commands_answer_by_their_socket_names(daemon: DaemonProcess) -> Non
 
 
 def test_every_app_command_names_an_app_method() -> None:
-    from memd.commands import APP_COMMANDS
+    from memd.daemon.commands import APP_COMMANDS
 
     for name, command in APP_COMMANDS.items():
         assert callable(getattr(App, command.method, None)), name

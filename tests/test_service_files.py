@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from memd import install
-from memd import service as user_service
 from memd.settings import load_settings
+from memd.setup import install
+from memd.setup import service as user_service
 
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = ROOT / "systemd" / "memd.service"

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from memd.backfill import backfill, transcript_units
+from memd.ingest.backfill import backfill, transcript_units
+from memd.ingest.session import MEMD_EXTRACTION_PROMPT_MARKER, SessionTracker
+from memd.ingest.state import State
+from memd.ingest.transcript import parse_items
 from memd.models import Segment
 from memd.project import resolve_project
-from memd.session import MEMD_EXTRACTION_PROMPT_MARKER, SessionTracker
 from memd.settings import Settings
-from memd.state import State
-from memd.transcript import parse_items
 
 HERE = Path(__file__).parent / "transcripts"
 
@@ -305,9 +305,9 @@ def test_extraction_runs_are_ignored_even_later(tmp_path: Path) -> None:
 INGEST = """
 import sys
 from pathlib import Path
-from memd.backfill import backfill
+from memd.ingest.backfill import backfill
 from memd.settings import Settings
-from memd.state import State
+from memd.ingest.state import State
 home = Path(sys.argv[1])
 state = State(home / "state.db")
 s = Settings(home=home, transcripts_dir=home / "none", segment_max_turns=int(sys.argv[3]))

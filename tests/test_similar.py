@@ -1,4 +1,4 @@
-"""memd.similar: duplicates and conflicts, with the real MiniLM embedder (and e5 when installed).
+"""memd.store.similar: duplicates and conflicts, with the real MiniLM embedder (and e5 when installed).
 
 The labelled pairs are tests/labelled/duplicates.jsonl and conflicts.jsonl; the floors below are
 asserted on halves B and C, which the shipped parameters were not picked on.
@@ -19,12 +19,12 @@ sys.path.insert(0, str(BENCH))
 
 import dedupe  # noqa: E402
 
-from memd import profiles, similar  # noqa: E402
-from memd.app import App  # noqa: E402
-from memd.filters import match  # noqa: E402
+from memd.daemon.app import App  # noqa: E402
 from memd.models import Memory  # noqa: E402
 from memd.settings import Settings, load_settings  # noqa: E402
-from memd.upsert import upsert  # noqa: E402
+from memd.store import profiles, similar  # noqa: E402
+from memd.store.filters import match  # noqa: E402
+from memd.store.upsert import upsert  # noqa: E402
 
 Cosine = Callable[[str, str], float]
 HELD_OUT = ("B", "C")

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from memd import similar
-from memd.app import App
+from memd.daemon.app import App
 from memd.errors import ModelMismatch, NotFound, StoreError, UserError
-from memd.filters import match
-from memd.journal import Journal
 from memd.models import USER_SCOPE, Memory, Source
 from memd.settings import load_settings
-from memd.store import MemoryStore
-from memd.upsert import upsert
+from memd.store import similar
+from memd.store.filters import match
+from memd.store.journal import Journal
+from memd.store.table import MemoryStore
+from memd.store.upsert import upsert
 
 
 @pytest.fixture
@@ -140,7 +140,7 @@ def test_pinned_is_never_superseded(app: App) -> None:
     ],
 )
 def test_contradicts(new: str, old: str, expected: bool) -> None:
-    """The trigger-phrase cases that memd.merge used to decide, now in memd.similar (the
+    """The trigger-phrase cases that memd.merge used to decide, now in memd.store.similar (the
     cosine does not matter for them: a trigger phrase is sure)."""
     assert similar.conflict(new, old, 0.6, "memd/all-MiniLM-L6-v2-int8").sure is expected
 
@@ -220,7 +220,7 @@ def test_journal_ignores_partial_and_garbage_lines(tmp_path: Path) -> None:
 
 FULL_DISK = r"""
 import resource, signal, sys
-from memd.app import App
+from memd.daemon.app import App
 from memd.errors import StoreError
 from memd.settings import load_settings
 
@@ -277,7 +277,7 @@ def test_optimize_compacts_the_journal(app: App) -> None:
 
 
 def test_bulk_import_drops_the_model_only_outside_the_daemon(app: App, tmp_path: Path) -> None:
-    from memd import export
+    from memd.store import export
 
     data = tmp_path / "many.jsonl"
     lines = [{"text": f"Service {i} listens on port {8000 + i}."} for i in range(1001)]

@@ -1,4 +1,4 @@
-"""Sync across machines (memd.sync): project identity, settings, and two devices in one process
+"""Sync across machines (memd.sync.engine): project identity, settings, and two devices in one process
 against a real S3 API on loopback (moto's server mode)."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from s3_server import AWS_VARS, HangingServer, S3Server
 
-from memd.app import App
+from memd.daemon.app import App
 from memd.errors import ConfigError, UserError
 from memd.project import normalise_remote, portable_project
 from memd.settings import describe_settings, load_settings
-from memd.sync import SyncError, engine_for
+from memd.sync.engine import SyncError, engine_for
 
 REMOTE_HTTPS = "https://deploy:s3cr3tT0ken@GitHub.com/acme/widgets.git"
 REMOTE_SSH = "git@github.com:acme/widgets"
@@ -123,7 +123,7 @@ def test_storage_credentials_are_never_printed() -> None:
 
 
 def test_device_id_is_generated_once(tmp_path: Path) -> None:
-    from memd.sync_state import device_id
+    from memd.sync.state import device_id
 
     first = device_id(tmp_path / "h")
     assert len(first) == 16
@@ -399,7 +399,7 @@ def test_enable_checks_its_input(tmp_path: Path) -> None:
 
 
 def test_doctor_checks_the_bucket(tmp_path: Path, aws_env: S3Server) -> None:
-    from memd.doctor import Doctor
+    from memd.setup.doctor import Doctor
 
     off = Doctor(load_settings(home=str(tmp_path / "memd"))).check_sync()
     assert off.level == "ok" and "off" in off.detail
@@ -415,7 +415,7 @@ def test_doctor_checks_the_bucket(tmp_path: Path, aws_env: S3Server) -> None:
 def test_doctor_says_when_nothing_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import socket as socket_module
 
-    from memd.doctor import Doctor
+    from memd.setup.doctor import Doctor
 
     with socket_module.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -488,9 +488,9 @@ def test_compaction_drops_only_superseded_rows_and_readers_lose_nothing(
 ) -> None:
     import lancedb
 
-    import memd.sync
+    import memd.sync.engine
 
-    monkeypatch.setattr(memd.sync, "COMPACT_PUSHES", 1)  # compact after every push
+    monkeypatch.setattr(memd.sync.engine, "COMPACT_PUSHES", 1)  # compact after every push
     a, b, uri = devices
     for d in (a, b):
         d.app.sync_enable(d.project, scope="me")
@@ -573,7 +573,7 @@ def s3_with_auth(tmp_path: Path) -> Iterator[S3Server]:
 def test_wrong_credentials_are_named_by_sync_now_and_doctor(
     tmp_path: Path, s3_with_auth: S3Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memd.doctor import Doctor
+    from memd.setup.doctor import Doctor
 
     for name in AWS_VARS:
         monkeypatch.delenv(name, raising=False)
@@ -627,8 +627,8 @@ def test_status_history_and_user_wide_preferences_travel(
 
 
 def test_the_scheduler_runs_sync_only_when_configured(tmp_path: Path) -> None:
-    from memd.jobs import Scheduler
-    from memd.state import State
+    from memd.daemon.jobs import Scheduler
+    from memd.ingest.state import State
 
     state = State.open_default(tmp_path / "state")
     try:

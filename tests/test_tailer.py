@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from memd.session import SessionTracker
+from memd.ingest.session import SessionTracker
+from memd.ingest.state import State
+from memd.ingest.tailer import INITIALIZED_KEY, Tailer
 from memd.settings import Settings
-from memd.state import State
-from memd.tailer import INITIALIZED_KEY, Tailer
 
 HERE = Path(__file__).parent / "transcripts"
 SID = "live-0001"
@@ -308,7 +308,7 @@ def test_live_tailing_a_big_real_transcript_matches_backfill(
     shared_dir: Path, tmp_path: Path
 ) -> None:
     """ae4a77f8 (2.7 MB, compaction, 1,697 progress lines) written in odd-sized chunks."""
-    from memd.backfill import backfill
+    from memd.ingest.backfill import backfill
 
     src = shared_dir / "fixtures" / "transcripts"
     sid = "ae4a77f8-aedd-4bc1-888f-c94edc91af04"

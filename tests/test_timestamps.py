@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from memd.keyindex import stamp_ms
 from memd.models import now_iso
-from memd.retrieve import age_days
-from memd.sync import bump, norm_time
+from memd.recall.retrieve import age_days
+from memd.store.keyindex import stamp_ms
+from memd.sync.engine import bump, norm_time
 from memd.timestamps import EPOCH, parse_time
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memd.transcript import (
+from memd.ingest.transcript import (
     MAX_TOOL_OUTPUT_CHARS,
     MEMD_CONTEXT_HEADER,
     MEMD_CONTEXT_MARKER,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memd.transcript import SKIP_TYPES, ParseStats, Signal, parse_items, parse_lines
+from memd.ingest.transcript import SKIP_TYPES, ParseStats, Signal, parse_items, parse_lines
 
 ROOT = Path(__file__).parent / "real_transcripts"
 VERSIONS = ("2.1.197", "2.1.332")

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 import pytest
 from daemon_process import daemon_env
 
-from memd.app import App
-from memd.filters import match
+from memd.daemon.app import App
 from memd.models import USER_SCOPE
-from memd.retrieve import recall, where_clause
+from memd.recall.retrieve import recall, where_clause
 from memd.settings import load_settings
+from memd.store.filters import match
 
 PROJECT = "/work/shop"
 TEXTS = [

@@ -104,7 +104,7 @@ LINE = "line-locks-0001"
 
 def known(app: Any) -> dict[str, str]:
     """The memories the tests look for, with real embeddings: ``{name: id}``."""
-    from memd.upsert import upsert
+    from memd.store.upsert import upsert
 
     src = [Source(session_id=SESSION, uuid=LINE, timestamp="2026-11-20T10:00:00.000Z")]
     wanted = {
@@ -122,7 +122,7 @@ def build_home(root: Any, socket_path: str, n: int) -> tuple[dict[str, str], dic
     Returns the daemon environment (tests.daemon_process.daemon_env) and the known ids."""
     from daemon_process import daemon_env
 
-    from memd.app import App
+    from memd.daemon.app import App
     from memd.settings import load_settings
 
     env = daemon_env(root, socket_path)

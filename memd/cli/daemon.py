@@ -23,7 +23,7 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 @click.pass_context
 def daemon_serve(ctx: click.Context, log_level: str | None) -> None:
     """Run the daemon in the foreground (systemd and launchd run this)."""
-    from memd.daemon import serve
+    from memd.daemon.lifecycle import serve
     from memd.errors import LockedError, MemdError
 
     try:
@@ -87,7 +87,7 @@ def stopped_status(target: Any, error: Exception) -> dict[str, Any]:
 
 def stored_counts(settings: Any) -> dict[str, Any] | None:
     """The store's counts by status, kind and project, or None when there is no store yet."""
-    from memd.app import App
+    from memd.daemon.app import App
 
     if not (settings.home / "store").is_dir():
         return None
@@ -99,7 +99,7 @@ def stored_counts(settings: Any) -> dict[str, Any] | None:
 
 
 def start_command(settings: Any) -> str:
-    from memd.doctor import Doctor
+    from memd.setup.doctor import Doctor
 
     return Doctor(settings).start_command()
 

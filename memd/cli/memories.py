@@ -81,7 +81,7 @@ def memories_search(
     for r in results:
         click.echo(f"{r['score']:.3f}  {short(r)}")
         if explain:
-            from memd.retrieve import explain as explain_line
+            from memd.recall.retrieve import explain as explain_line
 
             click.echo(f"       why: {explain_line(r)}")
             for s in r["sources"][:3]:
@@ -267,7 +267,7 @@ def memories_export(ctx: click.Context, path: str) -> None:
 @handle_errors
 def memories_reindex(ctx: click.Context) -> None:
     """Re-embed every memory with the configured model (after a model change)."""
-    from memd.app import App
+    from memd.daemon.app import App
 
     settings = settings_from(ctx)
     try:

@@ -10,7 +10,7 @@ import click
 from memd.cli import handle_errors, settings_from
 
 if TYPE_CHECKING:
-    from memd.service import ServiceChange
+    from memd.setup.service import ServiceChange
 
 
 def echo_service(change: ServiceChange, *, dry_run: bool) -> None:
@@ -41,7 +41,7 @@ def service_install(
 
     With no option, all of them. Hooks are left to the memd plugin when it is enabled.
     """
-    from memd import service as user_service
+    from memd.setup import service as user_service
 
     settings = settings_from(ctx)
     both = not hooks and not service and not mcp and not commands
@@ -58,7 +58,7 @@ def service_install(
 
 def install_hooks_unless_plugin(dry_run: bool, settings: Any = None) -> None:
     """`memd install --hooks`, unless the memd plugin is enabled: it registers the same hooks."""
-    from memd import install
+    from memd.setup import install
 
     plugin = install.plugin_owning_hooks()
     if plugin:
@@ -74,7 +74,7 @@ def install_hooks_unless_plugin(dry_run: bool, settings: Any = None) -> None:
 
 
 def connect_changes(mcp: bool, commands: bool, dry_run: bool, remove: bool = False) -> list[Any]:
-    from memd import install
+    from memd.setup import install
 
     changes = []
     if mcp:
@@ -113,8 +113,8 @@ def service_uninstall(
     dry_run: bool,
 ) -> None:
     """Remove exactly what `memd install` added. Memories are kept unless --purge."""
-    from memd import install
-    from memd import service as user_service
+    from memd.setup import install
+    from memd.setup import service as user_service
 
     settings = settings_from(ctx)
     both = not hooks and not service and not mcp and not commands
@@ -146,7 +146,7 @@ def service_uninstall(
 @handle_errors
 def doctor_run(ctx: click.Context, as_json: bool, repair: bool) -> None:
     """Check the setup; for each problem, say the command that fixes it. Exit 1 on a failure."""
-    from memd.doctor import run_doctor
+    from memd.setup.doctor import run_doctor
 
     checks = run_doctor(settings_from(ctx), repair=repair)
     healthy = all(c.ok for c in checks)
@@ -173,7 +173,7 @@ def doctor_run(ctx: click.Context, as_json: bool, repair: bool) -> None:
 def service_upgrade(ctx: click.Context, dry_run: bool, wait: float) -> None:
     """After upgrading the memd package: point the hooks at this installation and restart the
     service (the daemon migrates the store as it starts). Exit 1 if the new daemon is not up."""
-    from memd.upgrade import upgrade
+    from memd.setup.upgrade import upgrade
 
     report = upgrade(settings_from(ctx), dry_run=dry_run, wait=wait)
     for line in report.messages:

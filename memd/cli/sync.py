@@ -1,4 +1,4 @@
-"""`memd sync now|status|enable|disable`: sharing memories across machines (memd.sync)."""
+"""`memd sync now|status|enable|disable`: sharing memories across machines (memd.sync.engine)."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from memd.errors import ExtractionError
 from memd.extract.base import BackendStats, KeyValueState, TokenLedger, usage_tokens
 from memd.extract.prompt import CANDIDATE_SCHEMA, extract_with_llm, load_lenient
+from memd.extract.redact import redact
 from memd.models import Candidate, Segment
-from memd.redact import redact
 
 if TYPE_CHECKING:
     from memd.settings import Settings

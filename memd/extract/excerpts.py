@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 
 from memd.extract.keywords import top_keywords
+from memd.extract.redact import redact
 from memd.extract.rules import clean_text, is_substantive
 from memd.models import Candidate, Segment, Turn
-from memd.redact import redact
 
 WINDOW_CHARS = 1500
 """An excerpt window longer than this has each of its turns cut in proportion."""

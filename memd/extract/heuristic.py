@@ -28,6 +28,7 @@ from memd.extract import vocabulary as vocab
 from memd.extract.evidence import Evidence, fact_candidates
 from memd.extract.excerpts import excerpt_candidates, usable_turns
 from memd.extract.keywords import keyword_text, top_keywords, words
+from memd.extract.redact import redact
 from memd.extract.rules import (
     BUG_FIX,
     BUG_FIX_EXPLAINED,
@@ -41,7 +42,6 @@ from memd.extract.rules import (
     supersedes_hint,
 )
 from memd.models import Candidate, Segment, Turn
-from memd.redact import redact
 
 MAX_PER_KIND = 12
 

@@ -14,15 +14,15 @@ from pydantic_core import CoreSchema
 
 from memd.errors import BudgetExceeded, ExtractionError
 from memd.extract.base import BackendStats, TokenLedger
+from memd.extract.redact import redact
 from memd.extract.vocabulary import STOPWORDS
 from memd.models import Candidate, Segment, Turn
-from memd.redact import redact
 
 log = logging.getLogger(__name__)
 
 MEMD_EXTRACTION_PROMPT_MARKER = "<memd-extraction-request>"
 """Every extraction prompt starts with this, so memd never learns from its own `claude -p` runs
-(``memd.session`` skips a session whose first user text starts with it)."""
+(``memd.ingest.session`` skips a session whose first user text starts with it)."""
 
 LlmKind = Literal["decision", "preference", "fact", "todo", "progress", "bugfix", "summary"]
 LLM_KINDS: tuple[str, ...] = get_args(LlmKind)

@@ -25,7 +25,7 @@ from starlette.staticfiles import StaticFiles
 from memd import client
 from memd.errors import DaemonUnavailable, MemdError
 from memd.models import KINDS, STATUSES, USER_SCOPE
-from memd.retrieve import explain
+from memd.recall.retrieve import explain
 from memd.settings import Settings
 from memd.ui import charts
 from memd.ui.security import CSRF_FIELD, Guard, GuardMiddleware

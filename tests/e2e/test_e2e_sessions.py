@@ -60,7 +60,7 @@ def test_decision_reaches_the_next_session(world: World) -> None:
 BROKEN_PARSER = """\
 import sys
 
-import memd.transcript as transcript
+import memd.ingest.transcript as transcript
 
 _parse = transcript._conversation_line
 

@@ -1,0 +1,1 @@
+"""The daemon: its socket server, lifecycle, app commands and scheduled jobs."""

@@ -1,0 +1,1 @@
+"""The ingest stage: Claude Code transcripts read, tailed and grouped into sessions."""

@@ -1,0 +1,1 @@
+"""Recall: embeddings, the vector cache, retrieval and what a hook injects."""

@@ -1,0 +1,302 @@
+"""How an injected block looks and how long it is: its items, their lines grouped by section
+and day, the turns an excerpt shows, and the block's size kept up to date item by item.
+
+Every block sits between ``<memd-context>`` and ``</memd-context>``, so the transcript parser
+drops it and memd never re-learns its own injection. Excerpts sit under one line per day
+(oldest first), each turn labelled "user:" or "claude:"; a turn is shown whole unless it is
+long (then cut to its matching sentences).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from memd.models import USER_SCOPE
+from memd.recall import lexical
+
+OPEN_TAG = "<memd-context>"
+CLOSE_TAG = "</memd-context>"
+HEADER = (
+    "# memd: memories from earlier sessions; may be outdated, this conversation wins; "
+    "if they disagree, ask the user."
+)
+"""Starts with ``memd.ingest.transcript.MEMD_CONTEXT_HEADER``, which the parser also recognizes."""
+SPEAKERS = {"assistant": "claude"}
+"""How an excerpt's turn names its speaker in a block ("assistant: " costs 3 more characters
+than "claude: " on every turn Claude said; "user: " stays)."""
+MAX_ITEM_CHARS = 400
+"""A typed memory is clipped to this many characters."""
+MAX_EXCERPT_CHARS = 600
+"""An excerpt that is not one line per turn (an older one) shows at most this much."""
+WHOLE_TURN_CHARS = 500
+"""A turn this short is shown whole; a longer one is cut to its matching sentences. (A turn
+cut to one matching sentence loses the rest of what it said: at 280 characters a quarter of
+LoCoMo's evidence turns were cut, and budgeted recall on half A was 0.595 instead of 0.704.)"""
+KEEP_SHARE = 0.5
+"""Of a long turn, the sentences whose match is at least half the best one's are kept."""
+SECTIONS = (
+    ("pinned", "Pinned"),
+    ("summary", "Last session"),
+    ("decision", "Decisions"),
+    ("todo", "Open TODOs"),
+    ("preference", "Preferences"),
+    ("fact", "Facts"),
+    ("bugfix", "Fixes"),
+    ("progress", "Progress"),
+    ("excerpt", "Excerpts"),
+)
+DATE_PREFIX = re.compile(r"^\[(\d{4}-\d{2}-\d{2})\]\s*")
+SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
+
+
+@dataclass
+class Item:
+    """One memory offered for injection: what it shows and which turns it covers (why it was
+    offered is :func:`memd.recall.retrieve.explain` of its ``memory``, worked out for the kept ones)."""
+
+    memory: dict[str, Any]
+    section: str
+    priority: float
+    display: str = ""
+    turns: frozenset[str] = frozenset()
+    """The transcript turns (source uuids) whose text this item shows."""
+    note: str = ""
+    """A mark such as "newer" or "older: may be outdated"."""
+    day: str = ""
+    """Set on excerpts: the day their turns were said, shown once per day above the items of
+    that day (in its section) instead of on every line."""
+
+    def __post_init__(self) -> None:
+        if not self.display:
+            self.display = clip(self.memory["text"])
+        if not self.turns:
+            self.turns = frozenset(source_uuids(self.memory))
+
+
+def source_uuids(memory: dict[str, Any]) -> list[str]:
+    return [str(s.get("uuid") or "") for s in memory.get("sources") or [] if s.get("uuid")]
+
+
+def clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def day_of(memory: dict[str, Any]) -> str:
+    """The day of what the memory says: its newest source turn's, else when it was stored."""
+    said = [str(s.get("timestamp") or "") for s in memory.get("sources") or []]
+    said = [t for t in said if t]
+    return (max(said) if said else memory.get("updated_at") or memory.get("created_at") or "")[:10]
+
+
+def line_for(item: Item) -> str:
+    """The item's line (without its day line, for an item that has a ``day``)."""
+    memory = item.memory
+    scope = " [user-wide]" if memory.get("project") == USER_SCOPE else ""
+    day = "" if item.day or DATE_PREFIX.match(item.display) else day_of(memory)
+    note = f" [{item.note}]" if item.note else ""
+    return f"- {item.display}{scope}" + (f" ({day})" if day else "") + note
+
+
+def day_line(day: str) -> str:
+    return f"{day}:"
+
+
+def render(items: list[Item], footer: str = "") -> str:
+    """The block for ``items``, grouped by section in a fixed order; within a section, the
+    items without a ``day`` first, then the others by day, each day once on a line of its own
+    (otherwise in the order given)."""
+    if not items:
+        return ""
+    lines = [OPEN_TAG, HEADER]
+    for key, title in SECTIONS:
+        group = sorted((i for i in items if i.section == key), key=lambda i: i.day)
+        if group:
+            lines.append(f"{title}:")
+            day = ""
+            for i in group:
+                if i.day and i.day != day:
+                    lines.append(day_line(i.day))
+                day = i.day
+                lines.append(line_for(i))
+    if footer:
+        lines.append(footer)
+    lines.append(CLOSE_TAG)
+    return "\n".join(lines)
+
+
+def rendered_size(items: list[Item], footer: str = "") -> int:
+    return len(render(items, footer))
+
+
+class BlockSize:
+    """The length :func:`render` would give, kept up to date item by item (rendering the whole
+    block again for every candidate cost a hook ~1 ms)."""
+
+    FIXED = (OPEN_TAG, HEADER, CLOSE_TAG)
+
+    def __init__(self) -> None:
+        self.chars = sum(len(line) for line in self.FIXED)
+        self.lines = len(self.FIXED)
+        self.sections: set[str] = set()
+        self.days: set[tuple[str, str]] = set()
+
+    def line(self, item: Item) -> int:
+        """What ``item`` adds: its line, its section's title when it is the first, and its
+        day's line when it is the first of that day in its section."""
+        added = len(line_for(item)) + 1
+        if item.section not in self.sections:
+            added += len(SECTION_TITLES[item.section]) + 1
+        if item.day and (item.section, item.day) not in self.days:
+            added += len(day_line(item.day)) + 1
+        return added
+
+    def with_item(self, item: Item, footer: str = "") -> int:
+        """The block's length with ``item`` added (and ``footer``)."""
+        return self.now(footer) + self.line(item)
+
+    def now(self, footer: str = "") -> int:
+        """The block's length as it stands (its frame alone when empty), with ``footer``."""
+        extra = len(footer) + 1 if footer else 0
+        return self.chars + self.lines - 1 + extra
+
+    @staticmethod
+    def change(item: Item, display: str) -> int:
+        """How many characters showing ``display`` instead of ``item``'s adds to its line."""
+        before, shown = len(line_for(item)), item.display
+        item.display = display
+        try:
+            return len(line_for(item)) - before
+        finally:
+            item.display = shown
+
+    def grow(self, delta: int) -> None:
+        """An item already counted now shows ``delta`` more characters."""
+        self.chars += delta
+
+    def add(self, item: Item) -> None:
+        if item.section not in self.sections:
+            self.sections.add(item.section)
+            self.chars += len(SECTION_TITLES[item.section])
+            self.lines += 1
+        if item.day and (item.section, item.day) not in self.days:
+            self.days.add((item.section, item.day))
+            self.chars += len(day_line(item.day))
+            self.lines += 1
+        self.chars += len(line_for(item))
+        self.lines += 1
+
+    @classmethod
+    def of(cls, items: list[Item]) -> BlockSize:
+        size = cls()
+        for item in items:
+            size.add(item)
+        return size
+
+    def total(self, footer: str = "") -> int:
+        if self.lines == len(self.FIXED):
+            return 0  # nothing to show: no block at all
+        extra = len(footer) + 1 if footer else 0
+        return self.chars + self.lines - 1 + extra
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in SENTENCE_END.split(text) if s.strip()]
+
+
+def excerpt_turns(memory: dict[str, Any]) -> tuple[str, list[tuple[str, str]] | None]:
+    """An excerpt's day and its (turn uuid, line) pairs, in order; ``None`` for the pairs when
+    its text is not one line per source turn (an older excerpt).
+
+    An excerpt's text has one line per turn, in the order of its sources (the first line may
+    start with a ``[YYYY-MM-DD]`` date)."""
+    text = memory["text"]
+    day = ""
+    m = DATE_PREFIX.match(text)
+    if m:
+        day, text = m.group(1), text[m.end() :]
+    lines = [line for line in text.split("\n") if line.strip()]
+    sources = source_uuids(memory)
+    if len(lines) != len(sources) or not lines:
+        return day, None
+    return day, list(zip(sources, lines, strict=True))
+
+
+def spoken(line: str) -> str:
+    """A turn's line with its speaker as a block names it (:data:`SPEAKERS`)."""
+    speaker, sep, rest = line.partition(": ")
+    return f"{SPEAKERS[speaker]}: {rest}" if sep and speaker in SPEAKERS else line
+
+
+def show_turns(
+    turns: list[tuple[str, str]], picked: Iterable[int], weights: dict[str, float]
+) -> str:
+    """The picked turns of an excerpt, in order (its day is shown apart: ``Item.day``): a
+    turn longer than ``WHOLE_TURN_CHARS`` is cut to its matching sentences."""
+    parts = []
+    for n in sorted(picked):
+        line = spoken(turns[n][1])
+        parts.append(cut_turn(line, weights) if len(line) > WHOLE_TURN_CHARS else line)
+    return " / ".join(parts)
+
+
+def whole_excerpt(memory: dict[str, Any]) -> str:
+    """An excerpt that is not one line per turn (an older one), shown whole (clipped)."""
+    body = DATE_PREFIX.sub("", memory["text"], count=1)
+    return clip("\n".join(spoken(line) for line in body.split("\n")), MAX_EXCERPT_CHARS)
+
+
+def cut_turn(line: str, weights: dict[str, float]) -> str:
+    """A long turn cut to its matching sentences (keeping its "speaker:" prefix)."""
+    speaker, sep, rest = line.partition(": ")
+    if not sep or len(speaker) > 40:
+        speaker, rest = "", line
+    said = sentences(rest)
+    scores = [lexical.weighted_match(weights, s) for s in said]
+    best = max(scores, default=0.0)
+    hits = [i for i, score in enumerate(scores) if score > 0 and score >= KEEP_SHARE * best]
+    if not hits:
+        return clip(line, WHOLE_TURN_CHARS)
+    chosen = " … ".join(said[i].strip() for i in hits)
+    if hits[0] > 0:
+        chosen = "… " + chosen
+    if hits[-1] < len(said) - 1:
+        chosen += " …"
+    return (f"{speaker}: " if speaker else "") + chosen
+
+
+def overflow(more: int) -> str:
+    if more <= 0:
+        return ""
+    noun = "memory" if more == 1 else "memories"
+    return f"(+{more} more pinned {noun} not shown here: `memd list` shows them all)"
+
+
+SECTION_ORDER = {key: n for n, (key, _) in enumerate(SECTIONS)}
+SECTION_TITLES = {key: f"{title}:" for key, title in SECTIONS}
+
+
+def ordered(items: list[Item]) -> list[Item]:
+    """In the order the block shows them: by section, then (excerpts, under their day) in the
+    order they were said, then best first. The items without a day come first in a section."""
+    return sorted(
+        items,
+        key=lambda i: (SECTION_ORDER[i.section], i.day, said_at(i), -i.priority, i.memory["id"]),
+    )
+
+
+def said_at(item: Item) -> str:
+    """When the first turn an excerpt shows was said ("" for an item without a day)."""
+    if not item.day:
+        return ""
+    return min(
+        (
+            str(s.get("timestamp") or "")
+            for s in item.memory.get("sources") or []
+            if s.get("uuid") in item.turns
+        ),
+        default="",
+    )

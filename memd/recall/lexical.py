@@ -1,0 +1,258 @@
+"""Lexical relevance: how much of what a prompt asks about a memory's text carries.
+
+The full-text index ranks memories (BM25), but its scores are relative to each query and cannot
+say "this is unrelated". Injection needs an absolute measure, so this module gives one: the
+share of the prompt's meaningful terms that appear in the memory (``coverage``). Terms are the
+same for English and Chinese: English words lower-cased and lightly stemmed ("deploys" and
+"deploy" meet), identifiers and versions kept whole ("v0.5.0", "make_deploy"), stop words
+dropped, and Chinese runs cut into character bigrams between stop characters and function words
+("怎么", "应该": the counterparts of English stop words; the ICU index does the same job for the
+ranking). Across languages, :mod:`memd.recall.bridge` says which of a prompt's terms a memory carries
+through a translation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+
+_TOKEN = re.compile(
+    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"  # a Chinese run
+    r"|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[._+#/-][^\W_\u3400-\u9fff]+)*[+#]*"
+)
+CJK_CLASS = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+"""One Chinese (CJK) character, as a regular expression class (also for pyarrow's RE2)."""
+CJK_CHAR = re.compile(CJK_CLASS)
+_CJK_STOP_TEXT = """
+怎么样 怎么 怎样 什么 哪个 哪些 哪里 哪儿 如何 是否 应该 可以 需要 已经 现在 之前 之后 以前
+以后 时候 多少 几个 几次 还是 或者 以及 并且 而且 但是 因为 所以 如果 然后 关于 一直 总是 所有
+每个 其他 自己 告诉 知道 记得 使用
+一律 原来 后来 例如 比如 所在 由于 那么 这样 那样 这种 那种 这类 那类 干嘛 为啥 一些 东西
+多久 多长 多大 之间 以内 希望
+"""
+_CJK_STOP_WORDS = _CJK_STOP_TEXT.split()
+"""Chinese function words, the counterparts of English stop words ("how", "should", "where")."""
+_CJK_STOP_CHARS = (
+    "的了是在我你他她它们这那和与就都也还要把被给对从到个上下中为吗呢吧啊有没不会能很再先让看请帮"
+    "一下用里只做按由已啥咋弄搞呀哦嘛啦"
+)
+"""Characters that are function words on their own ("用" use, "里" in, "只" only; the
+colloquial "啥" what, "咋" how, "弄"/"搞" do)."""
+_CJK_STOP = re.compile(
+    "(?:" + "|".join(sorted(_CJK_STOP_WORDS, key=len, reverse=True)) + f")|[{_CJK_STOP_CHARS}]"
+)
+_CJK_STOP_RUN = re.compile(
+    "(?=[" + "".join(sorted({w[0] for w in _CJK_STOP_WORDS} | set(_CJK_STOP_CHARS))) + "])"
+    f"(?:{_CJK_STOP.pattern})+"
+)
+"""Runs of function words; the lookahead on their first characters lets the engine skip the
+other positions without trying every word (3x faster)."""
+GLOSSARY = "glossary_zh_en.tsv"
+
+
+@lru_cache(maxsize=1)
+def _kept_words() -> re.Pattern[str] | None:
+    """The words of the zh<->en glossary (``data/glossary_zh_en.tsv``) that hold a function
+    character or word ("功能" feature, "请求" request, "上线" release, "用户" user), longest
+    first: no cut inside them."""
+    from importlib import resources
+
+    text = resources.files("memd").joinpath("data", GLOSSARY).read_text(encoding="utf-8")
+    words = {line.split("\t", 1)[0].strip() for line in text.splitlines() if line[:1] not in "#"}
+    kept = sorted((w for w in words if w and _CJK_STOP.search(w)), key=len, reverse=True)
+    return re.compile("|".join(kept)) if kept else None
+
+
+def cjk_pieces(run: str) -> list[tuple[int, int]]:
+    """The (start, end) spans of a Chinese run between its function words, 2+ characters long:
+    the parts :func:`terms` cuts into bigrams. A function character inside a glossary word
+    that holds it (found from the left, longest first) is no cut."""
+    kept = _kept_words()
+    spans = [m.span() for m in kept.finditer(run)] if kept is not None else []
+    parts = []
+    start = 0
+    for cut in _CJK_STOP_RUN.finditer(run):
+        a, b = cut.span()
+        for first, last in spans:  # what of the cut lies inside a kept word is no cut
+            if first < b and a < last:
+                if a < first:
+                    parts.append((start, a))
+                    start = first
+                a = max(a, last)
+        if a < b:
+            parts.append((start, a))
+            start = b
+    parts.append((start, len(run)))
+    return [(a, b) for a, b in parts if b - a >= 2]
+
+
+_STOP_TEXT = """
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing done down during each few for from
+further had has have having he her here hers herself him himself his how i if in into is it its
+itself just me more most my myself no nor not now of off on once only or other our ours
+ourselves out over own same she should so some such than that the their theirs them themselves
+then there these they this those through to too under until up very was we were what when where
+which while who whom why will with would you your yours yourself yourselves
+let lets let's i'm i've i'll we're we've we'll you're it's that's there's what's how's don't
+doesn't didn't isn't aren't can't won't shouldn't
+also always never ever still yet already really very much many thing things something anything
+please thanks thank ok okay yes yeah hi hello hey sure right well
+tell know remember think want need like get got make made use used using uses
+again us one two way ways time times
+"""
+STOP = frozenset(_STOP_TEXT.split())
+
+
+@lru_cache(maxsize=1 << 16)
+def _stem(word: str) -> str:
+    """A light, consistent stemmer: plural and common suffixes only. Query and memory go
+    through the same function, so what matters is that variants meet, not that stems are real
+    words."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("'s"):
+        word = word[:-2]
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("ing") and len(word) > 5:
+        return word[:-3]
+    if word.endswith("ed") and len(word) > 4:
+        return word[:-2]
+    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+@lru_cache(maxsize=8192)
+def terms(text: str) -> tuple[str, ...]:
+    """The meaningful terms of ``text``, in order, repeats kept."""
+    out: list[str] = []
+    for token in _TOKEN.findall(text.lower()):
+        if CJK_CHAR.match(token):
+            kept = _kept_words()
+            if kept is None or kept.search(token) is None:  # most runs: cut at every stop
+                for run in _CJK_STOP_RUN.split(token):
+                    out.extend([run[i : i + 2] for i in range(len(run) - 1)])
+            else:
+                for a, b in cjk_pieces(token):
+                    out.extend([token[i : i + 2] for i in range(a, b - 1)])
+            continue
+        token = token.strip(".-/")
+        if not token or token in STOP:
+            continue
+        if len(token) == 1 and not token.isdigit():
+            continue
+        out.append(_stem(token))
+    return tuple(out)
+
+
+@lru_cache(maxsize=8192)
+def term_set(text: str) -> frozenset[str]:
+    """The distinct terms of ``text``, cached: a hook scores the same candidate texts prompt
+    after prompt (~40 per prompt), and a set costs more to build than to look up."""
+    return frozenset(terms(text))
+
+
+def idf_weights(n_docs: int, counts: dict[str, int]) -> dict[str, float]:
+    """Inverse document frequency of each term in a project of ``n_docs`` memories: a term
+    that most memories hold (a speaker's name, the project's name) weighs little."""
+    import math
+
+    return {t: math.log((n_docs + 1) / (df + 0.5)) for t, df in counts.items()}
+
+
+def weighted_terms(
+    query_terms: Iterable[str], idf: dict[str, float] | None = None
+) -> tuple[tuple[tuple[str, float], ...], float]:
+    """Each distinct query term with its weight, and their sum (see :func:`coverage_of`)."""
+    pairs = []
+    total = 0.0
+    for term in dict.fromkeys(query_terms):
+        weight = 2.0 if any(c.isdigit() or c in "._/#+" for c in term) else 1.0
+        if idf is not None:
+            weight *= max(0.05, idf.get(term, 1.0))
+        total += weight
+        pairs.append((term, weight))
+    return tuple(pairs), total
+
+
+def _covered(pairs: tuple[tuple[str, float], ...], total: float, have: frozenset[str]) -> float:
+    hit = 0.0
+    for term, weight in pairs:
+        if term in have:
+            hit += weight
+    return hit / total if total else 0.0
+
+
+_SEGMENT = re.compile(r"\n+|(?<=[.!?;。！？；])\s+")
+SEGMENTS_KEPT = 3
+SEGMENT_FACTOR = 0.9
+
+
+def query_terms(query: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The terms of a whole query, and of its first and last few sentences or lines.
+
+    A long prompt (pasted logs, then the question) has many terms that no memory carries; its
+    question alone is what a memory should cover. Segments with fewer than two terms are
+    ignored.
+    """
+    parts = [p for p in _SEGMENT.split(query) if p.strip()]
+    if len(parts) > 2 * SEGMENTS_KEPT:
+        parts = parts[:SEGMENTS_KEPT] + parts[-SEGMENTS_KEPT:]
+    segments = [t for t in (terms(p) for p in parts) if len(set(t)) >= 2]
+    return terms(query), segments if len(segments) > 1 else []
+
+
+def coverage_of(
+    whole: tuple[str, ...],
+    segments: list[tuple[str, ...]],
+    idf: dict[str, float] | None = None,
+) -> Callable[[frozenset[str]], float]:
+    """A scorer for one query: the weighted share of its distinct terms a text's terms hold
+    (0 when it has none), each term weighing its ``idf`` in the project (1 without one), with
+    identifiers and numbers ("v0.5.0", "8080", "make_deploy") counting double; the coverage of
+    the whole query, or a little less than that of its best-covered sentence. The weights are
+    worked out once: a recall scores every candidate with it."""
+    first = weighted_terms(whole, idf)
+    rest = [weighted_terms(segment, idf) for segment in segments]
+
+    def score(text_terms: frozenset[str]) -> float:
+        best = _covered(*first, text_terms)
+        for pairs, total in rest:
+            best = max(best, SEGMENT_FACTOR * _covered(pairs, total, text_terms))
+        return best
+
+    return score
+
+
+LOCAL_FLOOR = 0.5
+"""The least weight :func:`local_weights` gives a query term: one that most candidates carry
+(a speaker's or the project's name) still tells a turn on the subject from one that is not.
+Picked on LoCoMo half A (0.35-0.7 within 0.001 of each other, +0.006 over no floor)."""
+
+
+def local_weights(
+    query: Iterable[str], texts: Iterable[str], floor: float = LOCAL_FLOOR
+) -> dict[str, float]:
+    """A weight per distinct query term from how many of ``texts`` (the candidates of one
+    recall) carry it: a term every candidate has (a speaker's name, the project's name) tells
+    the candidates apart less than a term only one has, but weighs at least ``floor``. Used to
+    pick what to show of a memory, never to decide whether it is relevant."""
+    import math
+
+    wanted = list(dict.fromkeys(query))
+    sets = [term_set(t) for t in texts]
+    n = len(sets)
+    return {
+        t: max(floor, math.log((n + 1) / (sum(1 for s in sets if t in s) + 0.5))) for t in wanted
+    }
+
+
+def weighted_match(weights: dict[str, float], text: str) -> float:
+    """The summed weight of the query terms ``text`` carries."""
+    have = term_set(text)
+    return sum(w for t, w in weights.items() if t in have)

@@ -1,0 +1,1 @@
+"""Setup: hooks in Claude Code's settings, the user service, doctor and upgrade."""

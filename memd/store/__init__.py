@@ -1,0 +1,1 @@
+"""The store: the LanceDB table, its filters, the insert path and maintenance."""

@@ -1,0 +1,174 @@
+"""The insert path (:func:`upsert`): insert-time dedupe, update and supersession.
+
+- A near-duplicate (same project and kind; :func:`memd.store.similar.is_duplicate` on normalised
+  text, shared words and values, and the vector) is merged: hits and importance go up, and the
+  sources are united.
+- A newer statement that surely contradicts an older one on the same subject (same subject,
+  different value, with or without a trigger phrase: :func:`memd.store.similar.conflict`) supersedes
+  it: the old memory is kept with status ``superseded`` and ``superseded_by``, and is never
+  injected. An unsure contradiction keeps both; injection shows the newer first, marked.
+- Pinned memories are never superseded automatically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memd.models import Memory, Source, now_iso
+from memd.store import similar
+from memd.store.filters import match
+from memd.store.layout import from_row
+from memd.store.table import MemoryStore
+
+SUPERSEDABLE = ("decision", "preference", "fact", "bugfix")
+NEIGHBOURS = 8
+"""How many nearest memories a new one is compared with."""
+
+
+@dataclass
+class UpsertResult:
+    id: str
+    action: str  # inserted | merged | unchanged
+    target: str = ""
+    superseded: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "action": self.action,
+            "target": self.target,
+            "superseded": self.superseded,
+        }
+
+
+def union_sources(a: Sequence[Source], b: Sequence[Source]) -> list[Source]:
+    seen = {(s.session_id, s.uuid): s for s in a}
+    for s in b:
+        seen.setdefault((s.session_id, s.uuid), s)
+    return list(seen.values())
+
+
+def fold_duplicate(target: Memory, incoming: Memory) -> bool:
+    """Fold ``incoming`` into ``target``. Returns False when nothing changed."""
+    sources = union_sources(target.sources, incoming.sources)
+    seen_before = incoming.id == target.id or any(
+        h.get("merged") == incoming.id for h in target.history
+    )
+    if len(sources) == len(target.sources) and seen_before:
+        return False  # a replay (e.g. after a crash) changes nothing
+    target.sources = sources
+    target.hits += 1
+    target.importance = min(1.0, max(target.importance, incoming.importance) + 0.05)
+    target.keywords = list(dict.fromkeys([*target.keywords, *incoming.keywords]))[:12]
+    target.updated_at = now_iso()
+    if incoming.id != target.id:
+        target.history.append(
+            {"at": target.updated_at, "merged": incoming.id, "text": incoming.text}
+        )
+    return True
+
+
+def upsert(
+    store: MemoryStore, memories: list[Memory], *, near_dups: bool = True
+) -> list[UpsertResult]:
+    """Embed, dedupe, supersede and write ``memories`` as one batch.
+
+    ``near_dups=False`` (bulk imports) keeps only exact-id dedupe; the nightly dedupe job
+    sweeps the rest. Atomic: the store's write lock is held from the first read of the rows
+    it merges into to the write, so a concurrent merge, touch or pin is never overwritten.
+    """
+    with store.write_lock:
+        return _upsert(store, memories, near_dups=near_dups)
+
+
+def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> list[UpsertResult]:
+    if not memories:
+        return []
+    model_id = store.embedder.model_id
+    vectors = store.embedder.embed([m.text for m in memories])
+    existing = store.rows_with_vectors(m.id for m in memories)
+    pending: dict[str, Memory] = {}
+    pending_vecs: dict[str, Sequence[float]] = {}
+    results: list[UpsertResult] = []
+
+    def stage(memory: Memory, vector: Sequence[float]) -> None:
+        pending[memory.id] = memory
+        pending_vecs[memory.id] = vector
+
+    for memory, vector in zip(memories, vectors, strict=True):
+        # 1. The same id: a replay of the same source (crash recovery) or a re-import.
+        if memory.id in pending or memory.id in existing:
+            if memory.id in pending:
+                target = pending[memory.id]
+            else:
+                target = from_row(existing[memory.id])
+            changed = fold_duplicate(target, memory)
+            if changed or memory.id in pending:
+                stage(target, pending_vecs.get(memory.id) or existing[memory.id]["vector"])
+            results.append(UpsertResult(memory.id, "merged" if changed else "unchanged", memory.id))
+            continue
+        neighbours = []
+        if near_dups and memory.kind != "excerpt" and store.table is not None:
+            where = match(
+                project=memory.project, status="active", kind=[memory.kind, *SUPERSEDABLE]
+            )
+            neighbours = store.vector_search(vector, where, limit=NEIGHBOURS)
+        batch = [
+            (m, cosine(vector, pending_vecs[m.id]))
+            for m in pending.values()
+            if m.project == memory.project and m.kind != "excerpt" and m.status == "active"
+        ]
+        # The nearest of this batch too (a bulk import would otherwise compare every pair).
+        neighbours += sorted(batch, key=lambda p: -p[1])[:NEIGHBOURS]
+        # 2. Supersession: a newer statement on the same subject that replaces an older one.
+        superseded = []
+        if memory.kind in SUPERSEDABLE:
+            for old, cos in neighbours:
+                if old.id == memory.id or old.pinned or old.kind not in SUPERSEDABLE:
+                    continue
+                if similar.conflict(memory.text, old.text, cos, model_id).sure:
+                    superseded.append(old)
+        if superseded:
+            for old in superseded:
+                old.status = "superseded"
+                old.superseded_by = memory.id
+                old.updated_at = now_iso()
+                old.history.append(
+                    {"at": old.updated_at, "superseded_by": memory.id, "text": memory.text}
+                )
+                stage(
+                    old,
+                    pending_vecs.get(old.id) or store.rows_with_vectors([old.id])[old.id]["vector"],
+                )
+            stage(memory, vector)
+            results.append(
+                UpsertResult(memory.id, "inserted", memory.id, [o.id for o in superseded])
+            )
+            continue
+        # 3. Near-duplicate in the same project and kind: merge.
+        dup = next(
+            (
+                old
+                for old, cos in sorted(neighbours, key=lambda p: -p[1])
+                if old.kind == memory.kind
+                and similar.is_duplicate(old.text, memory.text, cos, model_id)
+            ),
+            None,
+        )
+        if dup is not None:
+            target = pending.get(dup.id) or dup
+            fold_duplicate(target, memory)
+            vec = pending_vecs.get(dup.id) or store.rows_with_vectors([dup.id])[dup.id]["vector"]
+            stage(target, vec)
+            results.append(UpsertResult(memory.id, "merged", dup.id))
+            continue
+        stage(memory, vector)
+        results.append(UpsertResult(memory.id, "inserted", memory.id))
+    store.write(list(pending.values()), pending_vecs)
+    return results
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    return float(sum(x * y for x, y in zip(a, b, strict=True)))

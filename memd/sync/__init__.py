@@ -1,0 +1,1 @@
+"""Sync across machines through an S3 bucket."""
