@@ -61,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, append_section, markdown_table, percentile
 
-from memd.recall.embed import is_chinese
+from memd.embedding.embed import is_chinese
 
 LABELLED = ROOT / "tests" / "labelled"
 SHORT_QUERIES = (
@@ -83,7 +83,7 @@ class Model:
         self.name = name
         self.np = np
         if name in ("e5", "minilm"):
-            from memd.recall.embed import E5_MODEL, MINILM_MODEL, Embedder
+            from memd.embedding.embed import E5_MODEL, MINILM_MODEL, Embedder
             from memd.settings import load_settings
 
             os.environ["MEMD_EMBEDDING_MODEL"] = E5_MODEL if name == "e5" else MINILM_MODEL

@@ -72,7 +72,7 @@ Embed = Callable[[list[str]], list[list[float]]]
 
 
 def minilm_embedder(settings: Settings | None = None) -> tuple[str, Embed]:
-    from memd.recall.embed import Embedder
+    from memd.embedding.embed import Embedder
     from memd.settings import load_settings
 
     embedder = Embedder(settings or load_settings()).load()

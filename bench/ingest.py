@@ -131,7 +131,7 @@ def synthetic_text(i: int, words: int) -> str:
 
 
 def bench_embed(count: int = 256) -> dict[str, Any]:
-    from memd.recall.embed import Embedder
+    from memd.embedding.embed import Embedder
     from memd.settings import load_settings
 
     embedder = Embedder(load_settings()).load()

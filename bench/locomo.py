@@ -766,7 +766,7 @@ def budgeted_main(args: argparse.Namespace, convs: Sequence[Conversation]) -> di
     info: dict[str, Any] = {}
     raw = None
     if not args.skip_baselines:
-        from memd.recall.embed import Embedder
+        from memd.embedding.embed import Embedder
         from memd.settings import load_settings
 
         cache = VectorCache(Embedder(load_settings()))
@@ -831,7 +831,7 @@ def window_main(args: argparse.Namespace, convs: Sequence[Conversation]) -> dict
     workdir, projects = prepare(args, convs)
     env = private_env(workdir)
     home = workdir / "home"
-    from memd.recall.embed import Embedder
+    from memd.embedding.embed import Embedder
     from memd.recall.retrieve import Weights
     from memd.settings import load_settings
 

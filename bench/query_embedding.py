@@ -1,5 +1,5 @@
 """The two graphs a prompt can be embedded with, side by side: MiniLM's float graph (what stored
-texts are embedded with) and its integer copy (``memd.recall.onnx_graph.quantize_matmuls``, what
+texts are embedded with) and its integer copy (``memd.embedding.onnx_graph.quantize_matmuls``, what
 prompts go through).
 
     .venv/bin/python bench/query_embedding.py [--prompts 400] [--record]
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import numpy as np
 
-    from memd.recall.embed import Embedder
+    from memd.embedding.embed import Embedder
     from memd.settings import load_settings
 
     texts, convs = prompts(args.prompts, args.data)

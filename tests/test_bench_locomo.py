@@ -207,7 +207,7 @@ def test_proto_windows_keep_neighbours_as_sources(conv: locomo.Conversation) -> 
 
 
 def test_raw_turn_baselines_on_the_toy(conv: locomo.Conversation, tmp_path: Path) -> None:
-    from memd.recall.embed import Embedder
+    from memd.embedding.embed import Embedder
     from memd.settings import load_settings
 
     cache = locomo.VectorCache(Embedder(load_settings()), folder=tmp_path / "cache")
@@ -309,7 +309,7 @@ def test_baseline_lines_are_dated_and_judged_without_the_speaker(
 
 
 def test_budgeted_run_and_report(conv: locomo.Conversation, tmp_path: Path) -> None:
-    from memd.recall.embed import Embedder
+    from memd.embedding.embed import Embedder
     from memd.settings import load_settings
 
     cache = locomo.VectorCache(Embedder(load_settings()), folder=tmp_path / "cache")

@@ -13,9 +13,7 @@ import pytest
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
 from memd.daemon.app import App
-from memd.errors import ModelMismatch
-from memd.models import Memory, Source
-from memd.recall.embed import (
+from memd.embedding.embed import (
     DEFAULT_CALIBRATION,
     E5_MODEL,
     MINILM_MODEL,
@@ -24,6 +22,8 @@ from memd.recall.embed import (
     is_chinese,
     semantic_scale,
 )
+from memd.errors import ModelMismatch
+from memd.models import Memory, Source
 from memd.settings import load_settings
 from memd.store.upsert import upsert
 
@@ -56,7 +56,7 @@ def test_queries_and_passages_differ_for_e5_only(
     monkeypatch.setenv("MEMD_EMBEDDING_MODEL", MINILM_MODEL)
     mini = Embedder(load_settings()).load()
     # MiniLM has no prefixes: a prompt differs from the stored text only by the integer graph
-    # prompts run through (memd.recall.onnx_graph.quantize_matmuls)
+    # prompts run through (memd.embedding.onnx_graph.quantize_matmuls)
     assert float(np.array(mini.embed_query(text)) @ np.array(mini.embed([text])[0])) > 0.98
 
 
@@ -245,7 +245,7 @@ def test_near_duplicates_merge_with_e5_too(e5_env: None) -> None:
 
 def test_cross_language_pairs_have_their_own_scale() -> None:
     """A prompt and a memory in two languages are read on the cross-lingual calibration."""
-    from memd.recall.embed import cross_calibration_for
+    from memd.embedding.embed import cross_calibration_for
     from memd.recall.retrieve import Calibration, calibration_of
 
     e5 = Embedder(load_settings().model_copy(update={"embedding_model": E5_MODEL}))

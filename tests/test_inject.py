@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from memd.daemon.app import App
+from memd.embedding.embed import MINILM_MODEL
 from memd.ingest.state import State
 from memd.ingest.transcript import MEMD_CONTEXT_HEADER, strip_injected
 from memd.models import USER_SCOPE, Memory
 from memd.recall.block import CLOSE_TAG, HEADER, OPEN_TAG, BlockSize, Item, render, spoken
 from memd.recall.choose import choose
-from memd.recall.embed import MINILM_MODEL
 from memd.recall.inject import HARD_CAP, Injector
 from memd.recall.injected import SessionMemory
 from memd.recall.retrieve import normalize_query
@@ -35,7 +35,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
         transcripts_dir=root / "projects",
         config=root / "none.toml",
         # The injection thresholds here (relevance 0.35) were tuned on MiniLM cosines; the
-        # multilingual default has its own scale (memd.recall.embed.MODEL_CALIBRATION).
+        # multilingual default has its own scale (memd.embedding.embed.MODEL_CALIBRATION).
         embedding_model=MINILM_MODEL,
     )
     application = App(settings).open(writer=True, owner="test")

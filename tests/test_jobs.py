@@ -19,11 +19,11 @@ from memd.cli import main
 from memd.daemon import jobs
 from memd.daemon.app import App
 from memd.daemon.jobs import Scheduler
+from memd.embedding.embed import MINILM_MODEL
 from memd.errors import UserError
 from memd.ingest.state import State
 from memd.models import Memory, Source
 from memd.recall import retrieve
-from memd.recall.embed import MINILM_MODEL
 from memd.settings import Settings, load_settings
 from memd.store import maintenance
 from memd.store.filters import match

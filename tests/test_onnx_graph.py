@@ -1,4 +1,4 @@
-"""The packaged MiniLM with its word-embedding table kept int8 (memd.recall.onnx_graph): the same
+"""The packaged MiniLM with its word-embedding table kept int8 (memd.embedding.onnx_graph): the same
 vectors bit for bit, less memory, and the packaged file whenever the rewrite does not apply."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memd.recall import embed
-from memd.recall.embed import MINILM_MODEL, Embedder, assemble_minilm, default_model_files
-from memd.recall.onnx_graph import GraphRewriteError, gather_before_dequantize, is_rewritten
+from memd.embedding import embed
+from memd.embedding.embed import MINILM_MODEL, Embedder, assemble_minilm, default_model_files
+from memd.embedding.onnx_graph import GraphRewriteError, gather_before_dequantize, is_rewritten
 from memd.settings import load_settings
 
 TEXTS = [
@@ -83,9 +83,9 @@ def test_other_graphs_are_refused_and_loaded_as_packaged(
 
 MEASURE = """
 import ctypes, json, sys
-from memd.recall.embed import Embedder
+from memd.embedding.embed import Embedder
 from memd.settings import load_settings
-import memd.recall.embed as embed
+import memd.embedding.embed as embed
 def anon():
     for line in open("/proc/self/smaps_rollup"):
         if line.startswith("Anonymous:"):
@@ -149,7 +149,7 @@ def test_direct_minilm_backend_gives_fastembeds_vectors_bit_for_bit(tmp_path: Pa
 def test_prompts_use_the_integer_graph_close_to_the_float_one(tmp_path: Path) -> None:
     """Prompts are embedded by the graph whose matrix products run in 8-bit integers; stored
     texts by the float graph. The two vectors of one text stay close, and rank alike."""
-    from memd.recall.onnx_graph import is_quantized, quantize_matmuls
+    from memd.embedding.onnx_graph import is_quantized, quantize_matmuls
 
     embedder = Embedder(load_settings(home=str(tmp_path))).load()
     query_model = model_file(tmp_path).with_name(embed.QUERY_MODEL)

@@ -336,8 +336,14 @@ class App:
         self._need_writer()
         target = Path(path).expanduser()
         if target.is_dir():
-            return export.import_dir(self, target)
-        return export.import_jsonl(self, target, default_project=project_of(cwd))
+            return export.import_dir(self.store, target, self.settings.redact_patterns)
+        return export.import_jsonl(
+            self.store,
+            target,
+            project_of(cwd),
+            self.settings.redact_patterns,
+            resident=self.resident,
+        )
 
     def export(self, path: str) -> dict[str, Any]:
         from memd.store import export

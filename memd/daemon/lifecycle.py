@@ -24,9 +24,9 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from memd.daemon.app import App, Workers
-from memd.daemon.heap import use_system_allocator
 from memd.daemon.server import Server
 from memd.daemon.unixsocket import SocketFile
+from memd.heap import use_system_allocator
 
 if TYPE_CHECKING:
     from memd.ingest.tailer import Tailer

@@ -29,11 +29,11 @@ from memd import __version__, protocol
 from memd.daemon import status
 from memd.daemon.app import Workers
 from memd.daemon.commands import APP_COMMANDS, AppCommand
-from memd.daemon.heap import trim_heap
 from memd.daemon.hooksessions import HookSessions
 from memd.daemon.pools import Pools
 from memd.daemon.unixsocket import SocketFile, same_user
 from memd.errors import MemdError, UserError
+from memd.heap import trim_heap
 from memd.recall.inject import Injection, Injector
 
 if TYPE_CHECKING:

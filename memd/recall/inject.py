@@ -18,7 +18,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memd.models import USER_SCOPE, Memory
 from memd.project import resolve_project
@@ -30,8 +30,10 @@ from memd.store.filters import match
 from memd.store.upsert import SUPERSEDABLE
 
 if TYPE_CHECKING:
-    from memd.daemon.app import App
+    from memd.ingest.state import State
+    from memd.recall.vectors import QueryBatcher, VectorCache
     from memd.settings import Settings
+    from memd.store.table import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +56,19 @@ class Injection:
     """Why nothing was injected (empty when something was)."""
 
 
+class Host(Protocol):
+    """What an :class:`Injector` needs of its owner (the daemon's ``App``): the store, and the
+    vector cache and query batcher that every recall path shares."""
+
+    store: MemoryStore
+
+    def recall_cache(self) -> tuple[VectorCache, QueryBatcher]: ...
+
+
 class Injector:
     """Builds the context for hooks. Thread-safe: the daemon calls it from its read threads."""
 
-    def __init__(self, app: App, settings: Settings, state: Any = None) -> None:
+    def __init__(self, app: Host, settings: Settings, state: State | None = None) -> None:
         self.app = app
         self.settings = settings
         self.vectors, self.queries = app.recall_cache()

@@ -9,7 +9,10 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memd.ingest.state import State
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +27,7 @@ PRUNE_EVERY_SECONDS = 3600
 class SessionMemory:
     """Which memory ids each session has already been given. Bounded; persisted via ``State``."""
 
-    def __init__(self, state: Any = None) -> None:
+    def __init__(self, state: State | None = None) -> None:
         self.state = state
         self._sessions: OrderedDict[str, dict[str, None]] = OrderedDict()
         self._dirty: set[str] = set()
@@ -97,6 +100,8 @@ class SessionMemory:
 
     def prune(self, before: float) -> int:
         """Forget sessions whose last injection is older than ``before`` (a timestamp)."""
+        if self.state is None:
+            return 0
         old = [
             key
             for key, value in self.state.items(STATE_PREFIX).items()

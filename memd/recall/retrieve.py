@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from memd.embedding.embed import is_chinese
 from memd.models import USER_SCOPE, Memory, check_kind
 from memd.recall import bridge, lexical
-from memd.recall.embed import is_chinese
 from memd.store.filters import Filter, is_in, match
 from memd.store.table import MemoryStore
 from memd.timestamps import parse_time

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, NamedTuple
 
-from memd.daemon.heap import trim_heap
+from memd.heap import trim_heap
 from memd.models import Memory
 from memd.recall.lexical import CJK_CHAR, CJK_CLASS
 from memd.store.filters import match

