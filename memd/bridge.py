@@ -25,13 +25,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING, Protocol, cast
 
 from memd import lexical
 from memd.errors import MemdError
 
+if TYPE_CHECKING:
+    from memd.dictionary import Dictionary
+
 GLOSSARY = lexical.GLOSSARY
 MAX_WORDS = 48
 """At most this many translated words go into the full-text query."""
+MAX_FALLBACK_FORMS = 2
+"""At most this many of a dictionary word's translations go into the full-text query (all of
+them, up to :data:`memd.dictionary.MAX_FORMS`, still carry its terms)."""
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _CJK_CHAR = lexical.CJK_CHAR
 
@@ -42,6 +49,7 @@ Clause = tuple[Form, ...]
 """Satisfied by any one of its forms."""
 Alternative = tuple[Clause, ...]
 """Satisfied when every clause is."""
+Span = tuple[int, int]
 
 
 class GlossaryError(MemdError):
@@ -58,6 +66,15 @@ class Glossary:
     """The terms of an English form or inflection (stems, in order) -> its Chinese words."""
     zh_longest: int
     en_longest: int
+
+    def has(self, word: str) -> bool:
+        return word in self.zh
+
+    def forms(self, word: str) -> tuple[str, ...]:
+        return self.zh.get(word, ())
+
+    def terms_of(self, word: str) -> tuple[frozenset[str], ...]:
+        return self.zh_terms.get(word, ())
 
 
 _VOWELS = "aeiou"
@@ -143,6 +160,8 @@ class Bridged:
     alternatives: dict[str, tuple[Alternative, ...]] = field(default_factory=dict)
     words: tuple[str, ...] = ()
     """The translations as words (English forms, Chinese words), for a full-text query."""
+    dictionary_pending: bool = False
+    """Built without the dictionary (an English query before any Chinese was met)."""
 
     def search_text(self, query: str) -> str:
         """The query for the full-text index: the prompt and its translations."""
@@ -185,10 +204,17 @@ class Bridged:
         )
 
     def extend(self, text: str, have: frozenset[str]) -> frozenset[str]:
-        """A memory's terms plus each query term it carries through a translation."""
+        """A memory's terms plus each query term it carries through a translation. The first
+        Chinese memory an English query meets starts loading the dictionary, in the
+        background: the next queries use it."""
+        chinese = self.dictionary_pending and _CJK_CHAR.search(text) is not None
+        if chinese:
+            from memd import dictionary
+
+            dictionary.load_soon()
         if not self.alternatives:
             return have
-        chinese = _CJK_CHAR.search(text) is not None
+        chinese = chinese or _CJK_CHAR.search(text) is not None
         if not self._any.holds(text, have, chinese):
             return have  # no translation at all: most candidates
         extra = [
@@ -235,6 +261,7 @@ class _Test:
 
 
 NO_BRIDGE = Bridged()
+NO_BRIDGE_YET = Bridged(dictionary_pending=True)
 REVERSE_MIN_TERMS = 3
 """A memory needs this many distinct terms for :func:`reverse_coverage` to count."""
 
@@ -270,13 +297,41 @@ def reverse_coverage(terms: tuple[str, ...], reach: frozenset[str]) -> float:
     return len(carried) / len(distinct)
 
 
-def _segment(run: str, words: dict[str, tuple[str, ...]], longest: int) -> list[tuple[int, int]]:
-    """Glossary words in a Chinese run, longest first from the left: (start, end) spans."""
+class Lexicon(Protocol):
+    """What the bridge reads from the glossary and from the dictionary alike."""
+
+    zh_longest: int
+
+    def has(self, word: str) -> bool: ...
+    def forms(self, word: str) -> tuple[str, ...]: ...
+    def terms_of(self, word: str) -> tuple[frozenset[str], ...]: ...
+
+
+class _DictionaryLexicon:
+    """:class:`memd.dictionary.Dictionary` as a :class:`Lexicon`."""
+
+    def __init__(self, d: Dictionary) -> None:
+        self.d = d
+        self.zh_longest = d.zh_longest
+
+    def has(self, word: str) -> bool:
+        return word in self.d.zh
+
+    def forms(self, word: str) -> tuple[str, ...]:
+        return self.d.forms(word)
+
+    def terms_of(self, word: str) -> tuple[frozenset[str], ...]:
+        return self.d.terms_of(word)
+
+
+def _segment(run: str, lex: Lexicon, start: int = 0, stop: int | None = None) -> list[Span]:
+    """Words of ``lex`` in ``run[start:stop]``, longest first from the left: (start, end)."""
+    stop = len(run) if stop is None else stop
     spans = []
-    i = 0
-    while i < len(run) - 1:
-        for size in range(min(longest, len(run) - i), 1, -1):
-            if run[i : i + size] in words:
+    i = start
+    while i < stop - 1:
+        for size in range(min(lex.zh_longest, stop - i), 1, -1):
+            if lex.has(run[i : i + size]):
                 spans.append((i, i + size))
                 i += size
                 break
@@ -285,26 +340,58 @@ def _segment(run: str, words: dict[str, tuple[str, ...]], longest: int) -> list[
     return spans
 
 
-def _inner(run: str, start: int, end: int, words: dict[str, tuple[str, ...]]) -> list[str]:
+def _gaps(piece: Span, spans: list[Span]) -> list[Span]:
+    """The stretches of ``piece`` (2+ characters) that no span covers."""
+    out = []
+    at = piece[0]
+    for a, b in sorted(spans):
+        if b <= at or a >= piece[1]:
+            continue
+        if a - at >= 2:
+            out.append((at, a))
+        at = max(at, b)
+    if piece[1] - at >= 2:
+        out.append((at, piece[1]))
+    return out
+
+
+def _inner(run: str, start: int, end: int, lex: Lexicon) -> list[str]:
     """The glossary words inside ``run[start:end]``, itself included."""
     return [
-        run[a:b] for a in range(start, end - 1) for b in range(a + 2, end + 1) if run[a:b] in words
+        run[a:b] for a in range(start, end - 1) for b in range(a + 2, end + 1) if lex.has(run[a:b])
     ]
 
 
-def _english_forms(g: Glossary, words: list[str]) -> Clause:
+def _english_forms(lex: Lexicon, words: list[str]) -> Clause:
     forms: dict[frozenset[str], None] = {}
     for word in words:
-        forms.update(dict.fromkeys(g.zh_terms[word]))
+        forms.update(dict.fromkeys(lex.terms_of(word)))
     return tuple(forms)
 
 
-@lru_cache(maxsize=512)
 def bridge(query: str) -> Bridged:
-    """The bridge for ``query`` (already normalised as the recall path does)."""
+    """The bridge for ``query`` (already normalised as the recall path does): the glossary's
+    translations, and the dictionary's (:mod:`memd.dictionary`) for the words the glossary
+    does not hold. A Chinese query loads the dictionary; an English one uses it once loaded
+    (see :meth:`Bridged.extend`), so an English-only daemon never reads it."""
+    chinese = _CJK_CHAR.search(query) is not None
+    return _bridge(query, _dictionary(load=chinese))
+
+
+def _dictionary(load: bool) -> Dictionary | None:
+    from memd import dictionary
+
+    return dictionary.get() if load else dictionary.loaded()
+
+
+@lru_cache(maxsize=512)
+def _bridge(query: str, d: Dictionary | None) -> Bridged:
     g = glossary()
+    lex_g = cast(Lexicon, g)
+    lex_d = _DictionaryLexicon(d) if d is not None else None
     alternatives: dict[str, dict[Alternative, None]] = {}
     words: dict[str, None] = {}
+    fallback: dict[str, None] = {}
 
     def add(term: str, alt: Alternative) -> None:
         if all(alt):
@@ -313,28 +400,36 @@ def bridge(query: str) -> Bridged:
     low = query.lower()
     for match in _CJK_RUN.finditer(low):
         run = match.group()
-        spans = _segment(run, g.zh, g.zh_longest)
+        pieces = lexical.cjk_pieces(run)
+        spans: dict[Span, Lexicon] = dict.fromkeys(_segment(run, lex_g), lex_g)
+        if lex_d is not None:  # the dictionary where the glossary has no word
+            for piece in pieces:
+                for a, b in _gaps(piece, list(spans)):
+                    spans.update(dict.fromkeys(_segment(run, lex_d, a, b), lex_d))
         if not spans:
             continue
-        inner = {span: _inner(run, *span, g.zh) for span in spans}
-        forms = {(a, b): _english_forms(g, [run[a:b]]) for a, b in spans}
-        for span in spans:
-            for word in inner[span]:
-                words.update(dict.fromkeys(g.zh[word]))
-        for first, last in lexical.cjk_pieces(run):
+        forms = {(a, b): _english_forms(lex, [run[a:b]]) for (a, b), lex in spans.items()}
+        for (a, b), lex in spans.items():
+            if lex is lex_g:
+                for word in _inner(run, a, b, lex):
+                    words.update(dict.fromkeys(lex.forms(word)))
+            else:
+                fallback.update(dict.fromkeys(lex.forms(run[a:b])[:MAX_FALLBACK_FORMS]))
+        ordered = sorted(spans)
+        for first, last in pieces:
             for i in range(first, last - 1):
                 bigram = run[i : i + 2]
-                for a, b in spans:
+                for (a, b), lex in spans.items():
                     if a <= i and i + 2 <= b:
                         covering = [
                             run[p:q]
                             for p in range(a, i + 1)
                             for q in range(i + 2, b + 1)
-                            if run[p:q] in g.zh
+                            if lex.has(run[p:q])
                         ]
-                        add(bigram, (_english_forms(g, covering),))
-                left = next((s for s in spans if s[1] == i + 1), None)
-                right = next((s for s in spans if s[0] == i + 1), None)
+                        add(bigram, (_english_forms(lex, covering),))
+                left = next((s for s in ordered if s[1] == i + 1), None)
+                right = next((s for s in ordered if s[0] == i + 1), None)
                 if left and right:
                     add(bigram, (forms[left], forms[right]))
     sequence = [t for t in lexical.terms(low) if not _CJK_CHAR.match(t)]
@@ -353,10 +448,30 @@ def bridge(query: str) -> Bridged:
                 i += size
                 break
         else:
-            i += 1
+            found = _dictionary_chinese(d, sequence, i) if d is not None else None
+            if found is None:
+                i += 1
+                continue
+            size, chinese_words = found
+            for a in range(i, i + size):
+                add(sequence[a], (chinese_words,))
+            fallback.update(dict.fromkeys(chinese_words[:MAX_FALLBACK_FORMS]))
+            i += size
     if not alternatives:
-        return NO_BRIDGE
+        return NO_BRIDGE if d is not None else NO_BRIDGE_YET
     return Bridged(
         alternatives={t: tuple(alts) for t, alts in alternatives.items()},
-        words=tuple(list(words)[:MAX_WORDS]),
+        words=tuple([*words, *(w for w in fallback if w not in words)][:MAX_WORDS]),
+        dictionary_pending=d is None,
     )
+
+
+def _dictionary_chinese(
+    d: Dictionary, sequence: list[str], i: int
+) -> tuple[int, tuple[str, ...]] | None:
+    """The longest English form of the dictionary at ``sequence[i]`` and its Chinese words."""
+    for size in range(min(d.en_longest, len(sequence) - i), 0, -1):
+        found = d.chinese(tuple(sequence[i : i + size]))
+        if found:
+            return size, found
+    return None
