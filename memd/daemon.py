@@ -24,6 +24,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from memd import dictionary
 from memd.heap import use_system_allocator
 from memd.server import Server, clear_stale_socket, prepare_socket_dir
 
@@ -143,6 +144,7 @@ class Daemon:
                 self.app.store.embedder.model_id,
                 time.monotonic() - started,
             )
+            dictionary.configure(self.settings.home)  # its parsed copy, once Chinese comes
             self.start_components()
             self.server = Server(
                 self.app,

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import gzip
 import logging
+import os
 import re
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib import resources
+from importlib import metadata, resources
+from pathlib import Path
 
 from memd import lexical
 
@@ -48,7 +50,6 @@ MAX_FORMS = 4
 MAX_WORDS_PER_FORM = 4
 """Chinese words kept per English form."""
 
-_LINE = re.compile(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/\s*$")
 _ALL_CJK = re.compile(f"^{lexical.CJK_CLASS}+$")
 _PAREN = re.compile(r"\(([^()]*)\)")
 _WORD = re.compile(r"^[a-z]{2,}(?:-[a-z]+)*$")
@@ -80,31 +81,49 @@ _SKIP_PREFIXES = (
 )
 COMPUTING_TAGS = frozenset(
     """computing|computer|computer networking|software|programming|internet|web analytics|network
-    |networking|computer science|database""".replace("\n", "")
+    |networking|computer science|database|electronics|telecommunications""".replace("\n", "")
     .replace("    ", "")
     .split("|")
 )
+REGISTER_TAGS = frozenset(
+    """literary|archaic|old|dialect|tw|taiwan|fig.|fig|slang|idiom|derog.|vulgar|cantonese
+    |classical|onom.|polite|humble|honorific|jocular|euphemism|buddhism|taoism|tcm|lit.|arch.
+    |old usage|internet slang|hong kong|proverb|poetic|chinese medicine|name|surname
+    |japanese surname|place name|abbr.|pr.""".replace("\n", "")
+    .replace("    ", "")
+    .split("|")
+)
+"""A sense marked so is not today's plain usage: dropped."""
 NEUTRAL_TAGS = frozenset(["bound form", "coll.", "loanword", "attributive", "math.", "math"])
-"""Parentheticals that leave a sense as it is; any other ("(literary)", "(Tw)", "(of fuse
-wire)", "(about sth)") marks a sense too old, too regional or too narrow: dropped."""
 _FILLERS = ("to ", "a ", "an ", "the ")
-_PARTICLES = frozenset(["up", "out", "off", "down", "over", "of", "in", "on", "with", "about"])
+_PARTICLES = frozenset(["up", "of"])
+"""Dropped from the end of a phrasal verb ("clear up", "dispose of"); a sense ending in any
+other ("write off", "log in") is dropped whole: its verb alone means something else."""
 _GENERIC = frozenset(["time", "times", "way", "ways", "thing", "things", "one", "a", "an", "the"])
 _STEM = lexical._stem.__wrapped__  # type: ignore[attr-defined]  # not the shared cache
 
 
 def clean_sense(sense: str) -> tuple[str, bool] | None:
-    """One sense's English form and whether it is marked as computing, or None to drop it."""
+    """One sense's English form and whether it is marked as computing, or None to drop it.
+
+    A parenthetical at the start of a sense of one or two words is a domain ("(business)
+    contract", "(computing) to roll back"): kept, unless it marks a register ("(literary)",
+    "(Tw)"). Anywhere else only a known tag is: "to keep (promise)" and "(of fuse wire) to
+    melt" are narrower than their words, and are dropped."""
     low = sense.strip().lower()
     if not low or low.startswith(_SKIP_PREFIXES):
         return None
     computing = False
     if "(" in low:
-        tags = _PAREN.findall(low)
-        for tag in tags:
+        for match in _PAREN.finditer(low):
+            tag = match.group(1).strip()
+            if tag in REGISTER_TAGS:
+                return None
             if tag in COMPUTING_TAGS:
                 computing = True
-            elif tag not in NEUTRAL_TAGS:
+            elif tag in NEUTRAL_TAGS:
+                continue
+            elif match.start() != 0 or len(tag.split()) > 2 or tag.split()[0] in _QUALIFIERS:
                 return None
         low = _PAREN.sub(" ", low)
         if "(" in low or ")" in low:
@@ -112,7 +131,7 @@ def clean_sense(sense: str) -> tuple[str, bool] | None:
     words = low.replace(",", " ").split()
     while words and words[0] + " " in _FILLERS:
         words = words[1:]
-    while len(words) > 1 and words[-1] in _PARTICLES:  # "clear up", "dispose of"
+    if len(words) > 1 and words[-1] in _PARTICLES:  # "clear up", "dispose of"
         words = words[:-1]
     if len(words) > 1:  # "time zone": "zone", "pay the bill": "pay bill"
         words = [w for w in words if w not in _GENERIC] or words
@@ -122,6 +141,9 @@ def clean_sense(sense: str) -> tuple[str, bool] | None:
         if word in lexical.STOP or word in ("sth", "sb", "etc", "oneself") or not _WORD.match(word):
             return None
     return " ".join(words), computing
+
+
+_QUALIFIERS = frozenset(["of", "about", "to", "with", "for", "in", "on", "esp.", "e.g.", "i.e."])
 
 
 def key_of(words: list[str] | tuple[str, ...]) -> str:
@@ -192,17 +214,18 @@ def parse(lines: Iterable[str]) -> Dictionary:
     for line in lines:
         if line.startswith("#"):
             continue
-        match = _LINE.match(line)
-        if match is None:
+        parts = line.split(" ", 2)
+        if len(parts) < 3 or not 2 <= len(parts[1]) <= MAX_CHARS:
             continue
-        _, word, pinyin, body = match.groups()
-        if not 2 <= len(word) <= MAX_CHARS or pinyin[:1].isupper() or not _ALL_CJK.match(word):
-            continue
+        word, rest = parts[1], parts[2]
+        if rest[1:2].isupper() or not rest.startswith("[") or not _ALL_CJK.match(word):
+            continue  # a proper name (its pinyin is capitalised), or not a Chinese word
         for size in range(2, len(word)):  # how many longer words hold each shorter one
             for i in range(len(word) - size + 1):
                 part = word[i : i + size]
                 contained[part] = contained.get(part, 0) + 1
         kept = senses.get(word)
+        body = rest[rest.find("] /") + 3 :].rstrip().rstrip("/")
         for sense in body.replace(";", "/").split("/"):
             cleaned = clean_sense(sense)
             if cleaned is not None:
@@ -238,6 +261,66 @@ def read() -> Dictionary:
         return parse(text)
 
 
+FORMAT = f"memd zh-en dictionary 1 {MAX_CHARS} {MAX_FORM_WORDS} {MAX_FORMS} {MAX_WORDS_PER_FORM}"
+"""The first line of a cached copy: another format or other limits make it stale."""
+
+
+def dumps(d: Dictionary) -> str:
+    """``d`` as the text of a cached copy (its first line names the format and the source)."""
+    lines = [f"{FORMAT} {PACKAGE} {metadata.version(PACKAGE)}"]
+    lines += [f"z\t{word}\t{forms}" for word, forms in d.zh.items()]
+    lines += [f"e\t{key}\t{words}" for key, words in d.en.items()]
+    return "\n".join(lines) + "\n"
+
+
+def loads(text: str) -> Dictionary | None:
+    """A cached copy read back, or None when it is stale or damaged."""
+    head, _, body = text.partition("\n")
+    if head != f"{FORMAT} {PACKAGE} {metadata.version(PACKAGE)}" or not body.endswith("\n"):
+        return None
+    zh: dict[str, str] = {}
+    en: dict[str, str] = {}
+    for line in body.splitlines():
+        kind, key, value = line.split("\t")
+        (zh if kind == "z" else en)[key] = value
+    return Dictionary(
+        zh=zh,
+        en=en,
+        zh_longest=max((len(w) for w in zh), default=0),
+        en_longest=max((k.count(" ") + 1 for k in en), default=0),
+    )
+
+
+_cache: list[Path] = []
+
+
+def configure(home: Path) -> None:
+    """Keep a parsed copy under ``home``/cache (derived from the package, no user data): a
+    daemon's later starts read it in a tenth of the time."""
+    _cache[:] = [home / "cache" / "zh_en_dictionary.tsv"]
+
+
+def _load() -> Dictionary:
+    path = _cache[0] if _cache else None
+    if path is not None:
+        try:
+            cached = loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeError, ValueError):
+            cached = None
+        if cached is not None:
+            return cached
+    d = read()
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(dumps(d), encoding="utf-8")
+            tmp.replace(path)
+        except OSError as exc:
+            log.warning("cannot keep a copy of the zh<->en dictionary in %s: %s", path, exc)
+    return d
+
+
 _lock = threading.Lock()
 _state: dict[str, Dictionary | None] = {}
 
@@ -263,7 +346,7 @@ def get() -> Dictionary | None:
         if "dictionary" not in _state:
             started = time.perf_counter()
             try:
-                found = read()
+                found = _load()
             except Exception as exc:  # a broken install must not break a hook
                 log.warning(
                     "the zh<->en dictionary (package %s) cannot be read, the bridge uses its "
