@@ -205,16 +205,16 @@ class Bridged:
 
     def extend(self, text: str, have: frozenset[str]) -> frozenset[str]:
         """A memory's terms plus each query term it carries through a translation. The first
-        Chinese memory an English query meets starts loading the dictionary, in the
-        background: the next queries use it."""
-        chinese = self.dictionary_pending and _CJK_CHAR.search(text) is not None
-        if chinese:
+        Chinese memory that an English query with a glossary word meets starts loading the
+        dictionary, in the background: the next queries use it. (A query without any
+        translation returns at once, as before: an English-only project pays nothing.)"""
+        if not self.alternatives:
+            return have
+        chinese = _CJK_CHAR.search(text) is not None
+        if chinese and self.dictionary_pending:
             from memd import dictionary
 
             dictionary.load_soon()
-        if not self.alternatives:
-            return have
-        chinese = chinese or _CJK_CHAR.search(text) is not None
         if not self._any.holds(text, have, chinese):
             return have  # no translation at all: most candidates
         extra = [
@@ -307,31 +307,56 @@ class Lexicon(Protocol):
     def terms_of(self, word: str) -> tuple[frozenset[str], ...]: ...
 
 
-class _DictionaryLexicon:
-    """:class:`memd.dictionary.Dictionary` as a :class:`Lexicon`."""
-
-    def __init__(self, d: Dictionary) -> None:
-        self.d = d
-        self.zh_longest = d.zh_longest
-
-    def has(self, word: str) -> bool:
-        return word in self.d.zh
-
-    def forms(self, word: str) -> tuple[str, ...]:
-        return self.d.forms(word)
-
-    def terms_of(self, word: str) -> tuple[frozenset[str], ...]:
-        return self.d.terms_of(word)
+def _inner(run: str, start: int, end: int, lex: Lexicon) -> list[str]:
+    """The glossary words inside ``run[start:end]``, itself included."""
+    return [
+        run[a:b] for a in range(start, end - 1) for b in range(a + 2, end + 1) if lex.has(run[a:b])
+    ]
 
 
-def _segment(run: str, lex: Lexicon, start: int = 0, stop: int | None = None) -> list[Span]:
-    """Words of ``lex`` in ``run[start:stop]``, longest first from the left: (start, end)."""
-    stop = len(run) if stop is None else stop
+def _segment_both(
+    run: str, g: Glossary, d: Dictionary | None, pieces: list[Span]
+) -> dict[Span, Lexicon]:
+    """The words of a Chinese run: the glossary's, longest first from the left (anywhere:
+    some hold a function character, "请求", "上线"); then the dictionary's, inside the pieces
+    between function words, where the glossary has no word, or where a longer dictionary
+    word holds a glossary word whole ("打印机" printer over "打印" print). A dictionary word
+    never cuts a glossary word."""
+    lex_g = cast(Lexicon, g)
+    glossary_spans = _segment(run, g)
+    if d is None:
+        return dict.fromkeys(glossary_spans, lex_g)
+    lex_d = cast(Lexicon, d)
+    starts = dict(glossary_spans)
+    piece_end = {i: last for first, last in pieces for i in range(first, last)}
+    spans: dict[Span, Lexicon] = {}
+    i = 0
+    while i < len(run):
+        end = piece_end.get(i, i)
+        shortest = starts.get(i, i) + 1  # longer than the glossary's word here
+        for j in range(min(i + d.zh_longest, end), shortest - 1, -1):
+            if d.has(run[i:j]) and all(
+                b <= i or a >= j or (i <= a and b <= j) for a, b in glossary_spans
+            ):
+                spans[(i, j)] = lex_d
+                i = j
+                break
+        else:
+            if i in starts:
+                spans[(i, starts[i])] = lex_g
+                i = starts[i]
+            else:
+                i += 1
+    return spans
+
+
+def _segment(run: str, g: Glossary) -> list[Span]:
+    """Glossary words in a Chinese run, longest first from the left: (start, end) spans."""
     spans = []
-    i = start
-    while i < stop - 1:
-        for size in range(min(lex.zh_longest, stop - i), 1, -1):
-            if lex.has(run[i : i + size]):
+    i = 0
+    while i < len(run) - 1:
+        for size in range(min(g.zh_longest, len(run) - i), 1, -1):
+            if run[i : i + size] in g.zh:
                 spans.append((i, i + size))
                 i += size
                 break
@@ -340,26 +365,16 @@ def _segment(run: str, lex: Lexicon, start: int = 0, stop: int | None = None) ->
     return spans
 
 
-def _gaps(piece: Span, spans: list[Span]) -> list[Span]:
-    """The stretches of ``piece`` (2+ characters) that no span covers."""
-    out = []
-    at = piece[0]
-    for a, b in sorted(spans):
-        if b <= at or a >= piece[1]:
-            continue
-        if a - at >= 2:
-            out.append((at, a))
-        at = max(at, b)
-    if piece[1] - at >= 2:
-        out.append((at, piece[1]))
-    return out
-
-
-def _inner(run: str, start: int, end: int, lex: Lexicon) -> list[str]:
-    """The glossary words inside ``run[start:end]``, itself included."""
-    return [
-        run[a:b] for a in range(start, end - 1) for b in range(a + 2, end + 1) if lex.has(run[a:b])
-    ]
+def _covering_forms(g: Lexicon, d: Lexicon | None, words: list[str]) -> Clause:
+    """The English forms of the words that hold a bigram: the glossary's for a word it
+    holds, else the dictionary's."""
+    forms: dict[frozenset[str], None] = {}
+    for word in words:
+        if g.has(word):
+            forms.update(dict.fromkeys(g.terms_of(word)))
+        elif d is not None and d.has(word):
+            forms.update(dict.fromkeys(d.terms_of(word)))
+    return tuple(forms)
 
 
 def _english_forms(lex: Lexicon, words: list[str]) -> Clause:
@@ -388,7 +403,7 @@ def _dictionary(load: bool) -> Dictionary | None:
 def _bridge(query: str, d: Dictionary | None) -> Bridged:
     g = glossary()
     lex_g = cast(Lexicon, g)
-    lex_d = _DictionaryLexicon(d) if d is not None else None
+    lex_d = cast(Lexicon, d) if d is not None else None
     alternatives: dict[str, dict[Alternative, None]] = {}
     words: dict[str, None] = {}
     fallback: dict[str, None] = {}
@@ -401,33 +416,23 @@ def _bridge(query: str, d: Dictionary | None) -> Bridged:
     for match in _CJK_RUN.finditer(low):
         run = match.group()
         pieces = lexical.cjk_pieces(run)
-        spans: dict[Span, Lexicon] = dict.fromkeys(_segment(run, lex_g), lex_g)
-        if lex_d is not None:  # the dictionary where the glossary has no word
-            for piece in pieces:
-                for a, b in _gaps(piece, list(spans)):
-                    spans.update(dict.fromkeys(_segment(run, lex_d, a, b), lex_d))
+        spans = _segment_both(run, g, d, pieces)
         if not spans:
             continue
-        forms = {(a, b): _english_forms(lex, [run[a:b]]) for (a, b), lex in spans.items()}
+        forms = {span: _english_forms(lex, [run[span[0] : span[1]]]) for span, lex in spans.items()}
         for (a, b), lex in spans.items():
-            if lex is lex_g:
-                for word in _inner(run, a, b, lex):
-                    words.update(dict.fromkeys(lex.forms(word)))
-            else:
+            for word in _inner(run, a, b, lex_g):
+                words.update(dict.fromkeys(g.forms(word)))
+            if lex is not lex_g:
                 fallback.update(dict.fromkeys(lex.forms(run[a:b])[:MAX_FALLBACK_FORMS]))
         ordered = sorted(spans)
         for first, last in pieces:
             for i in range(first, last - 1):
                 bigram = run[i : i + 2]
-                for (a, b), lex in spans.items():
+                for a, b in spans:
                     if a <= i and i + 2 <= b:
-                        covering = [
-                            run[p:q]
-                            for p in range(a, i + 1)
-                            for q in range(i + 2, b + 1)
-                            if lex.has(run[p:q])
-                        ]
-                        add(bigram, (_english_forms(lex, covering),))
+                        covering = [run[p:q] for p in range(a, i + 1) for q in range(i + 2, b + 1)]
+                        add(bigram, (_covering_forms(lex_g, lex_d, covering),))
                 left = next((s for s in ordered if s[1] == i + 1), None)
                 right = next((s for s in ordered if s[0] == i + 1), None)
                 if left and right:

