@@ -131,19 +131,22 @@ def test_the_bridge_falls_back_to_the_dictionary_after_the_glossary(
 
 
 def test_an_english_prompt_does_not_load_the_dictionary(fresh_dictionary: None) -> None:
-    found = bridge.bridge("How was the weather on the hiking trip?")
+    found = bridge.bridge("Did the weather hold for the hiking trip after the deploy?")
     assert dictionary.loaded() is None
-    assert found.dictionary_pending
+    assert found.dictionary_pending and "部署" in found.words  # deploy: the glossary's
     # An English memory does not start it either; a Chinese one does (in the background).
     found.extend("We went hiking.", lexical.term_set("We went hiking."))
     assert dictionary.loaded() is None
+    assert not any(t.name == "memd-dictionary" for t in threading.enumerate())
+    # A query without any glossary word returns at once, whatever the memory.
+    bridge.bridge("How was the weather?").extend("周末去爬山了", lexical.term_set("周末去爬山了"))
     assert not any(t.name == "memd-dictionary" for t in threading.enumerate())
     found.extend("周末去爬山了", lexical.term_set("周末去爬山了"))
     deadline = time.monotonic() + 60
     while dictionary.loaded() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert dictionary.loaded() is not None
-    later = bridge.bridge("How was the weather on the hiking trip?")
+    later = bridge.bridge("Did the weather hold for the hiking trip after the deploy?")
     assert not later.dictionary_pending and "天气" in later.words
 
 
@@ -211,13 +214,13 @@ def test_recall_across_languages_through_words_only_the_dictionary_holds(
         assert found(daemon, prompt, en_project)
     assert LOADED not in daemon.log_path.read_text(errors="replace")
     assert not (home / "cache" / "zh_en_dictionary.tsv").exists()
-    # An English prompt meets Chinese memories: the dictionary loads in the background, and
-    # is kept as a parsed copy under MEMD_HOME for the next start.
-    prompt = "How was the weather when we went hiking?"
-    found(daemon, prompt, zh_project)
+    # An English prompt (with a glossary word: cache) meets Chinese memories: the dictionary
+    # loads in the background, and is kept as a parsed copy under MEMD_HOME for the next start.
+    assert zh_ids[CHINESE[1]] in found(daemon, "When does the cache expire?", zh_project)
     wait_for(daemon, LOADED)
     assert (home / "cache" / "zh_en_dictionary.tsv").is_file()
-    assert zh_ids[CHINESE[0]] in found(daemon, prompt, zh_project)  # weather: 天气, 爬山
+    prompt = "How was the weather when we went hiking?"  # 天气, 爬山: the dictionary's
+    assert zh_ids[CHINESE[0]] in found(daemon, prompt, zh_project)
     # A Chinese prompt through words the glossary does not hold (午饭 lunch, 打印机 printer).
     assert en_ids[ENGLISH[0]] in found(daemon, "午饭订单什么时候收集？", en_project)
     assert en_ids[ENGLISH[1]] in found(daemon, "打印机没墨粉了吗？", en_project)
