@@ -14,6 +14,15 @@ bigram across two glossary words ("库备" of "数据库备份") by a translatio
 widen what satisfies a concept, never the denominator of the coverage, and a concept weighs
 what its term weighs (its rarity in the project, :func:`lexical.idf_weights`).
 
+Words the glossary does not hold fall back on a broad dictionary (CC-CEDICT,
+:mod:`memd.dictionary`): the glossary segments a Chinese run first; the dictionary's words fill
+the rest of each piece between function words (a single character where no longer word fits),
+or replace a glossary word by a longer one that holds it whole ("打印机" printer over "打印"
+print), never cutting one; English terms the glossary does not know get the dictionary's
+Chinese words. The same rule holds: translations widen what carries a concept, never add one.
+The dictionary loads on the first Chinese prompt (or, in the background, when an English
+prompt meets a Chinese memory): an English-only daemon never reads it.
+
 :func:`bridge` is pure and cached per query; the glossary loads once, on first use, from the
 package (nothing is downloaded).
 """

