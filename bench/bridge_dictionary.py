@@ -124,7 +124,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         [
             markdown_table(["load", "runs", "median s", "RSS +MiB"], load_runs(args.runs)),
             markdown_table(
-                ["bridge", "Chinese prompts", "memories extended", "median ms", "p95 ms"],
+                [
+                    "bridge",
+                    "Chinese prompts",
+                    "memories extended per prompt",
+                    "median ms",
+                    "p95 ms",
+                ],
                 per_prompt(args.rounds),
             ),
             "- Load: a fresh process per run, the glossary loaded first; RSS = VmRSS after minus "
