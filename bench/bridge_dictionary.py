@@ -101,7 +101,7 @@ def per_prompt(rounds: int) -> list[list[object]]:
                 for text, have in prepared:
                     found.extend(text, have)
                 times[label].append((time.perf_counter() - started) * 1000)
-    n = len(cases[0][1])
+    n = f"{min(len(c[1]) for c in cases)}-{max(len(c[1]) for c in cases)}"
     return [
         [
             label,
