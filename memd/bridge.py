@@ -376,20 +376,16 @@ def _segment(run: str, g: Glossary) -> list[Span]:
 
 def _covering_forms(g: Lexicon, d: Lexicon | None, words: list[str]) -> Clause:
     """The English forms of the words that hold a bigram: the glossary's for a word it
-    holds, else the dictionary's."""
+    holds, then the dictionary's ("问题": the glossary's "issue", then "question",
+    "problem", ...)."""
     forms: dict[frozenset[str], None] = {}
     for word in words:
         if g.has(word):
             forms.update(dict.fromkeys(g.terms_of(word)))
+            if d is not None:  # after the glossary's: more forms carry it, none replaced
+                forms.update(dict.fromkeys(d.terms_of(word)))
         elif d is not None and d.has(word):
             forms.update(dict.fromkeys(d.terms_of(word)))
-    return tuple(forms)
-
-
-def _english_forms(lex: Lexicon, words: list[str]) -> Clause:
-    forms: dict[frozenset[str], None] = {}
-    for word in words:
-        forms.update(dict.fromkeys(lex.terms_of(word)))
     return tuple(forms)
 
 
@@ -428,7 +424,7 @@ def _bridge(query: str, d: Dictionary | None) -> Bridged:
         spans = _segment_both(run, g, d, pieces)
         if not spans:
             continue
-        forms = {span: _english_forms(lex, [run[span[0] : span[1]]]) for span, lex in spans.items()}
+        forms = {(a, b): _covering_forms(lex_g, lex_d, [run[a:b]]) for a, b in spans}
         for (a, b), lex in spans.items():
             for word in _inner(run, a, b, lex_g):
                 words.update(dict.fromkeys(g.forms(word)))
@@ -457,8 +453,10 @@ def _bridge(query: str, d: Dictionary | None) -> Bridged:
                     for p in range(i, a + 1):
                         for q in range(a + 1, i + size + 1):
                             chinese.update(dict.fromkeys(g.en.get(tuple(sequence[p:q]), ())))
-                    add(sequence[a], (tuple(chinese),))
                     words.update(chinese)
+                    if d is not None and size == 1:  # the dictionary's words carry it too
+                        chinese.update(dict.fromkeys(d.chinese((sequence[a],))))
+                    add(sequence[a], (tuple(chinese),))
                 i += size
                 break
         else:
