@@ -77,14 +77,17 @@ def test_translations_never_add_to_what_the_prompt_asks() -> None:
     assert coverage("database", "database 数据库 db") == 1.0
 
 
-def test_no_bridge_for_words_outside_the_glossary() -> None:
+def test_no_bridge_for_words_outside_the_glossary_but_the_dictionary_s() -> None:
     for query in (
         "What did we eat for dinner?",
         "我们晚饭吃了什么？",
         "Explain photosynthesis in plants.",
     ):
-        assert bridge.bridge(query) is bridge.NO_BRIDGE, query
-        assert bridge.bridge(query).search_text(query) == query
+        alone = bridge._bridge(query, None)  # the glossary alone
+        assert not alone.alternatives and alone.search_text(query) == query
+    # Everyday words come from the dictionary (memd.recall.dictionary, tests/test_dictionary.py).
+    assert "晚饭" in bridge.bridge("What did we eat for dinner?").words
+    assert "dinner" in bridge.bridge("我们晚饭吃了什么？").words
 
 
 def test_no_bridge_across_a_word_boundary() -> None:

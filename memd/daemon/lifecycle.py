@@ -27,6 +27,7 @@ from memd.daemon.app import App, Workers
 from memd.daemon.server import Server
 from memd.daemon.unixsocket import SocketFile
 from memd.heap import use_system_allocator
+from memd.recall import dictionary
 
 if TYPE_CHECKING:
     from memd.ingest.tailer import Tailer
@@ -139,6 +140,7 @@ class Daemon:
                 app.store.embedder.model_id,
                 time.monotonic() - started,
             )
+            dictionary.configure(self.settings.home)  # its parsed copy, once Chinese comes
             self.start_components(app)
             self.server = Server(
                 app, self.settings, self.workers, socket=socket_file, errors=self.errors

@@ -14,6 +14,15 @@ bigram across two glossary words ("库备" of "数据库备份") by a translatio
 widen what satisfies a concept, never the denominator of the coverage, and a concept weighs
 what its term weighs (its rarity in the project, :func:`lexical.idf_weights`).
 
+Words the glossary does not hold fall back on a broad dictionary (CC-CEDICT,
+:mod:`memd.recall.dictionary`): the glossary segments a Chinese run first; the dictionary's words fill
+the rest of each piece between function words (a single character where no longer word fits),
+or replace a glossary word by a longer one that holds it whole ("打印机" printer over "打印"
+print), never cutting one; English terms the glossary does not know get the dictionary's
+Chinese words. The same rule holds: translations widen what carries a concept, never add one.
+The dictionary loads on the first Chinese prompt (or, in the background, when an English
+prompt meets a Chinese memory): an English-only daemon never reads it.
+
 :func:`bridge` is pure and cached per query; the glossary loads once, on first use, from the
 package (nothing is downloaded).
 """
@@ -25,13 +34,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING, Protocol, cast
 
 from memd.errors import MemdError
 from memd.recall import lexical
 
+if TYPE_CHECKING:
+    from memd.recall.dictionary import Dictionary
+
 GLOSSARY = lexical.GLOSSARY
 MAX_WORDS = 48
 """At most this many translated words go into the full-text query."""
+MAX_FALLBACK_FORMS = 2
+"""At most this many of a dictionary word's translations go into the full-text query (all of
+them, up to :data:`memd.recall.dictionary.MAX_FORMS`, still carry its terms)."""
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _CJK_CHAR = lexical.CJK_CHAR
 
@@ -42,6 +58,7 @@ Clause = tuple[Form, ...]
 """Satisfied by any one of its forms."""
 Alternative = tuple[Clause, ...]
 """Satisfied when every clause is."""
+Span = tuple[int, int]
 
 
 class GlossaryError(MemdError):
@@ -58,6 +75,15 @@ class Glossary:
     """The terms of an English form or inflection (stems, in order) -> its Chinese words."""
     zh_longest: int
     en_longest: int
+
+    def has(self, word: str) -> bool:
+        return word in self.zh
+
+    def forms(self, word: str) -> tuple[str, ...]:
+        return self.zh.get(word, ())
+
+    def terms_of(self, word: str) -> tuple[frozenset[str], ...]:
+        return self.zh_terms.get(word, ())
 
 
 _VOWELS = "aeiou"
@@ -143,6 +169,8 @@ class Bridged:
     alternatives: dict[str, tuple[Alternative, ...]] = field(default_factory=dict)
     words: tuple[str, ...] = ()
     """The translations as words (English forms, Chinese words), for a full-text query."""
+    dictionary_pending: bool = False
+    """Built without the dictionary (an English query before any Chinese was met)."""
 
     def search_text(self, query: str) -> str:
         """The query for the full-text index: the prompt and its translations."""
@@ -185,10 +213,17 @@ class Bridged:
         )
 
     def extend(self, text: str, have: frozenset[str]) -> frozenset[str]:
-        """A memory's terms plus each query term it carries through a translation."""
+        """A memory's terms plus each query term it carries through a translation. The first
+        Chinese memory that an English query with a glossary word meets starts loading the
+        dictionary, in the background: the next queries use it. (A query without any
+        translation returns at once, as before: an English-only project pays nothing.)"""
         if not self.alternatives:
             return have
         chinese = _CJK_CHAR.search(text) is not None
+        if chinese and self.dictionary_pending:
+            from memd.recall import dictionary
+
+            dictionary.load_soon()
         if not self._any.holds(text, have, chinese):
             return have  # no translation at all: most candidates
         extra = [
@@ -235,6 +270,7 @@ class _Test:
 
 
 NO_BRIDGE = Bridged()
+NO_BRIDGE_YET = Bridged(dictionary_pending=True)
 REVERSE_MIN_TERMS = 3
 """A memory needs this many distinct terms for :func:`reverse_coverage` to count."""
 
@@ -270,13 +306,66 @@ def reverse_coverage(terms: tuple[str, ...], reach: frozenset[str]) -> float:
     return len(carried) / len(distinct)
 
 
-def _segment(run: str, words: dict[str, tuple[str, ...]], longest: int) -> list[tuple[int, int]]:
+class Lexicon(Protocol):
+    """What the bridge reads from the glossary and from the dictionary alike."""
+
+    zh_longest: int
+
+    def has(self, word: str) -> bool: ...
+    def forms(self, word: str) -> tuple[str, ...]: ...
+    def terms_of(self, word: str) -> tuple[frozenset[str], ...]: ...
+
+
+def _inner(run: str, start: int, end: int, lex: Lexicon) -> list[str]:
+    """The glossary words inside ``run[start:end]``, itself included."""
+    return [
+        run[a:b] for a in range(start, end - 1) for b in range(a + 2, end + 1) if lex.has(run[a:b])
+    ]
+
+
+def _segment_both(
+    run: str, g: Glossary, d: Dictionary | None, pieces: list[Span]
+) -> dict[Span, Lexicon]:
+    """The words of a Chinese run: the glossary's, longest first from the left (anywhere:
+    some hold a function character, "请求", "上线"); then the dictionary's, inside the pieces
+    between function words, where the glossary has no word, or where a longer dictionary
+    word holds a glossary word whole ("打印机" printer over "打印" print). A dictionary word
+    never cuts a glossary word."""
+    lex_g = cast(Lexicon, g)
+    glossary_spans = _segment(run, g)
+    if d is None:
+        return dict.fromkeys(glossary_spans, lex_g)
+    lex_d = cast(Lexicon, d)
+    starts = dict(glossary_spans)
+    piece_end = {i: last for first, last in pieces for i in range(first, last)}
+    spans: dict[Span, Lexicon] = {}
+    i = 0
+    while i < len(run):
+        end = piece_end.get(i, i)
+        shortest = starts.get(i, i) + 1  # longer than the glossary's word here
+        for j in range(min(i + d.zh_longest, end), shortest - 1, -1):
+            if d.has(run[i:j]) and all(
+                b <= i or a >= j or (i <= a and b <= j) for a, b in glossary_spans
+            ):
+                spans[(i, j)] = lex_d
+                i = j
+                break
+        else:
+            if i in starts:
+                spans[(i, starts[i])] = lex_g
+                i = starts[i]
+            else:
+                i += 1
+    return spans
+
+
+def _segment(run: str, g: Glossary) -> list[Span]:
     """Glossary words in a Chinese run, longest first from the left: (start, end) spans."""
     spans = []
     i = 0
     while i < len(run) - 1:
-        for size in range(min(longest, len(run) - i), 1, -1):
-            if run[i : i + size] in words:
+        for size in range(min(g.zh_longest, len(run) - i), 1, -1):
+            if run[i : i + size] in g.zh:
                 spans.append((i, i + size))
                 i += size
                 break
@@ -285,26 +374,44 @@ def _segment(run: str, words: dict[str, tuple[str, ...]], longest: int) -> list[
     return spans
 
 
-def _inner(run: str, start: int, end: int, words: dict[str, tuple[str, ...]]) -> list[str]:
-    """The glossary words inside ``run[start:end]``, itself included."""
-    return [
-        run[a:b] for a in range(start, end - 1) for b in range(a + 2, end + 1) if run[a:b] in words
-    ]
-
-
-def _english_forms(g: Glossary, words: list[str]) -> Clause:
+def _covering_forms(g: Lexicon, d: Lexicon | None, words: list[str]) -> Clause:
+    """The English forms of the words that hold a bigram: the glossary's for a word it
+    holds, then the dictionary's ("问题": the glossary's "issue", then "question",
+    "problem", ...)."""
     forms: dict[frozenset[str], None] = {}
     for word in words:
-        forms.update(dict.fromkeys(g.zh_terms[word]))
+        if g.has(word):
+            forms.update(dict.fromkeys(g.terms_of(word)))
+            if d is not None:  # after the glossary's: more forms carry it, none replaced
+                forms.update(dict.fromkeys(d.terms_of(word)))
+        elif d is not None and d.has(word):
+            forms.update(dict.fromkeys(d.terms_of(word)))
     return tuple(forms)
 
 
-@lru_cache(maxsize=512)
 def bridge(query: str) -> Bridged:
-    """The bridge for ``query`` (already normalised as the recall path does)."""
+    """The bridge for ``query`` (already normalised as the recall path does): the glossary's
+    translations, and the dictionary's (:mod:`memd.recall.dictionary`) for the words the glossary
+    does not hold. A Chinese query loads the dictionary; an English one uses it once loaded
+    (see :meth:`Bridged.extend`), so an English-only daemon never reads it."""
+    chinese = _CJK_CHAR.search(query) is not None
+    return _bridge(query, _dictionary(load=chinese))
+
+
+def _dictionary(load: bool) -> Dictionary | None:
+    from memd.recall import dictionary
+
+    return dictionary.get() if load else dictionary.loaded()
+
+
+@lru_cache(maxsize=512)
+def _bridge(query: str, d: Dictionary | None) -> Bridged:
     g = glossary()
+    lex_g = cast(Lexicon, g)
+    lex_d = cast(Lexicon, d) if d is not None else None
     alternatives: dict[str, dict[Alternative, None]] = {}
     words: dict[str, None] = {}
+    fallback: dict[str, None] = {}
 
     def add(term: str, alt: Alternative) -> None:
         if all(alt):
@@ -313,28 +420,26 @@ def bridge(query: str) -> Bridged:
     low = query.lower()
     for match in _CJK_RUN.finditer(low):
         run = match.group()
-        spans = _segment(run, g.zh, g.zh_longest)
+        pieces = lexical.cjk_pieces(run)
+        spans = _segment_both(run, g, d, pieces)
         if not spans:
             continue
-        inner = {span: _inner(run, *span, g.zh) for span in spans}
-        forms = {(a, b): _english_forms(g, [run[a:b]]) for a, b in spans}
-        for span in spans:
-            for word in inner[span]:
-                words.update(dict.fromkeys(g.zh[word]))
-        for first, last in lexical.cjk_pieces(run):
+        forms = {(a, b): _covering_forms(lex_g, lex_d, [run[a:b]]) for a, b in spans}
+        for (a, b), lex in spans.items():
+            for word in _inner(run, a, b, lex_g):
+                words.update(dict.fromkeys(g.forms(word)))
+            if lex is not lex_g:
+                fallback.update(dict.fromkeys(lex.forms(run[a:b])[:MAX_FALLBACK_FORMS]))
+        ordered = sorted(spans)
+        for first, last in pieces:
             for i in range(first, last - 1):
                 bigram = run[i : i + 2]
                 for a, b in spans:
                     if a <= i and i + 2 <= b:
-                        covering = [
-                            run[p:q]
-                            for p in range(a, i + 1)
-                            for q in range(i + 2, b + 1)
-                            if run[p:q] in g.zh
-                        ]
-                        add(bigram, (_english_forms(g, covering),))
-                left = next((s for s in spans if s[1] == i + 1), None)
-                right = next((s for s in spans if s[0] == i + 1), None)
+                        covering = [run[p:q] for p in range(a, i + 1) for q in range(i + 2, b + 1)]
+                        add(bigram, (_covering_forms(lex_g, lex_d, covering),))
+                left = next((s for s in ordered if s[1] == i + 1), None)
+                right = next((s for s in ordered if s[0] == i + 1), None)
                 if left and right:
                     add(bigram, (forms[left], forms[right]))
     sequence = [t for t in lexical.terms(low) if not _CJK_CHAR.match(t)]
@@ -348,15 +453,37 @@ def bridge(query: str) -> Bridged:
                     for p in range(i, a + 1):
                         for q in range(a + 1, i + size + 1):
                             chinese.update(dict.fromkeys(g.en.get(tuple(sequence[p:q]), ())))
-                    add(sequence[a], (tuple(chinese),))
                     words.update(chinese)
+                    if d is not None and size == 1:  # the dictionary's words carry it too
+                        chinese.update(dict.fromkeys(d.chinese((sequence[a],))))
+                    add(sequence[a], (tuple(chinese),))
                 i += size
                 break
         else:
-            i += 1
+            found = _dictionary_chinese(d, sequence, i) if d is not None else None
+            if found is None:
+                i += 1
+                continue
+            size, chinese_words = found
+            for a in range(i, i + size):
+                add(sequence[a], (chinese_words,))
+            fallback.update(dict.fromkeys(chinese_words[:MAX_FALLBACK_FORMS]))
+            i += size
     if not alternatives:
-        return NO_BRIDGE
+        return NO_BRIDGE if d is not None else NO_BRIDGE_YET
     return Bridged(
         alternatives={t: tuple(alts) for t, alts in alternatives.items()},
-        words=tuple(list(words)[:MAX_WORDS]),
+        words=tuple([*words, *(w for w in fallback if w not in words)][:MAX_WORDS]),
+        dictionary_pending=d is None,
     )
+
+
+def _dictionary_chinese(
+    d: Dictionary, sequence: list[str], i: int
+) -> tuple[int, tuple[str, ...]] | None:
+    """The longest English form of the dictionary at ``sequence[i]`` and its Chinese words."""
+    for size in range(min(d.en_longest, len(sequence) - i), 0, -1):
+        found = d.chinese(tuple(sequence[i : i + size]))
+        if found:
+            return size, found
+    return None

@@ -89,10 +89,11 @@ def build(out: Path) -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
     from memd.app import App
     from memd.merge import upsert
-    from memd.models import Memory, Source, Turn
     from memd.session import SessionTracker
-    from memd.settings import Settings
     from memd.state import State
+
+    from memd.models import Memory, Source, Turn
+    from memd.settings import Settings
 
     settings = Settings()
     home = settings.home
