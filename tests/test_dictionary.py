@@ -126,6 +126,15 @@ def test_the_bridge_falls_back_to_the_dictionary_after_the_glossary(
     # The glossary's word keeps the glossary's translations only.
     # (The dictionary's 部署 is "dispose", "deploy", "deployment".)
     assert bridge.bridge("部署").words == bridge.glossary().zh["部署"]
+    # A glossary word is carried by the dictionary's translations too, after the glossary's
+    # (add: 添加 新增 in the glossary, 加 in the dictionary; package: 打包 依赖包, then 包), but
+    # the full-text query keeps the glossary's words.
+    query = "How do I add a package?"
+    assert coverage(query, "不要手动加包") == 1.0
+    assert bridge._bridge(query, None).extend("不要手动加包", lexical.term_set("不要手动加包")) == (
+        lexical.term_set("不要手动加包")
+    )
+    assert bridge.bridge(query).words == bridge._bridge(query, None).words
     # English -> Chinese, once the dictionary is loaded.
     assert coverage("How was the weather?", "周末我们去爬山了，天气很好") == 1.0
 
