@@ -144,7 +144,7 @@ class Daemon:
                 self.app.store.embedder.model_id,
                 time.monotonic() - started,
             )
-            dictionary.configure(self.settings.home)  # its parsed copy, once Chinese comes
+            dictionary.configure(self.settings.home)  # preloads it if this home met Chinese
             self.start_components()
             self.server = Server(
                 self.app,

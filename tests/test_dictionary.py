@@ -113,6 +113,18 @@ def test_the_cached_copy_reads_back_the_same_and_a_stale_one_is_rebuilt(
     rebuilt = dictionary.get()
     assert rebuilt is not None and rebuilt.zh == first.zh
     assert cached.read_text(encoding="utf-8") == text
+    # A home with a copy (it met Chinese before) loads it at once, in the background; a home
+    # without one loads nothing.
+    dictionary.reset()
+    dictionary.configure(tmp_path / "english-only")
+    assert dictionary.loaded() is None
+    assert not any(t.name == "memd-dictionary" for t in threading.enumerate())
+    dictionary.configure(tmp_path)
+    deadline = time.monotonic() + 60
+    while dictionary.loaded() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    preloaded = dictionary.loaded()
+    assert preloaded is not None and preloaded.zh == first.zh
 
 
 def test_the_bridge_falls_back_to_the_dictionary_after_the_glossary(
