@@ -43,7 +43,7 @@ def rss():
 from memd.recall import bridge, dictionary
 bridge.glossary()
 before = rss()
-dictionary.configure(Path(sys.argv[1]))
+dictionary.configure(Path(sys.argv[1]), preload=False)
 started = time.perf_counter()
 assert dictionary.get() is not None
 print(json.dumps([time.perf_counter() - started, rss() - before]))

@@ -113,6 +113,18 @@ def test_the_cached_copy_reads_back_the_same_and_a_stale_one_is_rebuilt(
     rebuilt = dictionary.get()
     assert rebuilt is not None and rebuilt.zh == first.zh
     assert cached.read_text(encoding="utf-8") == text
+    # A home with a copy (it met Chinese before) loads it at once, in the background; a home
+    # without one loads nothing.
+    dictionary.reset()
+    dictionary.configure(tmp_path / "english-only")
+    assert dictionary.loaded() is None
+    assert not any(t.name == "memd-dictionary" for t in threading.enumerate())
+    dictionary.configure(tmp_path)
+    deadline = time.monotonic() + 60
+    while dictionary.loaded() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    preloaded = dictionary.loaded()
+    assert preloaded is not None and preloaded.zh == first.zh
 
 
 def test_the_bridge_falls_back_to_the_dictionary_after_the_glossary(
@@ -126,6 +138,15 @@ def test_the_bridge_falls_back_to_the_dictionary_after_the_glossary(
     # The glossary's word keeps the glossary's translations only.
     # (The dictionary's 部署 is "dispose", "deploy", "deployment".)
     assert bridge.bridge("部署").words == bridge.glossary().zh["部署"]
+    # A glossary word is carried by the dictionary's translations too, after the glossary's
+    # (add: 添加 新增 in the glossary, 加 in the dictionary; package: 打包 依赖包, then 包), but
+    # the full-text query keeps the glossary's words.
+    query = "How do I add a package?"
+    assert coverage(query, "不要手动加包") == 1.0
+    assert bridge._bridge(query, None).extend("不要手动加包", lexical.term_set("不要手动加包")) == (
+        lexical.term_set("不要手动加包")
+    )
+    assert bridge.bridge(query).words == bridge._bridge(query, None).words
     # English -> Chinese, once the dictionary is loaded.
     assert coverage("How was the weather?", "周末我们去爬山了，天气很好") == 1.0
 
@@ -148,6 +169,36 @@ def test_an_english_prompt_does_not_load_the_dictionary(fresh_dictionary: None) 
     assert dictionary.loaded() is not None
     later = bridge.bridge("Did the weather hold for the hiking trip after the deploy?")
     assert not later.dictionary_pending and "天气" in later.words
+
+
+def test_warming_a_project_with_chinese_text_loads_the_dictionary_in_the_background(
+    fresh_dictionary: None,
+) -> None:
+    """The daemon warms its projects at start: one that holds Chinese gets the dictionary
+    loaded then, off the path of its first prompt (1-3 s on a new home, over a hook's
+    timeout); an English-only one never loads it."""
+    from memd.daemon.app import App
+    from memd.models import Memory
+    from memd.recall.inject import Injector
+    from memd.settings import load_settings
+    from memd.store.upsert import upsert
+
+    app = App(load_settings()).open(writer=True)
+    try:
+        upsert(app.store, [Memory(text="We deploy with the release workflow.", project="/p/en")])
+        injector = Injector(app, app.settings)
+        injector.warm(["/p/en"])
+        time.sleep(0.5)
+        assert dictionary.loaded() is None
+        assert not any(t.name == "memd-dictionary" for t in threading.enumerate())
+        upsert(app.store, [Memory(text="接口报错时统一用 ElMessage 弹窗提示", project="/p/zh")])
+        injector.warm(["/p/zh"])
+        deadline = time.monotonic() + 60
+        while dictionary.loaded() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert dictionary.loaded() is not None
+    finally:
+        app.close()
 
 
 # ---- real daemons (the default, English-only model: only the bridge links the languages)

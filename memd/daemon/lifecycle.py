@@ -140,7 +140,7 @@ class Daemon:
                 app.store.embedder.model_id,
                 time.monotonic() - started,
             )
-            dictionary.configure(self.settings.home)  # its parsed copy, once Chinese comes
+            dictionary.configure(self.settings.home)  # preloads it if this home met Chinese
             self.start_components(app)
             self.server = Server(
                 app, self.settings, self.workers, socket=socket_file, errors=self.errors

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from memd.models import USER_SCOPE, Memory
 from memd.project import resolve_project
-from memd.recall import bridge, lexical, retrieve
+from memd.recall import bridge, dictionary, lexical, retrieve
 from memd.recall.block import render
 from memd.recall.choose import choose
 from memd.recall.injected import SessionMemory
@@ -128,6 +128,13 @@ class Injector:
         # Parsed once (~70 ms), not on the first prompt. (The table's full-text index is not
         # warmed: a hook's full text runs over the cache; only filtered searches read it.)
         bridge.glossary()
+        # A project with Chinese text will bridge prompts through the broad dictionary: load it
+        # in the background now (1-3 s on a new home), not on its first prompt.
+        try:
+            if any(self.vectors.has_chinese(p) for p in scope):
+                dictionary.load_soon()
+        except Exception as exc:  # best effort, like the cache itself
+            log.warning("cannot check the warmed projects for Chinese text: %s", exc)
         return self.vectors.cached_rows()
 
     # ---- choosing

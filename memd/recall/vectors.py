@@ -234,11 +234,9 @@ class VectorCache:
         hits.sort(key=lambda h: (-h[1], h[0]))
         return TextHits(total, counts, hits[:limit])
 
-    def _postings(
-        self, project: str, rows: Any, terms: list[str]
-    ) -> tuple[dict[str, tuple[Any, Any]], Any]:
-        """Each term's postings in the project's entry ``rows`` (row numbers holding it, and
-        how many times), and every row's length in characters; kept with the entry."""
+    def _entry_terms(self, project: str, rows: Any) -> tuple[Any, ...]:
+        """The project's entry's term cache: (rows, postings by term, row lengths, postings
+        kept, whether any text holds Chinese), made on first use."""
         import numpy as np
         import pyarrow.compute as pc
 
@@ -250,7 +248,25 @@ class VectorCache:
                 chinese = pc.any(pc.match_substring_regex(texts, CJK_CLASS)).as_py()
                 cached = (rows, {}, length.astype(np.float32), [0], bool(chinese))
                 self._terms[project] = cached
-        _, known, lengths, size, chinese = cached
+        return cached
+
+    def has_chinese(self, project: str) -> bool:
+        """Whether any active memory of the project holds Chinese text (False when the cache
+        does not hold the project)."""
+        got = self.rows(project)
+        return (
+            got is not None and got[0].num_rows > 0 and bool(self._entry_terms(project, got[0])[4])
+        )
+
+    def _postings(
+        self, project: str, rows: Any, terms: list[str]
+    ) -> tuple[dict[str, tuple[Any, Any]], Any]:
+        """Each term's postings in the project's entry ``rows`` (row numbers holding it, and
+        how many times), and every row's length in characters; kept with the entry."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        _, known, lengths, size, chinese = self._entry_terms(project, rows)
         texts = rows.column("text")
         out: dict[str, tuple[Any, Any]] = {}
         for term in terms:
