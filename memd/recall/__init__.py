@@ -1,1 +1,1 @@
-"""Recall: embeddings, the vector cache, retrieval and what a hook injects."""
+"""Recall: the vector cache, the lexical and zh<->en signals, the one retrieval path, and what a hook injects."""
