@@ -19,6 +19,8 @@ from memd.store.maintenance import JOBS, JobFunction
 from memd.timestamps import parse_time
 
 if TYPE_CHECKING:
+    from memd.daemon.app import App
+    from memd.ingest.state import State
     from memd.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -40,7 +42,7 @@ def state_key(name: str) -> str:
 
 
 def jobs_status(
-    state: Any, names: tuple[str, ...] = JOB_NAMES, next_runs: dict[str, str | None] | None = None
+    state: State, names: tuple[str, ...] = JOB_NAMES, next_runs: dict[str, str | None] | None = None
 ) -> list[dict[str, Any]]:
     """``[{name, next_run, last_run, last_status, last_result, ...}]`` from memd's state."""
     rows = []
@@ -66,8 +68,8 @@ class Scheduler:
 
     - One maintenance job runs at a time (a job lock); a failure is logged and recorded as
       ``last_status = "error: ..."`` and never stops the scheduler.
-    - Last runs and results live in ``state`` (any object with ``get(key, default)`` and
-      ``set(key, value)``, normally :class:`memd.ingest.state.State`) under ``jobs.<name>``.
+    - Last runs and results live in ``state`` (memd's :class:`memd.ingest.state.State`) under
+      ``jobs.<name>``.
     - After a restart, a job whose last run is overdue runs ``catch_up_delay`` seconds after start;
       an interval job that is not overdue keeps its rhythm (next run = last run + interval).
     - ``functions`` and ``triggers`` replace the default job functions or triggers (tests, tuning).
@@ -75,8 +77,8 @@ class Scheduler:
 
     def __init__(
         self,
-        app: Any,
-        state: Any,
+        app: App,
+        state: State,
         settings: Settings | None = None,
         *,
         functions: dict[str, JobFunction] | None = None,

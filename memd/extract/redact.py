@@ -357,13 +357,22 @@ def redact(text: str, extra_patterns: Iterable[str] = ()) -> str:
     return text
 
 
-def redact_turn(turn: Turn, extra_patterns: Iterable[str] = ()) -> Turn:
-    """A copy of ``turn`` whose text, tool summaries, tool errors and tool outputs are redacted."""
+def redact_turn(turn: Turn, extra_patterns: Iterable[str] = (), *, remember: bool = False) -> Turn:
+    """A copy of ``turn`` whose text, tool summaries, tool errors and tool outputs are redacted.
+
+    ``remember``: keep recent strings' results (the state DB writes a growing turn again and
+    again, with mostly the same pieces: streamed lines, tool results folded in)."""
     extra = tuple(extra_patterns)
+    clean = _remembered if remember else redact
     return replace(
         turn,
-        text=redact(turn.text, extra),
-        tools=[replace(t, summary=redact(t.summary, extra)) for t in turn.tools],
-        tool_errors=[redact(e, extra) for e in turn.tool_errors],
-        tool_outputs=[redact(o, extra) for o in turn.tool_outputs],
+        text=clean(turn.text, extra),
+        tools=[replace(t, summary=clean(t.summary, extra)) for t in turn.tools],
+        tool_errors=[clean(e, extra) for e in turn.tool_errors],
+        tool_outputs=[clean(o, extra) for o in turn.tool_outputs],
     )
+
+
+@lru_cache(maxsize=2048)
+def _remembered(text: str, extra: tuple[str, ...]) -> str:
+    return redact(text, extra)

@@ -25,8 +25,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
-from functools import lru_cache
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -105,23 +104,13 @@ class SessionRecord:
     last_activity: float = 0.0
 
 
-@lru_cache(maxsize=2048)
-def _redact(text: str, patterns: tuple[str, ...]) -> str:
-    from memd.extract.redact import redact
-
-    return redact(text, patterns)
-
-
 def redacted(turn: Turn, patterns: tuple[str, ...] = ()) -> Turn:
-    """``redact_turn``, remembering recent strings: a turn that grows (streamed lines, tool
-    results folded in) is written again and again with mostly the same pieces."""
-    return replace(
-        turn,
-        text=_redact(turn.text, patterns),
-        tools=[replace(t, summary=_redact(t.summary, patterns)) for t in turn.tools],
-        tool_errors=[_redact(e, patterns) for e in turn.tool_errors],
-        tool_outputs=[_redact(o, patterns) for o in turn.tool_outputs],
-    )
+    """:func:`memd.extract.redact.redact_turn`, remembering recent strings: a turn that grows
+    (streamed lines, tool results folded in) is written again and again with mostly the same
+    pieces."""
+    from memd.extract.redact import redact_turn
+
+    return redact_turn(turn, patterns, remember=True)
 
 
 def turn_to_json(turn: Turn) -> str:
