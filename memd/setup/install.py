@@ -281,13 +281,27 @@ def install_hooks(
     new = merge_hooks(data, hook_path, socket, timeout)
     if new == data and text is not None:
         return SettingsChange(path, False, f"hooks already installed in {path}")
-    diff, backup = apply_settings(path, new, data, text, dry_run=dry_run)
-    verb = "would install" if dry_run else "installed"
     events = ", ".join(HOOK_EVENTS)
     shown = shlex.join(
         [str(hook_path)] if hook_path else hook_command_argv("EVENT", socket, timeout)[:5]
     )
-    msg = f"{verb} hooks ({events}) -> {shown} (socket {socket}) in {path}"
+    what = f"hooks ({events}) -> {shown} (socket {socket}) in {path}"
+    return write_change(path, new, data, text, dry_run, ("installed", "would install"), what)
+
+
+def write_change(
+    path: Path,
+    new: dict[str, Any],
+    data: dict[str, Any],
+    text: str | None,
+    dry_run: bool,
+    verbs: tuple[str, str],
+    what: str,
+) -> SettingsChange:
+    """Apply a change to a Claude Code settings file (after a backup; nothing with
+    ``dry_run``) and say so: "<verb> <what>", with ``verbs`` = (done, would be done)."""
+    diff, backup = apply_settings(path, new, data, text, dry_run=dry_run)
+    msg = f"{verbs[1] if dry_run else verbs[0]} {what}"
     if backup:
         msg += f" (backup: {backup.name})"
     return SettingsChange(path, True, msg, diff, backup)
@@ -299,12 +313,8 @@ def uninstall_hooks(*, dry_run: bool = False, path: Path | None = None) -> Setti
     new = remove_hooks(data)
     if new == data:
         return SettingsChange(path, False, f"no memd hooks in {path}")
-    diff, backup = apply_settings(path, new, data, text, dry_run=dry_run)
-    verb = "would remove" if dry_run else "removed"
-    msg = f"{verb} memd hooks from {path}"
-    if backup:
-        msg += f" (backup: {backup.name})"
-    return SettingsChange(path, True, msg, diff, backup)
+    what = f"memd hooks from {path}"
+    return write_change(path, new, data, text, dry_run, ("removed", "would remove"), what)
 
 
 def purge_home(settings: Settings) -> Path:
@@ -373,12 +383,8 @@ def install_mcp(
         )
     new = copy.deepcopy(data)
     new.setdefault("mcpServers", {})[MCP_NAME] = wanted
-    diff, backup = apply_settings(path, new, data, text, dry_run=dry_run)
-    verb = "would register" if dry_run else "registered"
-    msg = f"{verb} MCP server {MCP_NAME!r} ({wanted['command']} mcp) in {path}"
-    if backup:
-        msg += f" (backup: {backup.name})"
-    return SettingsChange(path, True, msg, diff, backup)
+    what = f"MCP server {MCP_NAME!r} ({wanted['command']} mcp) in {path}"
+    return write_change(path, new, data, text, dry_run, ("registered", "would register"), what)
 
 
 def uninstall_mcp(*, dry_run: bool = False, path: Path | None = None) -> SettingsChange:
@@ -388,12 +394,8 @@ def uninstall_mcp(*, dry_run: bool = False, path: Path | None = None) -> Setting
         return SettingsChange(path, False, f"no memd MCP server in {path}")
     new = copy.deepcopy(data)
     del new["mcpServers"][MCP_NAME]
-    diff, backup = apply_settings(path, new, data, text, dry_run=dry_run)
-    verb = "would remove" if dry_run else "removed"
-    msg = f"{verb} MCP server {MCP_NAME!r} from {path}"
-    if backup:
-        msg += f" (backup: {backup.name})"
-    return SettingsChange(path, True, msg, diff, backup)
+    what = f"MCP server {MCP_NAME!r} from {path}"
+    return write_change(path, new, data, text, dry_run, ("removed", "would remove"), what)
 
 
 def enabled_plugin(data: dict[str, Any]) -> str | None:

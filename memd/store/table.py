@@ -13,7 +13,8 @@ import shutil
 import threading
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -314,6 +315,22 @@ class MemoryStore:
         return rows
 
     # ---- writes
+    @contextmanager
+    def _journaled(self, entries: list[dict[str, Any]], failed: str) -> Iterator[int]:
+        """One change to the table, journal first (the caller holds the write lock): a failure
+        of the table takes the entries back out of the journal and raises ``StoreError``
+        starting with ``failed``. Yields the mutation count from before the change."""
+        before = self.mutations
+        mark = self.journal.size()
+        self.journal.append(entries)
+        try:
+            yield before
+        except Exception as exc:
+            self.journal.truncate(mark)
+            raise StoreError(f"{failed}: {exc}") from exc
+        finally:
+            self.mutations += 1
+
     def write(
         self,
         memories: list[Memory],
@@ -328,15 +345,13 @@ class MemoryStore:
         if not memories:
             return
         with self._write_lock:
-            before = self.mutations
             missing = [m for m in memories if m.id not in vectors]
             if missing:
                 fresh = self.embedder.embed([m.text for m in missing])
                 vectors = {**vectors, **{m.id: v for m, v in zip(missing, fresh, strict=True)}}
             rows = [to_row(m, vectors[m.id]) for m in memories]
-            mark = self.journal.size()
-            self.journal.append([{"op": "put", "m": m.to_dict()} for m in memories])
-            try:
+            journaled = [{"op": "put", "m": m.to_dict()} for m in memories]
+            with self._journaled(journaled, "write failed, nothing was stored") as before:
                 tbl = self._ensure_table(len(rows[0]["vector"]))
                 data = pa.Table.from_pylist(rows, schema=tbl.schema)
                 if tbl.count_rows(is_in("id", [m.id for m in memories]).sql) == 0:
@@ -350,11 +365,6 @@ class MemoryStore:
                         .when_not_matched_insert_all()
                         .execute(data)
                     )
-            except Exception as exc:
-                self.journal.truncate(mark)
-                raise StoreError(f"write failed, nothing was stored: {exc}") from exc
-            finally:
-                self.mutations += 1
             if self.keys is not None:
                 self.keys.put(memories, before, same_text)
             self.writes_since_optimize += len(rows)
@@ -364,16 +374,9 @@ class MemoryStore:
         if not ids or self._table is None:
             return
         with self._write_lock:
-            before = self.mutations
-            mark = self.journal.size()
-            self.journal.append([{"op": "del", "id": i} for i in ids])
-            try:
+            entries = [{"op": "del", "id": i} for i in ids]
+            with self._journaled(entries, "delete failed") as before:
                 self._table.delete(is_in("id", ids).sql)
-            except Exception as exc:
-                self.journal.truncate(mark)
-                raise StoreError(f"delete failed: {exc}") from exc
-            finally:
-                self.mutations += 1
             if self.keys is not None:
                 self.keys.remove(ids, before)
 
@@ -384,19 +387,12 @@ class MemoryStore:
             return
         at = now_iso()
         with self._write_lock:  # one SQL update (hits + 1): atomic, and ordered with writes
-            before = self.mutations
-            mark = self.journal.size()
-            self.journal.append([{"op": "touch", "ids": ids, "at": at}])
-            try:
+            entries = [{"op": "touch", "ids": ids, "at": at}]
+            with self._journaled(entries, "touch failed, nothing was stored") as before:
                 self._table.update(
                     where=is_in("id", ids).sql,
                     values_sql={"hits": "hits + 1", "last_used_at": literal(at)},
                 )
-            except Exception as exc:
-                self.journal.truncate(mark)
-                raise StoreError(f"touch failed, nothing was stored: {exc}") from exc
-            finally:
-                self.mutations += 1
             if self.keys is not None:
                 self.keys.touched(ids, before)
 
