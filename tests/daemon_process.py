@@ -14,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -133,3 +135,31 @@ class DaemonProcess:
             code = self.proc.wait(10)
         self.log_file.close()
         return code
+
+
+@contextmanager
+def served(root: Path) -> Iterator[DaemonProcess]:
+    """A `memd serve` with its home under ``root`` (its ``root`` attribute, for projects) on a
+    short socket; stopped afterwards, and it must exit 0."""
+    sock = short_socket_path()
+    proc = DaemonProcess(daemon_env(root, sock), root / "serve.log").start()
+    proc.root = root  # type: ignore[attr-defined]
+    try:
+        yield proc
+    finally:
+        code = proc.stop()
+        remove_socket_dir(sock)
+        assert code == 0, proc.log()
+
+
+def add_project(daemon: DaemonProcess, name: str, texts: list[str]) -> tuple[str, dict[str, str]]:
+    """A git project ``name`` under the daemon's root holding ``texts`` as facts (added with
+    `memd add`): its path, and each text's memory id."""
+    path = daemon.root / name  # type: ignore[attr-defined]
+    (path / ".git").mkdir(parents=True, exist_ok=True)
+    ids = {}
+    for text in texts:
+        out = daemon.memd("add", text, "--project", str(path), "--json", "--kind", "fact")
+        assert out.returncode == 0, out.stderr
+        ids[text] = json.loads(out.stdout)["memory"]["id"]
+    return str(path), ids

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from importlib import resources
 
 import pytest
-from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
+from daemon_process import DaemonProcess, add_project, served
 
 from memd.models import Memory
 from memd.recall import bridge, lexical, retrieve
@@ -244,27 +244,8 @@ def test_within_one_language_only_the_prompt_s_own_terms_count() -> None:
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
-    root = tmp_path_factory.mktemp("bridge")
-    sock = short_socket_path()
-    proc = DaemonProcess(daemon_env(root, sock), root / "serve.log").start()
-    proc.root = root  # type: ignore[attr-defined]
-    try:
+    with served(tmp_path_factory.mktemp("bridge")) as proc:
         yield proc
-    finally:
-        code = proc.stop()
-        remove_socket_dir(sock)
-        assert code == 0, proc.log()
-
-
-def project(daemon: DaemonProcess, name: str, texts: list[str]) -> tuple[str, dict[str, str]]:
-    path = daemon.root / name  # type: ignore[attr-defined]
-    (path / ".git").mkdir(parents=True, exist_ok=True)
-    ids = {}
-    for text in texts:
-        out = daemon.memd("add", text, "--project", str(path), "--json", "--kind", "fact")
-        assert out.returncode == 0, out.stderr
-        ids[text] = json.loads(out.stdout)["memory"]["id"]
-    return str(path), ids
 
 
 ENGLISH = [
@@ -289,8 +270,8 @@ def test_the_default_model_recalls_across_languages_through_the_bridge(
     """MiniLM (the default) knows no Chinese: the bridge's lexical signal alone finds these."""
     status = daemon.request({"cmd": "status"})
     assert "MiniLM" in json.dumps(status), status
-    en_project, en_ids = project(daemon, "english", ENGLISH)
-    zh_project, zh_ids = project(daemon, "chinese", CHINESE)
+    en_project, en_ids = add_project(daemon, "english", ENGLISH)
+    zh_project, zh_ids = add_project(daemon, "chinese", CHINESE)
     cases = [
         ("数据库备份保留多久？", en_project, en_ids[ENGLISH[0]]),
         ("生产环境怎么部署？", en_project, en_ids[ENGLISH[1]]),

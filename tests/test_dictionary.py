@@ -5,14 +5,20 @@ without it when the package is broken."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
+from daemon_process import (
+    DaemonProcess,
+    add_project,
+    daemon_env,
+    remove_socket_dir,
+    served,
+    short_socket_path,
+)
 
 from memd.recall import bridge, dictionary, lexical
 
@@ -206,27 +212,8 @@ def test_warming_a_project_with_chinese_text_loads_the_dictionary_in_the_backgro
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
-    root = tmp_path_factory.mktemp("dictionary")
-    sock = short_socket_path()
-    proc = DaemonProcess(daemon_env(root, sock), root / "serve.log").start()
-    proc.root = root  # type: ignore[attr-defined]
-    try:
+    with served(tmp_path_factory.mktemp("dictionary")) as proc:
         yield proc
-    finally:
-        code = proc.stop()
-        remove_socket_dir(sock)
-        assert code == 0, proc.log()
-
-
-def project(daemon: DaemonProcess, name: str, texts: list[str]) -> tuple[str, dict[str, str]]:
-    path = daemon.root / name  # type: ignore[attr-defined]
-    (path / ".git").mkdir(parents=True, exist_ok=True)
-    ids = {}
-    for text in texts:
-        out = daemon.memd("add", text, "--project", str(path), "--json", "--kind", "fact")
-        assert out.returncode == 0, out.stderr
-        ids[text] = json.loads(out.stdout)["memory"]["id"]
-    return str(path), ids
 
 
 def found(daemon: DaemonProcess, prompt: str, cwd: str) -> list[str]:
@@ -258,8 +245,8 @@ def test_recall_across_languages_through_words_only_the_dictionary_holds(
     daemon: DaemonProcess,
 ) -> None:
     home = Path(daemon.env["MEMD_HOME"])
-    en_project, en_ids = project(daemon, "english", ENGLISH)
-    zh_project, zh_ids = project(daemon, "chinese", CHINESE)
+    en_project, en_ids = add_project(daemon, "english", ENGLISH)
+    zh_project, zh_ids = add_project(daemon, "chinese", CHINESE)
     # English prompts in an English project: the dictionary is never read.
     for prompt in ("When are lunch orders collected?", "Which printer is out of toner?"):
         assert found(daemon, prompt, en_project)
@@ -294,7 +281,7 @@ def test_a_broken_dictionary_package_leaves_the_glossary_working(
     proc = DaemonProcess(env, tmp_path / "serve.log").start()
     proc.root = tmp_path  # type: ignore[attr-defined]
     try:
-        en_project, en_ids = project(proc, "english", ENGLISH)
+        en_project, en_ids = add_project(proc, "english", ENGLISH)
         # 数据库 备份 保留: glossary words; the prompt still finds the backup memory.
         assert en_ids[ENGLISH[2]] in found(proc, "数据库备份保留多久？", en_project)
         wait_for(proc, BROKEN)

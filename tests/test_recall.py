@@ -13,21 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
+from daemon_process import DaemonProcess, served
 
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
-    root = tmp_path_factory.mktemp("recall")
-    sock = short_socket_path()
-    proc = DaemonProcess(daemon_env(root, sock), root / "serve.log").start()
-    proc.root = root  # type: ignore[attr-defined]
-    try:
+    with served(tmp_path_factory.mktemp("recall")) as proc:
         yield proc
-    finally:
-        code = proc.stop()
-        remove_socket_dir(sock)
-        assert code == 0, proc.log()
 
 
 def project(daemon: DaemonProcess, name: str) -> str:
