@@ -304,6 +304,31 @@ def query_vectors(
     return {t: v.tolist() for t, v in zip(texts, cache.embed(texts), strict=True)}
 
 
+def cosines_of(store: Any, vector: Any, by_vec: list[Any], by_text: list[Any]) -> dict[str, float]:
+    """Every candidate's cosine to the query, as :func:`memd.recall.retrieve.recall` gets them."""
+    cosines = {m.id: sim for m, sim in by_vec}
+    missing = [m.id for m, _ in by_text if m.id not in cosines]
+    if missing:
+        cosines.update(store.cosines(vector, missing))
+    return cosines
+
+
+def idf_of(store: Any, query: str, where: Any) -> dict[str, float] | None:
+    """The query terms' weights by their rarity in the searched projects, as recall gets them
+    from the table (:func:`memd.recall.lexical.idf_weights`)."""
+    from memd.recall import lexical
+
+    whole, segments = lexical.query_terms(query)
+    wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
+    stats = store.document_frequencies(where, wanted) if wanted else None
+    return lexical.idf_weights(*stats) if stats else None
+
+
+def relevant(ranked: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The results ``search`` returns: the relevant ones, best first, at most ``max(KS)``."""
+    return [r for r in ranked if r["relevant"]][: max(KS)]
+
+
 class Candidates:
     """Each question's vector and full-text candidates, fetched once, ranked per weight setting.
 
@@ -323,7 +348,10 @@ class Candidates:
         from memd.recall import retrieve
 
         normalize = normalize or retrieve.normalize_query
-        self.lists: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {}
+        self.embedder = store.embedder
+        self.lists: dict[
+            tuple[str, str], tuple[list[Any], list[Any], str, dict[str, float], Any]
+        ] = {}
         qvecs = query_vectors(cache, convs, normalize)
         depth = max(max(KS) * 4, 40)
         for conv in convs:
@@ -333,19 +361,23 @@ class Candidates:
                 if not q.gold:
                     continue
                 norm = normalize(q.text)
-                self.lists[(conv.sample_id, q.text)] = (
-                    store.vector_search(qvecs[norm], where, depth),
-                    store.text_search(norm, where, depth),
-                )
+                by_vec = store.vector_search(qvecs[norm], where, depth)
+                by_text = store.text_search(norm, where, depth)
+                cosines = cosines_of(store, qvecs[norm], by_vec, by_text)
+                idf = idf_of(store, norm, where)
+                self.lists[(conv.sample_id, q.text)] = (by_vec, by_text, norm, cosines, idf)
 
     def searcher(self, weights: Any, collapse: bool = False) -> Searcher:
         """``collapse``: skip a result whose turns are all covered by better results already."""
         from memd.recall import retrieve
 
+        calibration = retrieve.calibration_of(self.embedder)
+
         def search(conv: Conversation, query: str) -> tuple[list[Hit], float | None]:
-            by_vec, by_text = self.lists[(conv.sample_id, query)]
+            by_vec, by_text, norm, cosines, idf = self.lists[(conv.sample_id, query)]
             depth = 40 if collapse else max(KS)
-            hits = memd_hits(conv, retrieve.rank(by_vec, by_text, depth, weights))
+            ranked = retrieve.rank(by_vec, by_text, norm, cosines, weights, calibration, idf=idf)
+            hits = memd_hits(conv, [r for r in ranked if r["relevant"]][:depth])
             if collapse:
                 covered: set[str] = set()
                 kept = []
@@ -418,14 +450,23 @@ def latency_breakdown(
         t2 = time.perf_counter()
         by_text = store.text_search(query, where, 40)
         t3 = time.perf_counter()
-        ranked = retrieve.rank(by_vec, by_text, max(KS))
+        idf = idf_of(store, query, where)
+        cosines = cosines_of(store, vec, by_vec, by_text)
+        calibration = retrieve.calibration_of(store.embedder)
+        ranked = relevant(
+            retrieve.rank(by_vec, by_text, query, cosines, calibration=calibration, idf=idf)
+        )
         t4 = time.perf_counter()
         full = retrieve.search(store, text, [project], limit=max(KS))
         t5 = time.perf_counter()
         fts = pool.submit(store.text_search, query, where, 40)
         vec2 = store.embedder.embed_one(query)
         by_vec2 = store.vector_search(vec2, where, 40)
-        threaded = retrieve.rank(by_vec2, fts.result(), max(KS))
+        by_text2 = fts.result()
+        cosines2 = cosines_of(store, vec2, by_vec2, by_text2)
+        threaded = relevant(
+            retrieve.rank(by_vec2, by_text2, query, cosines2, calibration=calibration, idf=idf)
+        )
         t6 = time.perf_counter()
         ids = [r["id"] for r in threaded]
         mismatches += ids != [r["id"] for r in full] or ids != [r["id"] for r in ranked]

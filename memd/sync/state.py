@@ -19,8 +19,6 @@ from typing import Any
 
 from memd.models import now_iso
 
-STATE_VERSION = 1
-
 
 def device_id(home: Path) -> str:
     """This device's id: generated once, kept in ``$MEMD_HOME/device_id``."""
