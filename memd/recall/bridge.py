@@ -122,6 +122,14 @@ def inflections(form: str) -> list[str]:
     return [" ".join([*head, end]) for end in ends] + irregular
 
 
+def form_keys(form: str) -> list[tuple[str, ...]]:
+    """The terms of ``form`` and of each of its :func:`inflections`, in order, leaving out an
+    inflection that loses a term (a stop word: "used"). The glossary and the dictionary both
+    match a form by these."""
+    size = len(form.split())
+    return [key for key in map(lexical.terms, inflections(form)) if len(key) == size]
+
+
 def parse(text: str) -> Glossary:
     """A glossary from TSV lines ``中文<TAB>form|form``; ``#`` starts a comment line."""
     zh: dict[str, dict[str, None]] = {}
@@ -141,10 +149,7 @@ def parse(text: str) -> Glossary:
                     f"glossary line {number}: {form!r} has a stop word or no English term"
                 )
             zh.setdefault(word, {})[form] = None
-            for variant in inflections(form):
-                key = lexical.terms(variant)
-                if len(key) != len(form.split()):
-                    continue  # an inflection that is a stop word ("used")
+            for key in form_keys(form):
                 zh_terms.setdefault(word, {})[frozenset(key)] = None
                 en.setdefault(key, {})[word] = None
     return Glossary(

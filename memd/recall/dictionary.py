@@ -165,9 +165,15 @@ class Dictionary:
 
     zh: dict[str, str]
     en: dict[str, str]
-    zh_longest: int
-    en_longest: int
+    zh_longest: int = field(init=False)
+    """The longest Chinese word, in characters (derived from ``zh``)."""
+    en_longest: int = field(init=False)
+    """The longest English form, in words (derived from ``en``)."""
     _terms: dict[str, tuple[frozenset[str], ...]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.zh_longest = max((len(w) for w in self.zh), default=0)
+        self.en_longest = max((k.count(" ") + 1 for k in self.en), default=0)
 
     def has(self, word: str) -> bool:
         return word in self.zh
@@ -181,16 +187,10 @@ class Dictionary:
         """The terms of each English form of ``word`` and of its inflections."""
         got = self._terms.get(word)
         if got is None:
-            from memd.recall.bridge import inflections
+            from memd.recall.bridge import form_keys
 
-            out: dict[frozenset[str], None] = {}
-            for form in self.forms(word):
-                size = len(form.split())
-                for variant in inflections(form):
-                    key = lexical.terms(variant)
-                    if len(key) == size:
-                        out[frozenset(key)] = None
-            got = self._terms[word] = tuple(out)
+            keys = (frozenset(k) for form in self.forms(word) for k in form_keys(form))
+            got = self._terms[word] = tuple(dict.fromkeys(keys))
         return got
 
     def chinese(self, stems: tuple[str, ...]) -> tuple[str, ...]:
@@ -256,12 +256,7 @@ def parse(lines: Iterable[str]) -> Dictionary:
         key: "|".join(dict.fromkeys(w for _, w in sorted(words)[:MAX_WORDS_PER_FORM]))
         for key, words in ranked.items()
     }
-    return Dictionary(
-        zh=zh,
-        en=en,
-        zh_longest=max((len(w) for w in zh), default=0),
-        en_longest=max((k.count(" ") + 1 for k in en), default=0),
-    )
+    return Dictionary(zh=zh, en=en)
 
 
 def read() -> Dictionary:
@@ -293,12 +288,7 @@ def loads(text: str) -> Dictionary | None:
     for line in body.splitlines():
         kind, key, value = line.split("\t")
         (zh if kind == "z" else en)[key] = value
-    return Dictionary(
-        zh=zh,
-        en=en,
-        zh_longest=max((len(w) for w in zh), default=0),
-        en_longest=max((k.count(" ") + 1 for k in en), default=0),
-    )
+    return Dictionary(zh=zh, en=en)
 
 
 _cache: list[Path] = []
