@@ -419,6 +419,8 @@ class Server:
         session_id = str(payload.get("session_id") or "")
         self.sessions.seen(session_id)
         if event in ("user-prompt-submit", "session-start"):
+            if event == "user-prompt-submit":
+                self.injector.prefetch(payload)  # the model runs while the request waits
             build = (
                 self.injector.prompt_context
                 if event == "user-prompt-submit"

@@ -79,6 +79,19 @@ class Injector:
         self.memories_injected = 0
 
     # ---- the two hooks
+    def prefetch(self, payload: dict[str, Any]) -> None:
+        """Start embedding the prompt of a ``user-prompt-submit`` payload now, before its
+        request waits for a read thread: :meth:`prompt_context` joins the same embedding.
+        Never raises (a failure shows when the prompt is recalled)."""
+        try:
+            prompt = str(payload.get("prompt") or "").strip()
+            if len(prompt) >= 3 and not prompt.startswith("/"):
+                query = retrieve.normalize_query(prompt)
+                if query:
+                    self.queries.submit(query)
+        except Exception as exc:  # the recall itself reports it
+            log.debug("cannot start the prompt's embedding early: %s", exc)
+
     def prompt_context(
         self, payload: dict[str, Any], *, dedupe: bool = True, touch: bool = True
     ) -> Injection:

@@ -35,6 +35,9 @@ MEMOS_KEPT = 4096
 """Memory objects kept per project entry (a few KiB each)."""
 BM25_K1 = 1.2
 BM25_B = 0.75
+RECENT_SECONDS = 5.0
+"""How long a query's embedding is shared with a later request for the same text."""
+RECENT_KEPT = 32
 TRIM_AFTER_BUILD_ROWS = 1000
 """Building an entry this big frees enough to hand back to the OS at once."""
 CACHE_COLUMNS = ["id", "text", "kind", "project", "importance", "pinned", "status"]
@@ -360,7 +363,23 @@ class VectorCache:
         import numpy as np
 
         query = np.asarray(vector, dtype=np.float32)
-        return {mid: float(v @ query) for mid, v in self.vectors_of(projects, ids).items()}
+        out: dict[str, float] = {}
+        want = dict.fromkeys(ids)
+        for project in dict.fromkeys(projects):
+            got = self.rows(project) if want else None
+            if got is None:
+                continue
+            rows, (codes, scales) = got
+            index = self._index(project, rows)
+            found = [(mid, i) for mid in want if (i := index.get(mid)) is not None]
+            if not found:
+                continue
+            at = np.fromiter((i for _, i in found), dtype=np.int64, count=len(found))
+            sims = (codes[at] @ query) * scales[at]  # one product for all of them
+            for (mid, _), sim in zip(found, sims.tolist(), strict=True):
+                out[mid] = sim
+                del want[mid]
+        return out
 
     def search(
         self, vector: list[float], projects: list[str], limit: int
@@ -412,6 +431,7 @@ class QueryBatcher:
         self._queue: queue.SimpleQueue[tuple[str, Future[list[float]]] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        self._recent: OrderedDict[str, tuple[Future[list[float]], float]] = OrderedDict()
         self.batches = 0
         self.queries = 0
 
@@ -419,15 +439,25 @@ class QueryBatcher:
         return self.submit(text).result()
 
     def submit(self, text: str) -> Future[list[float]]:
-        """Start embedding ``text``; the future gets its vector."""
-        future: Future[list[float]] = Future()
-        if self._thread is None:
-            with self._start_lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(
-                        target=self._run, name="memd-embed", daemon=True
-                    )
-                    self._thread.start()
+        """Start embedding ``text``; the future gets its vector. The same text submitted again
+        within :data:`RECENT_SECONDS` gets the same future: the daemon starts a prompt's
+        embedding as soon as its request is read (:meth:`memd.recall.inject.Injector.prefetch`),
+        and the recall that asks for it later joins it."""
+        now = time.monotonic()
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="memd-embed", daemon=True)
+                self._thread.start()
+            while self._recent:
+                oldest, (_, at) = next(iter(self._recent.items()))
+                if now - at <= RECENT_SECONDS and len(self._recent) <= RECENT_KEPT:
+                    break
+                del self._recent[oldest]
+            known = self._recent.get(text)
+            if known is not None:
+                return known[0]
+            future: Future[list[float]] = Future()
+            self._recent[text] = (future, now)
         self._queue.put((text, future))
         return future
 
@@ -455,6 +485,10 @@ class QueryBatcher:
             try:
                 vectors = self._embed([text for text, _ in batch])
             except BaseException as exc:
+                with self._start_lock:  # a failure is not shared with a later retry
+                    for text, future in batch:
+                        if self._recent.get(text, (None,))[0] is future:
+                            del self._recent[text]
                 for _, future in batch:
                     future.set_exception(exc)
                 continue

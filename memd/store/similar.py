@@ -407,13 +407,26 @@ def _trigger(new: str, old: str) -> str:
     return ""
 
 
+@lru_cache(maxsize=8192)
+def _use_for_parts(text: str) -> tuple[str, frozenset[str]] | None:
+    """A "use X for S" rule's tool (lower-cased) and its subject's words, or None. Remembered:
+    an injection compares each shown memory with several others."""
+    m = USE_FOR.search(text)
+    if m is None:
+        return None
+    subject = features(m.group("subject"))
+    return m.group("tool").lower(), subject.words | subject.values
+
+
 def _use_for(new: str, old: str) -> bool:
     """The old rule: "use X for S" against "use Y for S" (same subject words)."""
-    a, b = USE_FOR.search(new), USE_FOR.search(old)
-    if not (a and b) or a.group("tool").lower() == b.group("tool").lower():
+    a = _use_for_parts(new)
+    if a is None:
         return False
-    sa, sb = features(a.group("subject")), features(b.group("subject"))
-    return _dice(sa.words | sa.values, sb.words | sb.values) >= 0.66
+    b = _use_for_parts(old)
+    if b is None or a[0] == b[0]:
+        return False
+    return _dice(a[1], b[1]) >= 0.66
 
 
 def conflict(new: str, old: str, cosine: float, model_id: str) -> Conflict:
