@@ -241,7 +241,14 @@ class MinilmBackend:
         np = self.np
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            encoded = self.tokenizer.encode_batch(list(texts[start : start + self.batch_size]))
+            chunk = list(texts[start : start + self.batch_size])
+            # One text (a prompt): ``encode`` keeps the interpreter lock for its ~0.1 ms, where
+            # ``encode_batch`` lets it go and then waits to get it back from a busy thread.
+            encoded = (
+                [self.tokenizer.encode(chunk[0])]
+                if len(chunk) == 1
+                else self.tokenizer.encode_batch(chunk)
+            )
             ids = np.array([e.ids for e in encoded], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
             feed = {"input_ids": ids}

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -201,6 +202,8 @@ def recall(
     # projects, else in the table (its full-text index, in another thread; LanceDB and
     # onnxruntime release the GIL).
     pending = embed_later(query) if vector is None and embed_later is not None else None
+    if pending is not None:
+        wait_started(pending)
     whole, segments = lexical.query_terms(query)
     wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
     searched = list(dict.fromkeys([*wanted, *bridged.search_terms]))
@@ -250,6 +253,17 @@ def recall(
         signals=signals,
         known=known,
     )
+
+
+def wait_started(future: Future[list[float]], timeout: float = 0.005) -> None:
+    """Let the model thread take ``future``'s query up before this thread goes on.
+
+    Both need the interpreter lock: a recall thread that went straight on with its full-text
+    work held it while the model thread waited to tokenize the prompt (~1 ms at 10k memories).
+    Once the model runs it does not need the lock, so both then work at once."""
+    started = getattr(future, "started", None)  # a QueryBatcher's QueryFuture
+    if isinstance(started, threading.Event):
+        started.wait(timeout)
 
 
 def rows_for(

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from memd.heap import trim_heap
 from memd.models import Memory
 from memd.recall.lexical import CJK_CHAR, CJK_CLASS
+from memd.recall.wordindex import WordIndex, no_postings
 from memd.store.filters import match
 from memd.store.layout import from_row
 
@@ -66,12 +67,6 @@ def quantize(vectors: Any) -> tuple[Any, Any]:
     return np.ascontiguousarray(codes), scales
 
 
-def _no_postings() -> tuple[Any, Any]:
-    import numpy as np
-
-    return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
-
-
 class VectorCache:
     """Each recently used project's active memories (vectors and rows), in memory, for hooks.
 
@@ -106,7 +101,10 @@ class VectorCache:
         self._entries: OrderedDict[str, tuple[Any, Any, Any, float]] = OrderedDict()
         self._indexes: dict[str, tuple[Any, dict[str, int]]] = {}
         """Per project: (the entry's rows, id -> row number), built on first use."""
-        self._terms: dict[str, tuple[Any, dict[str, tuple[Any, Any]], Any, list[int], bool]] = {}
+        self._terms: dict[
+            str,
+            tuple[Any, dict[str, tuple[Any, Any]], Any, list[int], bool, list[WordIndex | None]],
+        ] = {}
         """Per project: (the entry's rows, term -> postings, row lengths, postings kept,
         whether any of its texts holds a Chinese character)."""
         self._memos: dict[str, tuple[Any, dict[int, Memory]]] = {}
@@ -239,7 +237,8 @@ class VectorCache:
 
     def _entry_terms(self, project: str, rows: Any) -> tuple[Any, ...]:
         """The project's entry's term cache: (rows, postings by term, row lengths, postings
-        kept, whether any text holds Chinese), made on first use."""
+        kept, whether any text holds Chinese, its :class:`WordIndex` once a term missed),
+        made on first use."""
         import numpy as np
         import pyarrow.compute as pc
 
@@ -249,7 +248,7 @@ class VectorCache:
                 texts = rows.column("text")
                 length = pc.utf8_length(texts).to_numpy(zero_copy_only=False)
                 chinese = pc.any(pc.match_substring_regex(texts, CJK_CLASS)).as_py()
-                cached = (rows, {}, length.astype(np.float32), [0], bool(chinese))
+                cached = (rows, {}, length.astype(np.float32), [0], bool(chinese), [None])
                 self._terms[project] = cached
         return cached
 
@@ -266,27 +265,21 @@ class VectorCache:
     ) -> tuple[dict[str, tuple[Any, Any]], Any]:
         """Each term's postings in the project's entry ``rows`` (row numbers holding it, and
         how many times), and every row's length in characters; kept with the entry."""
-        import numpy as np
-        import pyarrow.compute as pc
 
-        _, known, lengths, size, chinese = self._entry_terms(project, rows)
-        texts = rows.column("text")
+        _, known, lengths, size, chinese, index = self._entry_terms(project, rows)
         out: dict[str, tuple[Any, Any]] = {}
         for term in terms:
             hit = known.get(term)
             if hit is None and not chinese and CJK_CHAR.search(term):
-                hit = _no_postings()  # a Chinese term in a project without Chinese text (most
+                hit = no_postings()  # a Chinese term in a project without Chinese text (most
                 # English prompts bring some, from the zh<->en bridge): nothing to scan for
             if hit is None:
-                # RE2's case-blind search: 3x faster here than a plain one over a
-                # lower-cased copy, which also cost 20 MB at 100k memories.
-                found = pc.count_substring(texts, term, ignore_case=True)
-                tf = found.to_numpy(zero_copy_only=False)
-                idx = np.flatnonzero(tf).astype(np.int32)
-                hit = (idx, tf[idx].astype(np.float32))
-                if size[0] + len(idx) <= POSTINGS_KEPT and len(known) < TERMS_KEPT:
+                if index[0] is None:
+                    index[0] = WordIndex(rows.column("text"))
+                hit = index[0].postings(term)
+                if size[0] + len(hit[0]) <= POSTINGS_KEPT and len(known) < TERMS_KEPT:
                     known[term] = hit
-                    size[0] += len(idx)
+                    size[0] += len(hit[0])
             out[term] = hit
         return out, lengths
 
@@ -418,6 +411,14 @@ class VectorCache:
         return out
 
 
+class QueryFuture(Future[list[float]]):
+    """A query's vector, with ``started``: set when the model thread takes the query up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = threading.Event()
+
+
 class QueryBatcher:
     """Embeds queries that arrive together in one model call (one thread, a queue).
 
@@ -456,7 +457,7 @@ class QueryBatcher:
             known = self._recent.get(text)
             if known is not None:
                 return known[0]
-            future: Future[list[float]] = Future()
+            future: QueryFuture = QueryFuture()
             self._recent[text] = (future, now)
         self._queue.put((text, future))
         return future
@@ -482,6 +483,9 @@ class QueryBatcher:
                     self._queue.put(None)  # stop after this batch
                     break
                 batch.append(item)
+            for _, future in batch:
+                if isinstance(future, QueryFuture):
+                    future.started.set()
             try:
                 vectors = self._embed([text for text, _ in batch])
             except BaseException as exc:
