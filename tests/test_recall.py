@@ -330,3 +330,21 @@ def test_the_hook_never_blocks_when_the_project_is_empty(daemon: DaemonProcess) 
     assert prompt(daemon, p, "How do we deploy?", "empty-1") == ""
     assert preview(daemon, p, "How do we deploy?")["reason"] == "no candidates in this project"
     assert os.path.isdir(p)
+
+
+def test_a_prompt_is_embedded_once_per_hook(daemon: DaemonProcess) -> None:
+    """The daemon starts the prompt's embedding as it reads the hook request, and the recall
+    joins it: one model call per prompt, not two."""
+    proj = project(daemon, "embed-once")
+    add(daemon, proj, "The release checklist lives in docs/release.md.")
+
+    def embedded() -> int:
+        reply = daemon.request({"cmd": "status"})
+        assert reply["ok"], reply
+        return int(reply["injections"]["embedded_queries"])
+
+    before = embedded()
+    assert "release.md" in prompt(daemon, proj, "Where is the release checklist kept?", "e1")
+    assert embedded() - before == 1
+    prompt(daemon, proj, "What does the release checklist say about tags?", "e1")
+    assert embedded() - before == 2

@@ -142,3 +142,40 @@ def test_cached_memories_are_made_once_per_entry_and_follow_an_edit(app: App) ->
     edited = cache.memories_of([PROJECT], ids)
     assert edited[ids[0]].text.endswith("the session store.")
     assert edited[ids[0]] is not first[ids[0]]
+
+
+def test_same_query_within_the_window_shares_one_embedding(app: App) -> None:
+    """The daemon starts a prompt's embedding when its request is read; the recall that asks
+    for the same text joins it instead of embedding it again. A failed embedding is not
+    shared: the next request for that text runs the model again."""
+    from memd.recall.vectors import QueryBatcher
+
+    calls: list[list[str]] = []
+    fail = {"now": False}
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        calls.append(list(texts))
+        if fail["now"]:
+            raise RuntimeError("model failed")
+        return app.store.embedder.embed_queries(texts)
+
+    batcher = QueryBatcher(embed)
+    try:
+        first = batcher.submit("how do we deploy billing?")
+        again = batcher.submit("how do we deploy billing?")
+        assert again is first
+        assert first.result(timeout=30) == again.result(timeout=30)
+        assert batcher.submit("how do we deploy billing?").result(timeout=30) == first.result()
+        assert sum(t.count("how do we deploy billing?") for t in calls) == 1
+        assert batcher.submit("another prompt").result(timeout=30) != first.result()
+
+        fail["now"] = True
+        broken = batcher.submit("a prompt the model fails on")
+        with pytest.raises(RuntimeError):
+            broken.result(timeout=30)
+        fail["now"] = False
+        retried = batcher.submit("a prompt the model fails on")
+        assert retried is not broken
+        assert len(retried.result(timeout=30)) == len(first.result())
+    finally:
+        batcher.close()
