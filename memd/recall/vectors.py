@@ -106,7 +106,7 @@ class VectorCache:
             tuple[Any, dict[str, tuple[Any, Any]], Any, list[int], bool, list[WordIndex | None]],
         ] = {}
         """Per project: (the entry's rows, term -> postings, row lengths, postings kept,
-        whether any of its texts holds a Chinese character)."""
+        whether any of its texts holds a Chinese character, its word index once made)."""
         self._memos: dict[str, tuple[Any, dict[int, Memory]]] = {}
         """Per project: (the entry's rows, row number -> its Memory), the rows recalls read."""
         self._lock = threading.Lock()
@@ -433,6 +433,7 @@ class QueryBatcher:
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._recent: OrderedDict[str, tuple[Future[list[float]], float]] = OrderedDict()
+        self._running = False
         self.batches = 0
         self.queries = 0
 
@@ -458,6 +459,8 @@ class QueryBatcher:
             if known is not None:
                 return known[0]
             future: QueryFuture = QueryFuture()
+            if self._running:
+                future.started.set()  # queued behind a batch: nothing to wait for
             self._recent[text] = (future, now)
         self._queue.put((text, future))
         return future
@@ -483,12 +486,14 @@ class QueryBatcher:
                     self._queue.put(None)  # stop after this batch
                     break
                 batch.append(item)
+            self._running = True
             for _, future in batch:
                 if isinstance(future, QueryFuture):
                     future.started.set()
             try:
                 vectors = self._embed([text for text, _ in batch])
             except BaseException as exc:
+                self._running = False
                 with self._start_lock:  # a failure is not shared with a later retry
                     for text, future in batch:
                         if self._recent.get(text, (None,))[0] is future:
@@ -496,6 +501,7 @@ class QueryBatcher:
                 for _, future in batch:
                     future.set_exception(exc)
                 continue
+            self._running = False
             self.batches += 1
             self.queries += len(batch)
             for (_, future), vector in zip(batch, vectors, strict=True):

@@ -23,7 +23,8 @@ class WordIndex:
     which cost ~0.25 ms per term at 500 memories and is still used for a term found in very
     many words (a short stem), where walking its matches in Python is slower.
 
-    Size: ~6 bytes per (word, row) pair plus the words (~12 MB at 100k memories)."""
+    Size: ~6 bytes per (word, row) pair plus the words: the daemon's anonymous memory at 100k
+    memories went from 302 to 321 MiB (``bench/memory.py``)."""
 
     SEPARATOR = b"\x00"
 
