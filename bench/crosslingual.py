@@ -14,8 +14,9 @@ tuned on all three) --
 crosslingual_heldout3.jsonl ("held-out-3": 80 more pairs written blind by someone who had seen
 neither the glossary, the bridge, nor the other sets beyond their format; tuning data too since
 2026-11-30 16:40 UTC), crosslingual_heldout4.jsonl ("held-out-4": 80 pairs written blind to the
-glossary, the bridge and the other sets, on 2026-11-30 16:36-16:43 UTC; the only held-out set, never
-tuned on) and crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and
+glossary, the bridge and the other sets, on 2026-11-30 16:36-16:43 UTC; tuning data too since
+2026-11-30 19:27 UTC, when held-out-5, written blind by someone else and run once, became the
+held-out set) and crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and
 direction the query is one side (embedded as a query), the corpus is the other language's side
 of every pair of the set plus all distractors (172 memories for dev, embedded as passages):
 recall@5 and MRR. "same" runs the same-language prompt against the memory side. The cosine
@@ -370,7 +371,9 @@ def main_daemon(args: argparse.Namespace) -> int:
             "tuned on them); held-out-3 = 80 more pairs written blind to the glossary, the "
             "bridge and the other sets (tuning data too since 16:40 UTC on 2026-11-30); "
             "held-out-4 = 80 pairs written blind to the glossary, the bridge and the other sets "
-            "on 2026-11-30 16:36-16:43 UTC, never tuned on: the only held-out figure.",
+            "on 2026-11-30 16:36-16:43 UTC (tuning data too since 19:27 UTC on 2026-11-30: all "
+            "five sets here are tuning data; held-out-5, written blind and run once, is the "
+            "held-out figure).",
         ]
     )
     print(body)
