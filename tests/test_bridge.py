@@ -343,3 +343,20 @@ def test_across_languages_the_lexical_signal_is_read_on_the_model_s_scale() -> N
     from memd.embedding.embed import E5_MODEL, MINILM_MODEL, cross_lexical_for
 
     assert cross_lexical_for(E5_MODEL) == 0.6 and cross_lexical_for(MINILM_MODEL) == 1.0
+
+
+def test_a_chinese_prompt_finds_an_english_memory_by_the_words_of_its_identifier(
+    daemon: DaemonProcess,
+) -> None:
+    """Through a real daemon (MiniLM: the words alone decide across languages): the memory
+    names its subject only inside a compound term, "report-generation"."""
+    texts = [*ENGLISH, "The report-generation jobs go on the low-priority Celery queue."]
+    project, ids = add_project(daemon, "identifiers", texts)
+    gold = ids[texts[-1]]
+    prompt = "报表生成的任务放哪个队列？"
+    reply = daemon.request({"cmd": "search", "query": prompt, "cwd": project, "limit": 5})
+    found = {r["id"]: r for r in reply["results"]}
+    assert gold in found, reply["results"]
+    assert found[gold]["score_breakdown"]["lexical"] >= 0.6, found[gold]
+    chosen = daemon.request({"cmd": "context", "cwd": project, "prompt": prompt})["chosen"]
+    assert [c["id"] for c in chosen] == [gold], chosen
