@@ -14,8 +14,9 @@ tuned on all three) --
 crosslingual_heldout3.jsonl ("held-out-3": 80 more pairs written blind by someone who had seen
 neither the glossary, the bridge, nor the other sets beyond their format; tuning data too since
 2026-11-30 16:40 UTC), crosslingual_heldout4.jsonl ("held-out-4": 80 pairs written blind to the
-glossary, the bridge and the other sets, on 2026-11-30 16:36-16:43 UTC; the only held-out set, never
-tuned on) and crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and
+glossary, the bridge and the other sets, on 2026-11-30 16:36-16:43 UTC; tuning data too since
+2026-11-30 19:27 UTC, when held-out-5, written blind by someone else and run once, became the
+held-out set) and crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and
 direction the query is one side (embedded as a query), the corpus is the other language's side
 of every pair of the set plus all distractors (172 memories for dev, embedded as passages):
 recall@5 and MRR. "same" runs the same-language prompt against the memory side. The cosine
@@ -72,6 +73,55 @@ SHORT_QUERIES = (
 )
 
 Vectors = Callable[[Sequence[str]], Any]
+UNRELATED_ZH: tuple[str, ...] = (
+    "把 src/parser.c 里的变量 tmp 改名成 buffer",
+    "给命令行入口加一个 --verbose 参数",
+    "帮我写一个 Flask 应用的 Dockerfile",
+    "这个正则为什么匹配不到行尾空格？",
+    "把最近三次提交压成一个",
+    "把回调风格的函数改成 async/await",
+    "给 utils.py 里的函数加上类型注解",
+    "这条 SQL 为什么走了全表扫描？",
+    "给 HTTP 客户端加上指数退避重试",
+    "更新 README，补充 Windows 上的安装说明",
+    "进程和线程有什么区别？",
+    "举个例子解释一下大 O 表示法",
+    "怎么原地反转一个链表？",
+    "Java 里的 volatile 关键字是干什么的？",
+    "Go 的垃圾回收是怎么工作的？",
+    "Python 里什么时候该用元组而不是列表？",
+    "讲讲 TCP 三次握手的过程",
+    "什么是竞态条件，怎么避免？",
+    "用 pandas 怎么读 CSV 文件？",
+    "Rust 的生命周期是怎么回事？",
+    "用简单的话解释一下依赖注入",
+    "JavaScript 里的闭包是什么？",
+    "SOLID 原则都有哪些？",
+    "CAP 定理是什么意思？",
+    "二分查找怎么写才不会差一？",
+    "段错误 core dumped 是什么意思？",
+    "比较一下 REST 和 GraphQL",
+    "写一首关于秋天的俳句",
+    "讲个关于编译器的笑话",
+    "早上好，今天过得怎么样？",
+    "澳大利亚的首都是哪里？",
+    '把"晚安"翻译成日语',
+    "一磅等于多少盎司？",
+    "高海拔地区水的沸点是多少？",
+    "IPv6 地址有多少位？",
+    '给我一个"快速"的近义词',
+    "华氏 72 度是多少摄氏度？",
+    "土星最大的卫星是哪个？",
+    "向十岁小孩解释光合作用",
+    "印刷术是谁发明的？",
+    "列出三个大于 100 的质数",
+    "谢谢，今天就到这里",
+    "中午吃什么比较好？",
+    "周末想去爬山，有什么推荐的路线？",
+)
+"""Chinese prompts about nothing in any set (coding chores, generic questions, small talk; written
+for this check like locomo_budget.UNRELATED_PROMPTS, its English counterpart), asked in every
+English-side project: a memory in the other language found for one is a false positive."""
 
 
 class Model:
@@ -193,11 +243,25 @@ def daemon_recall(model: str, workdir: Path, sets: list[str]) -> list[list[objec
                 n = len(pairs)
                 w = max(1, written[0])
                 row: list[object] = [model, name, f"{src}→{dst}", n, found / n, injected / n]
-                out.append([*row, written[0], written[1] / w, written[2] / w])
+                row += [written[0], written[1] / w, written[2] / w]
+                out.append([*row, unrelated_found(daemon, cwd, src)])
                 print(out[-1], flush=True)
     finally:
         daemon.stop()
     return out
+
+
+def unrelated_found(daemon: Any, cwd: str, src: str) -> float:
+    """The share of unrelated prompts in ``src``'s language for which ``search`` (limit 5)
+    returns a memory in the other language (what an abstaining recall never does)."""
+    from locomo_budget import UNRELATED_PROMPTS
+
+    prompts = UNRELATED_ZH if src == "zh" else UNRELATED_PROMPTS
+    hits = 0
+    for prompt in prompts:
+        reply = daemon.request({"cmd": "search", "query": prompt, "cwd": cwd, "limit": 5})
+        hits += any(is_chinese(r["text"]) != (src == "zh") for r in reply["results"])
+    return hits / len(prompts)
 
 
 def recall_runs(
@@ -354,6 +418,7 @@ def main_daemon(args: argparse.Namespace) -> int:
                     "as written: pairs",
                     "search R@5",
                     "hook hit",
+                    "unrelated: other language found",
                 ],
                 rows,
             ),
@@ -363,6 +428,10 @@ def main_daemon(args: argparse.Namespace) -> int:
             "`context` = what the prompt hook would inject. As written = only the pairs whose "
             "memory (the `memory` field) is on the searched side, so the prompt is the question a "
             "user would type; the other pairs ask with the memory's statement for the question. "
+            "Unrelated = prompts about nothing in any set (locomo_budget.UNRELATED_PROMPTS in "
+            f"English, {len(UNRELATED_ZH)} Chinese ones in UNRELATED_ZH) asked in the same "
+            "project: the share for which `search` returns a memory in the other language "
+            "(lower is better). "
             "dev = the set the calibrations were "
             "measured on; held-out = 40 pairs written before any tuning; held-out-2 = 80 pairs "
             "written later, blind to the other sets and to the zh↔en glossary (since 15:00 UTC "
@@ -370,7 +439,9 @@ def main_daemon(args: argparse.Namespace) -> int:
             "tuned on them); held-out-3 = 80 more pairs written blind to the glossary, the "
             "bridge and the other sets (tuning data too since 16:40 UTC on 2026-11-30); "
             "held-out-4 = 80 pairs written blind to the glossary, the bridge and the other sets "
-            "on 2026-11-30 16:36-16:43 UTC, never tuned on: the only held-out figure.",
+            "on 2026-11-30 16:36-16:43 UTC (tuning data too since 19:27 UTC on 2026-11-30: all "
+            "five sets here are tuning data; held-out-5, written blind and run once, is the "
+            "held-out figure).",
         ]
     )
     print(body)

@@ -293,3 +293,70 @@ def test_the_default_model_recalls_across_languages_through_the_bridge(
         {"cmd": "search", "query": "Which bundler builds the mobile app?", "cwd": zh_project}
     )
     assert reply["results"] == [], reply["results"]
+
+
+def test_a_compound_term_is_carried_by_the_translations_of_its_words() -> None:
+    """An identifier or hyphenated word says what it is about in words the other language
+    translates: "report-generation", "api/export", "test_upload_resume"."""
+    assert bridge.parts("report-generation") == ("report", "generation")
+    assert bridge.parts("test_upload_resume") == ("test", "upload", "resume")
+    assert bridge.parts("icon-only") == ("icon",)  # "only" is a stop word
+    assert bridge.parts("deploy") == () and bridge.parts("v0.5.0") == ()
+    # An English prompt's compound term is carried by a Chinese memory holding both words.
+    question = "Which queue should a report-generation job go on?"
+    assert "report-generation" in bridge.bridge(question).alternatives
+    have = bridge.bridge(question).extend("报表生成放到 low 队列", frozenset())
+    assert "report-generation" in have
+    assert "report-generation" not in bridge.bridge(question).extend("报表放到队列", frozenset())
+    # A Chinese prompt meets an English memory's identifier through its words ...
+    memory = "TODO: add rate limiting to /api/export"
+    assert coverage("导出接口", memory) == 1.0
+    # ... and a memory's compound term counts for the reverse coverage when half its words do.
+    reach = frozenset(lexical.terms("报表生成放到队列")).union(
+        bridge.bridge("报表生成放到队列").reach_terms
+    )
+    assert bridge.reverse_coverage(lexical.terms(question), reach) >= 0.5
+    # Within one language terms stay whole: an English prompt does not meet "api/export"
+    # through "export".
+    assert "export" not in bridge.bridge("export").extend(memory, lexical.term_set(memory))
+
+
+def test_across_languages_the_lexical_signal_is_read_on_the_model_s_scale() -> None:
+    """e5's calibration counts 0.6 of a prompt's terms carried across languages as full
+    coverage; within one language, and with a model without that scale, coverage is as is."""
+    memory = Memory(text="Database backups are kept for 30 days in S3.", kind="fact", id="m1")
+    same = Memory(text="数据库备份保留三十天，另外每周做一次演练", kind="fact", id="m2")
+    query = "数据库备份保留多久？每周演练吗？"
+    plain = retrieve.Calibration()
+    scaled = retrieve.Calibration(cross=(0.17, 0.5), cross_lexical=0.6)
+    cosines = {"m1": 0.0, "m2": 0.0}
+    by = {
+        c: {
+            r["id"]: r["score_breakdown"]["lexical"]
+            for r in retrieve.rank([(memory, 0.0), (same, 0.0)], [], query, cosines, calibration=c)
+        }
+        for c in (plain, scaled)
+    }
+    assert 0 < by[plain]["m1"] < by[scaled]["m1"]
+    assert by[scaled]["m1"] == pytest.approx(min(1.0, by[plain]["m1"] / 0.6), abs=1e-3)
+    assert by[scaled]["m2"] == by[plain]["m2"]
+    from memd.embedding.embed import E5_MODEL, MINILM_MODEL, cross_lexical_for
+
+    assert cross_lexical_for(E5_MODEL) == 0.6 and cross_lexical_for(MINILM_MODEL) == 1.0
+
+
+def test_a_chinese_prompt_finds_an_english_memory_by_the_words_of_its_identifier(
+    daemon: DaemonProcess,
+) -> None:
+    """Through a real daemon (MiniLM: the words alone decide across languages): the memory
+    names its subject only inside a compound term, "report-generation"."""
+    texts = [*ENGLISH, "The report-generation jobs go on the low-priority Celery queue."]
+    project, ids = add_project(daemon, "identifiers", texts)
+    gold = ids[texts[-1]]
+    prompt = "报表生成的任务放哪个队列？"
+    reply = daemon.request({"cmd": "search", "query": prompt, "cwd": project, "limit": 5})
+    found = {r["id"]: r for r in reply["results"]}
+    assert gold in found, reply["results"]
+    assert found[gold]["score_breakdown"]["lexical"] >= 0.6, found[gold]
+    chosen = daemon.request({"cmd": "context", "cwd": project, "prompt": prompt})["chosen"]
+    assert [c["id"] for c in chosen] == [gold], chosen

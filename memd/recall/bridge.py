@@ -36,6 +36,7 @@ from functools import cached_property, lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Protocol, cast
 
+from memd.embedding.embed import is_chinese
 from memd.errors import MemdError
 from memd.recall import lexical
 
@@ -176,6 +177,9 @@ class Bridged:
     """The translations as words (English forms, Chinese words), for a full-text query."""
     dictionary_pending: bool = False
     """Built without the dictionary (an English query before any Chinese was met)."""
+    query_zh: bool = False
+    """Whether the query is Chinese: a memory in the other language is also read by the
+    parts of its compound terms (:func:`with_parts`)."""
 
     def search_text(self, query: str) -> str:
         """The query for the full-text index: the prompt and its translations."""
@@ -200,14 +204,15 @@ class Bridged:
         return frozenset(out)
 
     @cached_property
-    def _plan(self) -> tuple[tuple[str, _Test | None, tuple[tuple[_Test, _Test], ...]], ...]:
-        """Per bridged term: one test for every whole-word translation, and a pair of tests
-        per bigram across two words (a recall runs :meth:`extend` on every candidate)."""
+    def _plan(self) -> tuple[tuple[str, _Test | None, tuple[tuple[_Test, ...], ...]], ...]:
+        """Per bridged term: one test for every whole-word translation, and a group of tests
+        per bigram across two words or per compound term's parts (all must hold; a recall
+        runs :meth:`extend` on every candidate)."""
         plan = []
         for term, alts in self.alternatives.items():
             single = [form for alt in alts if len(alt) == 1 for form in alt[0]]
-            pairs = tuple((_Test.of(alt[0]), _Test.of(alt[1])) for alt in alts if len(alt) == 2)
-            plan.append((term, _Test.of(single) if single else None, pairs))
+            groups = tuple(tuple(_Test.of(c) for c in alt) for alt in alts if len(alt) >= 2)
+            plan.append((term, _Test.of(single) if single else None, groups))
         return tuple(plan)
 
     @cached_property
@@ -229,17 +234,17 @@ class Bridged:
             from memd.recall import dictionary
 
             dictionary.load_soon()
+        if chinese != self.query_zh:  # the other language: its identifiers' words count too
+            have = with_parts(have)
         if not self._any.holds(text, have, chinese):
             return have  # no translation at all: most candidates
         extra = [
             term
-            for term, test, pairs in self._plan
+            for term, test, groups in self._plan
             if term not in have
             and (
                 (test is not None and test.holds(text, have, chinese))
-                or any(
-                    a.holds(text, have, chinese) and b.holds(text, have, chinese) for a, b in pairs
-                )
+                or any(all(t.holds(text, have, chinese) for t in group) for group in groups)
             )
         ]
         return have.union(extra) if extra else have
@@ -276,6 +281,33 @@ class _Test:
 
 NO_BRIDGE = Bridged()
 NO_BRIDGE_YET = Bridged(dictionary_pending=True)
+_PART_SPLIT = re.compile(r"[-_./]+")
+
+
+@lru_cache(maxsize=8192)
+def parts(term: str) -> tuple[str, ...]:
+    """The words inside a compound term, as terms: "report-generation" -> ("report",
+    "generation"), "test_upload_resume" -> ("test", "upload", "resume"), "api/export" ->
+    ("api", "export"); () for a plain term. Stop words and single letters are left out."""
+    if not _PART_SPLIT.search(term) or _CJK_CHAR.search(term):
+        return ()
+    out = [
+        lexical._stem(p)  # the same stems as lexical.terms
+        for p in _PART_SPLIT.split(term)
+        if len(p) > 1 and p.isalpha() and p not in lexical.STOP
+    ]
+    return tuple(dict.fromkeys(out)) if len(out) > 1 or out != [term] else ()
+
+
+@lru_cache(maxsize=4096)
+def with_parts(have: frozenset[str]) -> frozenset[str]:
+    """A memory's terms plus the words inside its compound terms (:func:`parts`): across
+    languages an identifier ("api/export", "test_upload_resume") says what it is about in
+    words the other side translates. Within one language terms stay whole."""
+    extra = [p for term in have for p in parts(term)]
+    return have.union(extra) if extra else have
+
+
 REVERSE_MIN_TERMS = 3
 """A memory needs this many distinct terms for :func:`reverse_coverage` to count."""
 
@@ -296,7 +328,7 @@ def reverse_coverage(terms: tuple[str, ...], reach: frozenset[str]) -> float:
     distinct = dict.fromkeys(terms)
     if len(distinct) < REVERSE_MIN_TERMS:
         return 0.0
-    carried = {t for t in distinct if t in reach}
+    carried = {t for t in distinct if t in reach or _half_carried(t, reach)}
     for before, term, after in zip(terms, terms[1:], terms[2:], strict=False):
         if (
             term not in carried
@@ -309,6 +341,12 @@ def reverse_coverage(terms: tuple[str, ...], reach: frozenset[str]) -> float:
         ):
             carried.add(term)
     return len(carried) / len(distinct)
+
+
+def _half_carried(term: str, reach: frozenset[str]) -> bool:
+    """Whether at least half the words of a compound term (:func:`parts`) are in ``reach``."""
+    inner = parts(term)
+    return bool(inner) and 2 * sum(p in reach for p in inner) >= len(inner)
 
 
 class Lexicon(Protocol):
@@ -467,6 +505,10 @@ def _bridge(query: str, d: Dictionary | None) -> Bridged:
         else:
             found = _dictionary_chinese(d, sequence, i) if d is not None else None
             if found is None:
+                compound = _compound(g, d, sequence[i])
+                if compound:
+                    add(sequence[i], compound)
+                    words.update(dict.fromkeys(str(c[0]) for c in compound))
                 i += 1
                 continue
             size, chinese_words = found
@@ -480,7 +522,23 @@ def _bridge(query: str, d: Dictionary | None) -> Bridged:
         alternatives={t: tuple(alts) for t, alts in alternatives.items()},
         words=tuple([*words, *(w for w in fallback if w not in words)][:MAX_WORDS]),
         dictionary_pending=d is None,
+        query_zh=is_chinese(query),
     )
+
+
+def _compound(g: Glossary, d: Dictionary | None, term: str) -> Alternative:
+    """What carries a compound term the glossary and the dictionary do not hold whole
+    ("report-generation", "test_upload_resume"): the translations of each of its words
+    (:func:`parts`), all of them, when at least half its words have one; else ()."""
+    inner = parts(term)
+    clauses = []
+    for part in inner:
+        chinese = dict.fromkeys(g.en.get((part,), ()))
+        if d is not None:
+            chinese.update(dict.fromkeys(d.chinese((part,))))
+        if chinese:
+            clauses.append(tuple(chinese))
+    return tuple(clauses) if clauses and 2 * len(clauses) >= len(inner) else ()
 
 
 def _dictionary_chinese(

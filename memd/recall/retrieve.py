@@ -65,6 +65,10 @@ class Calibration:
     cross: tuple[float, float] | None = None
     """(unrelated, related) for a prompt and a memory in different languages (zh/en), where a
     multilingual model's related pairs score lower; None: one scale for every pair."""
+    cross_lexical: float = 1.0
+    """For a prompt and a memory in different languages, the lexical coverage that counts as
+    full: the zh<->en bridge carries only part of what a sentence says in the other language
+    (:data:`memd.embedding.embed.CROSS_LEXICAL`; 1.0: the coverage as is)."""
     reads_chinese: bool = True
     """False for an English-only model: its cosines between Chinese texts say nothing (two
     unrelated Chinese sentences score 0.47-0.57 with MiniLM, as much as related English ones),
@@ -166,7 +170,10 @@ def calibration_of(embedder: Any) -> Calibration:
         if not (isinstance(cross, tuple) and len(cross) == 2):
             cross = None
         reads = bool(getattr(embedder, "reads_chinese", True))
-        return Calibration(float(raw[0]), float(raw[1]), cross, reads)
+        lexical_scale = getattr(embedder, "cross_lexical", 1.0)
+        if not isinstance(lexical_scale, (int, float)) or not 0 < lexical_scale <= 1:
+            lexical_scale = 1.0
+        return Calibration(float(raw[0]), float(raw[1]), cross, float(lexical_scale), reads)
     return DEFAULT_CALIBRATION
 
 
@@ -376,6 +383,8 @@ def rank(
         cosine = max(0.0, cosines.get(mid, 0.0))
         lex, memory_zh, recency = known.get(mid) or signal.of(memory)
         semantic = calibration.scale_pair(cosine, query_zh, memory.text, memory_zh)
+        if memory_zh != query_zh and lex > 0.0:
+            lex = min(1.0, lex / calibration.cross_lexical)
         relevance = max(semantic, weights.semantic * semantic + weights.lexical * lex)
         need = weights.threshold + (weights.excerpt_margin if memory.kind in BROAD_KINDS else 0.0)
         fused = rrf[mid] / best_rrf
