@@ -11,7 +11,7 @@ import pytest
 from daemon_process import DaemonProcess, add_project, served
 
 from memd.models import Memory
-from memd.recall import bridge, lexical, retrieve
+from memd.recall import bridge, crossterms, lexical, retrieve
 
 
 def coverage(query: str, text: str) -> float:
@@ -216,7 +216,7 @@ def test_across_languages_a_memory_said_in_full_by_the_prompt_is_covered() -> No
     assert forward < 0.5
     # web, framework, backend: the statement carries framework (框架) and backend (后端).
     reach = frozenset(lexical.terms(statement)).union(bridge.bridge(statement).reach_terms)
-    assert bridge.reverse_coverage(lexical.terms(question), reach) == pytest.approx(2 / 3)
+    assert crossterms.reverse_coverage(lexical.terms(question), reach) == pytest.approx(2 / 3)
     assert lexical_of(statement, question) == pytest.approx(2 / 3, abs=1e-3)
     # The other way round too: an English statement, a Chinese question. Its 6 terms: 数据 据库
     # 备份 保留 through the translations, 库备 and 份保 (across two words) as the words on both
@@ -226,9 +226,11 @@ def test_across_languages_a_memory_said_in_full_by_the_prompt_is_covered() -> No
     assert lexical_of(english, "数据库备份保留了吗") == 1.0
     # Without the bigrams on both sides, a bigram across two words is not carried.
     reach = frozenset(lexical.terms(english)).union(bridge.bridge(english).reach_terms)
-    assert bridge.reverse_coverage(("数据", "据库", "库表", "表结"), reach) == pytest.approx(2 / 4)
+    assert crossterms.reverse_coverage(("数据", "据库", "库表", "表结"), reach) == pytest.approx(
+        2 / 4
+    )
     # A memory of fewer than three terms is not covered by a shared word or two.
-    assert bridge.reverse_coverage(("backend", "fastapi"), reach) == 0.0
+    assert crossterms.reverse_coverage(("backend", "fastapi"), reach) == 0.0
     # An unrelated memory stays uncovered.
     assert lexical_of(statement, "We went hiking last weekend and the weather was great.") == 0.0
 
@@ -298,10 +300,10 @@ def test_the_default_model_recalls_across_languages_through_the_bridge(
 def test_a_compound_term_is_carried_by_the_translations_of_its_words() -> None:
     """An identifier or hyphenated word says what it is about in words the other language
     translates: "report-generation", "api/export", "test_upload_resume"."""
-    assert bridge.parts("report-generation") == ("report", "generation")
-    assert bridge.parts("test_upload_resume") == ("test", "upload", "resume")
-    assert bridge.parts("icon-only") == ("icon",)  # "only" is a stop word
-    assert bridge.parts("deploy") == () and bridge.parts("v0.5.0") == ()
+    assert crossterms.parts("report-generation") == ("report", "generation")
+    assert crossterms.parts("test_upload_resume") == ("test", "upload", "resume")
+    assert crossterms.parts("icon-only") == ("icon",)  # "only" is a stop word
+    assert crossterms.parts("deploy") == () and crossterms.parts("v0.5.0") == ()
     # An English prompt's compound term is carried by a Chinese memory holding both words.
     question = "Which queue should a report-generation job go on?"
     assert "report-generation" in bridge.bridge(question).alternatives
@@ -315,7 +317,7 @@ def test_a_compound_term_is_carried_by_the_translations_of_its_words() -> None:
     reach = frozenset(lexical.terms("报表生成放到队列")).union(
         bridge.bridge("报表生成放到队列").reach_terms
     )
-    assert bridge.reverse_coverage(lexical.terms(question), reach) >= 0.5
+    assert crossterms.reverse_coverage(lexical.terms(question), reach) >= 0.5
     # Within one language terms stay whole: an English prompt does not meet "api/export"
     # through "export".
     assert "export" not in bridge.bridge("export").extend(memory, lexical.term_set(memory))

@@ -14,7 +14,7 @@ show the same numbers for the same memory.
    related ones score), and ``lexical``, the share of the query's meaningful terms it carries,
    each term weighted by how rare it is among the project's memories (:mod:`memd.recall.lexical`);
    for a memory in the other language (zh<->en), the larger of that and the share of the
-   memory's own terms the prompt carries (:func:`memd.recall.bridge.reverse_coverage`). Both are
+   memory's own terms the prompt carries (:func:`memd.recall.crossterms.reverse_coverage`). Both are
    absolute: neither depends on the other candidates.
 3. **Relevance** = the semantic signal, raised by the mean of both when the words match too. A memory is *relevant* when its relevance reaches
    ``relevance_threshold`` (excerpts, being raw turns, need ``excerpt_margin`` more). Only
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from memd.embedding.embed import is_chinese
 from memd.models import USER_SCOPE, Memory, check_kind
-from memd.recall import bridge, lexical
+from memd.recall import bridge, crossterms, lexical
 from memd.store.filters import Filter, is_in, match
 from memd.store.table import MemoryStore
 from memd.timestamps import parse_time
@@ -437,7 +437,7 @@ class Signals:
         have = lexical.term_set(memory.text)
         lex = self.covers(self.bridged.extend(memory.text, have))
         if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
-            lex = max(lex, bridge.reverse_coverage(lexical.terms(memory.text), self.reach))
+            lex = max(lex, crossterms.reverse_coverage(lexical.terms(memory.text), self.reach))
         stamp = memory.updated_at or memory.created_at
         recency = math.pow(0.5, age_days(stamp, self.now) / self.half_life)
         return lex, memory_zh, recency
