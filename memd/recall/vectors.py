@@ -13,7 +13,7 @@ import queue
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any, NamedTuple
 
@@ -292,43 +292,43 @@ class VectorCache:
                 self._indexes[project] = cached
         return cached[1]
 
+    def _located(
+        self, projects: list[str], ids: list[str]
+    ) -> Iterator[tuple[str, Any, Any, list[tuple[str, int]]]]:
+        """For each project of ``projects`` whose cache entry holds some of ``ids``: (project,
+        its rows, its (int8 codes, row scales), the (id, row number) pairs there). Each id is
+        found once, in the first project that holds it; ids the cache does not hold are left
+        out."""
+        want = dict.fromkeys(ids)
+        for project in dict.fromkeys(projects):
+            got = self.rows(project) if want else None
+            if got is None:
+                continue
+            rows, matrix = got
+            index = self._index(project, rows)
+            found = [(mid, i) for mid in want if (i := index.get(mid)) is not None]
+            if found:
+                for mid, _ in found:
+                    del want[mid]
+                yield project, rows, matrix, found
+
     def vectors_of(self, projects: list[str], ids: list[str]) -> dict[str, Any]:
         """The (dequantized) vector of each cached memory in ``ids`` (those of ``projects``)."""
         import numpy as np
 
         out: dict[str, Any] = {}
-        want = set(ids)
-        for project in dict.fromkeys(projects):
-            got = self.rows(project) if want else None
-            if got is None:
-                continue
-            rows, (codes, scales) = got
-            index = self._index(project, rows)
-            for mid in list(want):
-                i = index.get(mid)
-                if i is not None:
-                    out[mid] = codes[i].astype(np.float32) * scales[i]
-                    want.discard(mid)
+        for _, _, (codes, scales), found in self._located(projects, ids):
+            for mid, i in found:
+                out[mid] = codes[i].astype(np.float32) * scales[i]
         return out
 
     def memories_of(self, projects: list[str], ids: list[str]) -> dict[str, Memory]:
         """The cached rows (without topic, keywords or history) of the memories in ``ids``
         that are active in ``projects``; ids the cache does not hold are left out."""
         out: dict[str, Memory] = {}
-        want = dict.fromkeys(ids)
-        for project in dict.fromkeys(projects):
-            got = self.rows(project) if want else None
-            if got is None:
-                continue
-            rows = got[0]
-            index = self._index(project, rows)
-            found = [(mid, index[mid]) for mid in want if mid in index]
-            if not found:
-                continue
+        for project, rows, _, found in self._located(projects, ids):
             taken = self._memories(project, rows, [i for _, i in found])
-            for (mid, _), memory in zip(found, taken, strict=True):
-                out[mid] = memory
-                del want[mid]
+            out.update(zip((mid for mid, _ in found), taken, strict=True))
         return out
 
     def _memories(self, project: str, rows: Any, indices: list[int]) -> list[Memory]:
@@ -357,21 +357,10 @@ class VectorCache:
 
         query = np.asarray(vector, dtype=np.float32)
         out: dict[str, float] = {}
-        want = dict.fromkeys(ids)
-        for project in dict.fromkeys(projects):
-            got = self.rows(project) if want else None
-            if got is None:
-                continue
-            rows, (codes, scales) = got
-            index = self._index(project, rows)
-            found = [(mid, i) for mid in want if (i := index.get(mid)) is not None]
-            if not found:
-                continue
+        for _, _, (codes, scales), found in self._located(projects, ids):
             at = np.fromiter((i for _, i in found), dtype=np.int64, count=len(found))
             sims = (codes[at] @ query) * scales[at]  # one product for all of them
-            for (mid, _), sim in zip(found, sims.tolist(), strict=True):
-                out[mid] = sim
-                del want[mid]
+            out.update(zip((mid for mid, _ in found), sims.tolist(), strict=True))
         return out
 
     def search(
