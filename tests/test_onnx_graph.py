@@ -177,3 +177,48 @@ def test_without_the_integer_graph_prompts_use_the_float_one(
     assert not model_file(tmp_path).with_name(embed.QUERY_MODEL).exists()
     assert embedder._backend.query_session is embedder._backend.session
     assert np.array_equal(embedder.embed(TEXTS[1:2]), embedder.embed_queries(TEXTS[1:2]))
+
+
+def test_the_query_graph_is_fused_and_embeds_as_the_unfused_one(tmp_path: Path) -> None:
+    """The prompt graph is the integer graph with its bias adds, GELUs, NaN guards and key
+    transposes fused (memd.embedding.onnx_fuse): 126 operators fewer, the same vectors up to
+    rounding, and written again over a query graph an older memd left unfused."""
+    import onnxruntime as ort
+
+    from memd.embedding.onnx_fuse import fuse_query_graph, is_fused, parse
+    from memd.embedding.onnx_graph import quantize_matmuls
+
+    embedder = Embedder(load_settings(home=str(tmp_path))).load()
+    query_model = model_file(tmp_path).with_name(embed.QUERY_MODEL)
+    assert is_fused(query_model) and not is_fused(model_file(tmp_path))
+    unfused = quantize_matmuls(model_file(tmp_path).read_bytes())
+    fused, counts = fuse_query_graph(unfused)
+    assert counts == {"bias": 36, "gelu": 6, "nan_guard": 6, "key_transpose": 6}
+    assert fused == query_model.read_bytes()
+    with pytest.raises(GraphRewriteError, match="nothing to fuse"):
+        fuse_query_graph(fused)
+
+    def ops(graph: bytes) -> list[str]:
+        g = parse(graph)
+        return [n.op for n in g.nodes if n.at not in g.gone]
+
+    before, after = ops(unfused), ops(fused)
+    assert len(before) - len(after) == 126
+    assert "Erf" in before and "Erf" not in after and "IsNaN" not in after
+    assert after.count("Gelu") == 6 and after.count("Transpose") == before.count("Transpose") - 6
+
+    backend = embedder._backend
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    plain = ort.InferenceSession(unfused, options, providers=["CPUExecutionProvider"])
+    for texts in [TEXTS[1:2], TEXTS[3:4], TEXTS[:16]]:  # one prompt, and a padded batch
+        ours = np.array(backend._embed(backend.query_session, texts))
+        theirs = np.array(backend._embed(plain, texts))
+        assert (ours * theirs).sum(axis=1).min() > 0.99
+    floats = np.array(embedder.embed(TEXTS))
+    ints = np.array(embedder.embed_queries(TEXTS))
+    assert ((ints @ floats.T).argmax(axis=1) == np.arange(len(TEXTS))).mean() > 0.9
+
+    query_model.write_bytes(unfused)  # as an older memd wrote it
+    assemble_minilm(tmp_path)
+    assert is_fused(query_model) and query_model.read_bytes() == fused

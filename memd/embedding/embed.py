@@ -369,10 +369,13 @@ QUERY_MODEL = "model-query.onnx"
 
 def write_query_model(model: Path, dest: Path) -> bool:
     """Write ``model`` with its matrix products quantized (:func:`onnx_graph.quantize_matmuls`)
-    to ``dest`` (once; a file already written is kept); False: prompts use ``model`` as it is."""
+    and its operators fused (:func:`onnx_fuse.fuse_query_graph`) to ``dest`` (once; a file
+    already written is kept, and one written by an older memd without the fusions is written
+    again); False: prompts use ``model`` as it is."""
+    from memd.embedding.onnx_fuse import fuse_query_graph, is_fused
     from memd.embedding.onnx_graph import GraphRewriteError, is_quantized, quantize_matmuls
 
-    if is_quantized(dest):
+    if is_fused(dest):
         return True
     try:
         quick = quantize_matmuls(model.read_bytes())
@@ -380,10 +383,16 @@ def write_query_model(model: Path, dest: Path) -> bool:
         log.info("prompts are embedded with the full-precision graph: %s", exc)
         return False
     try:
+        quick, _counts = fuse_query_graph(quick)
+    except GraphRewriteError as exc:
+        log.info("the query graph is used unfused: %s", exc)
+        if is_quantized(dest):
+            return True
+    try:
         write_atomic(dest, quick, mode=0o644)
     except OSError as exc:
         log.warning("could not write the query model to %s: %s", dest, exc)
-        return False
+        return is_quantized(dest)
     return True
 
 
