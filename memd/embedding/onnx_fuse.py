@@ -56,7 +56,7 @@ FUSED_SUFFIX = "_memd_fused"
 NODE_ATTRIBUTE = 5
 ATTR_NAME, ATTR_INTS, ATTR_TYPE = 1, 8, 20
 ATTR_TYPE_INTS = 7
-GRAPH_OUTPUT = 12
+GRAPH_INPUT, GRAPH_OUTPUT = 11, 12
 TENSOR_DATA_TYPE, TENSOR_FLOAT_DATA, TENSOR_RAW_DATA = 2, 4, 9
 FLOAT = 1
 
@@ -80,9 +80,14 @@ class Graph:
     scalars: dict[str, float]
     """Float initializers holding one value, by name."""
     outputs: set[str]
+    """The graph's inputs and outputs: never renamed nor dropped."""
     made: dict[str, Node] = field(default_factory=dict)
     readers: dict[str, list[Node]] = field(default_factory=dict)
     gone: set[int] = field(default_factory=set)
+    released: set[str] = field(default_factory=set)
+    """Tensors that dropped nodes read."""
+    initializers: list[tuple[int, str]] = field(default_factory=list)
+    """(index among the graph's fields, name) of each initializer."""
 
     def index(self) -> None:
         self.made, self.readers = {}, {}
@@ -113,6 +118,19 @@ class Graph:
         for node in nodes:
             self.parts[node.at] = b""
             self.gone.add(node.at)
+            self.released.update(node.inputs)
+
+    def drop_unread_constants(self) -> int:
+        """Drop the initializers that only dropped nodes read (onnxruntime warns about each
+        unused one when it loads the graph)."""
+        self.index()
+        unread = self.released - set(self.readers) - self.outputs
+        dropped = 0
+        for at, name in self.initializers:
+            if name in unread:
+                self.parts[at] = b""
+                dropped += 1
+        return dropped
 
     def rename_input(self, old: str, new: str) -> None:
         for node in self.readers.get(old, []):
@@ -197,17 +215,19 @@ def parse(model: Buffer) -> Graph:
     nodes: list[Node] = []
     scalars: dict[str, float] = {}
     outputs: set[str] = set()
+    initializers: list[tuple[int, str]] = []
     for number, wire, payload, raw in _fields(_graph_of(model)):
         if number == GRAPH_NODE and wire == 2:
             nodes.append(_read_node(len(parts), payload))
         elif number == GRAPH_INITIALIZER and wire == 2:
+            initializers.append((len(parts), "".join(_strings(payload, TENSOR_NAME))))
             found = _scalar(payload)
             if found is not None:
                 scalars[found[0]] = found[1]
-        elif number == GRAPH_OUTPUT and wire == 2:
-            outputs.update(_strings(payload, 1))
+        elif number in (GRAPH_INPUT, GRAPH_OUTPUT) and wire == 2:
+            outputs.update(_strings(payload, 1))  # (an input listed there is kept as well)
         parts.append(raw)
-    graph = Graph(parts, nodes, scalars, outputs)
+    graph = Graph(parts, nodes, scalars, outputs, initializers=initializers)
     graph.index()
     return graph
 
@@ -366,6 +386,7 @@ def fuse_query_graph(model: Buffer) -> tuple[bytes, dict[str, int]]:
     }
     if not any(counts.values()):
         raise GraphRewriteError("nothing to fuse in the query graph")
+    g.drop_unread_constants()
     return _with_graph(memoryview(model), b"".join(g.parts)), counts
 
 
