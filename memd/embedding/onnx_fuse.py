@@ -39,15 +39,15 @@ from memd.embedding.onnx_graph import (
     TENSOR_NAME,
     Buffer,
     GraphRewriteError,
-    _bytes_field,
-    _encode_varint,
-    _fields,
-    _graph_of,
-    _node,
-    _simple_node,
-    _strings,
-    _varint,
-    _with_graph,
+    bytes_field,
+    encode_varint,
+    fields,
+    graph_of,
+    node_with,
+    simple_node,
+    strings,
+    varint,
+    with_graph,
 )
 
 FUSED_SUFFIX = "_memd_fused"
@@ -109,7 +109,7 @@ class Graph:
 
     def replace(self, old: Node, new: bytes) -> None:
         """Put NodeProto ``new`` where ``old`` was (``old`` then describes ``new``)."""
-        self.parts[old.at] = _bytes_field(GRAPH_NODE, new)
+        self.parts[old.at] = bytes_field(GRAPH_NODE, new)
         fresh = _read_node(old.at, new)
         old.raw, old.op, old.inputs = fresh.raw, fresh.op, fresh.inputs
         old.outputs, old.name, old.domain = fresh.outputs, fresh.name, fresh.domain
@@ -135,18 +135,18 @@ class Graph:
     def rename_input(self, old: str, new: str) -> None:
         for node in self.readers.get(old, []):
             inputs = [new if name == old else name for name in node.inputs]
-            self.replace(node, _node(node.raw, inputs, node.outputs, node.name))
+            self.replace(node, node_with(node.raw, inputs, node.outputs, node.name))
 
 
 def _read_node(at: int, raw: Buffer) -> Node:
     return Node(
         at=at,
         raw=raw,
-        op="".join(_strings(raw, NODE_OP_TYPE)),
-        inputs=_strings(raw, NODE_INPUT),
-        outputs=_strings(raw, NODE_OUTPUT),
-        name="".join(_strings(raw, NODE_NAME)),
-        domain="".join(_strings(raw, NODE_DOMAIN)),
+        op="".join(strings(raw, NODE_OP_TYPE)),
+        inputs=strings(raw, NODE_INPUT),
+        outputs=strings(raw, NODE_OUTPUT),
+        name="".join(strings(raw, NODE_NAME)),
+        domain="".join(strings(raw, NODE_DOMAIN)),
     )
 
 
@@ -159,17 +159,17 @@ def _other(node: Node, name: str) -> str:
 def _scalar(tensor: Buffer) -> tuple[str, float] | None:
     """(name, value) of a float TensorProto holding one value; None for anything else."""
     name, kind, values = "", 0, []
-    for number, wire, payload, _ in _fields(tensor):
+    for number, wire, payload, _ in fields(tensor):
         if number == TENSOR_NAME and wire == 2:
             name = bytes(payload).decode()
         elif number == TENSOR_DATA_TYPE and wire == 0:
-            kind = _varint(payload, 0)[0]
+            kind = varint(payload, 0)[0]
         elif (
             number in (TENSOR_RAW_DATA, TENSOR_FLOAT_DATA) and wire == 2 and len(payload) == 4
         ) or (number == TENSOR_FLOAT_DATA and wire == 5):
             values.append(struct.unpack("<f", payload)[0])
         elif number == 1:  # dims: a scalar has none, or a single 1
-            if wire == 0 and _varint(payload, 0)[0] != 1:
+            if wire == 0 and varint(payload, 0)[0] != 1:
                 return None
             if wire == 2 and bytes(payload) != b"\x01":
                 return None
@@ -180,19 +180,19 @@ def _scalar(tensor: Buffer) -> tuple[str, float] | None:
 
 def _perm(node: Node) -> list[int]:
     """The ``perm`` attribute of a Transpose node ([] when it has none)."""
-    for number, wire, payload, _ in _fields(node.raw):
+    for number, wire, payload, _ in fields(node.raw):
         if number != NODE_ATTRIBUTE or wire != 2:
             continue
-        if _strings(payload, ATTR_NAME) != ["perm"]:
+        if strings(payload, ATTR_NAME) != ["perm"]:
             continue
         out: list[int] = []
-        for n, w, p, _ in _fields(payload):
+        for n, w, p, _ in fields(payload):
             if n == ATTR_INTS and w == 0:
-                out.append(_varint(p, 0)[0])
+                out.append(varint(p, 0)[0])
             elif n == ATTR_INTS and w == 2:  # packed
                 i = 0
                 while i < len(p):
-                    value, i = _varint(p, i)
+                    value, i = varint(p, i)
                     out.append(value)
         return out
     return []
@@ -200,12 +200,12 @@ def _perm(node: Node) -> list[int]:
 
 def _transpose(source: str, output: str, name: str, perm: list[int]) -> bytes:
     attribute = (
-        _bytes_field(ATTR_NAME, b"perm")
-        + b"".join(_encode_varint(ATTR_INTS << 3) + _encode_varint(p) for p in perm)
-        + _encode_varint(ATTR_TYPE << 3)
-        + _encode_varint(ATTR_TYPE_INTS)
+        bytes_field(ATTR_NAME, b"perm")
+        + b"".join(encode_varint(ATTR_INTS << 3) + encode_varint(p) for p in perm)
+        + encode_varint(ATTR_TYPE << 3)
+        + encode_varint(ATTR_TYPE_INTS)
     )
-    return _simple_node([source], [output], name, "Transpose", "") + _bytes_field(
+    return simple_node([source], [output], name, "Transpose", "") + bytes_field(
         NODE_ATTRIBUTE, attribute
     )
 
@@ -216,16 +216,16 @@ def parse(model: Buffer) -> Graph:
     scalars: dict[str, float] = {}
     outputs: set[str] = set()
     initializers: list[tuple[int, str]] = []
-    for number, wire, payload, raw in _fields(_graph_of(model)):
+    for number, wire, payload, raw in fields(graph_of(model)):
         if number == GRAPH_NODE and wire == 2:
             nodes.append(_read_node(len(parts), payload))
         elif number == GRAPH_INITIALIZER and wire == 2:
-            initializers.append((len(parts), "".join(_strings(payload, TENSOR_NAME))))
+            initializers.append((len(parts), "".join(strings(payload, TENSOR_NAME))))
             found = _scalar(payload)
             if found is not None:
                 scalars[found[0]] = found[1]
         elif number in (GRAPH_INPUT, GRAPH_OUTPUT) and wire == 2:
-            outputs.update(_strings(payload, 1))  # (an input listed there is kept as well)
+            outputs.update(strings(payload, 1))  # (an input listed there is kept as well)
         parts.append(raw)
     graph = Graph(parts, nodes, scalars, outputs, initializers=initializers)
     graph.index()
@@ -242,7 +242,7 @@ def fold_biases(g: Graph) -> int:
             continue
         g.replace(
             mm,
-            _simple_node(
+            simple_node(
                 [*mm.inputs, "", add.inputs[1]],
                 add.outputs,
                 mm.name + FUSED_SUFFIX,
@@ -288,7 +288,7 @@ def fuse_gelu(g: Graph) -> int:
             or _other(last, half.outputs[0]) != x
         ):
             continue
-        gelu = _simple_node([x], last.outputs, last.name + FUSED_SUFFIX, "Gelu", "com.microsoft")
+        gelu = simple_node([x], last.outputs, last.name + FUSED_SUFFIX, "Gelu", "com.microsoft")
         g.replace(last, gelu)
         g.drop(div, erf, add, half)
         done += 1
@@ -387,7 +387,7 @@ def fuse_query_graph(model: Buffer) -> tuple[bytes, dict[str, int]]:
     if not any(counts.values()):
         raise GraphRewriteError("nothing to fuse in the query graph")
     g.drop_unread_constants()
-    return _with_graph(memoryview(model), b"".join(g.parts)), counts
+    return with_graph(memoryview(model), b"".join(g.parts)), counts
 
 
 def is_fused(path: Path) -> bool:

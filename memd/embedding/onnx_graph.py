@@ -41,7 +41,7 @@ class GraphRewriteError(StoreError):
     """The model's graph is not the shape this rewrite expects (it is then loaded as it is)."""
 
 
-def _varint(buf: Buffer, i: int) -> tuple[int, int]:
+def varint(buf: Buffer, i: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if i >= len(buf):
@@ -54,7 +54,7 @@ def _varint(buf: Buffer, i: int) -> tuple[int, int]:
             return value, i
 
 
-def _encode_varint(value: int) -> bytes:
+def encode_varint(value: int) -> bytes:
     out = bytearray()
     while True:
         byte = value & 0x7F
@@ -66,15 +66,15 @@ def _encode_varint(value: int) -> bytes:
             return bytes(out)
 
 
-def _fields(buf: Buffer) -> Iterator[tuple[int, int, Buffer, Buffer]]:
+def fields(buf: Buffer) -> Iterator[tuple[int, int, Buffer, Buffer]]:
     """(field number, wire type, payload, the field's raw bytes) of each field in ``buf``."""
     i = 0
     while i < len(buf):
         start = i
-        key, i = _varint(buf, i)
+        key, i = varint(buf, i)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            _, j = _varint(buf, i)
+            _, j = varint(buf, i)
             payload = buf[i:j]
         elif wire == 1:
             j = i + 8
@@ -83,7 +83,7 @@ def _fields(buf: Buffer) -> Iterator[tuple[int, int, Buffer, Buffer]]:
             j = i + 4
             payload = buf[i:j]
         elif wire == 2:
-            length, i = _varint(buf, i)
+            length, i = varint(buf, i)
             j = i + length
             payload = buf[i:j]
         else:
@@ -94,29 +94,29 @@ def _fields(buf: Buffer) -> Iterator[tuple[int, int, Buffer, Buffer]]:
         yield number, wire, payload, buf[start:j]
 
 
-def _bytes_field(number: int, payload: Buffer) -> bytes:
-    return _encode_varint(number << 3 | 2) + _encode_varint(len(payload)) + payload
+def bytes_field(number: int, payload: Buffer) -> bytes:
+    return encode_varint(number << 3 | 2) + encode_varint(len(payload)) + payload
 
 
-def _strings(node: Buffer, number: int) -> list[str]:
-    return [bytes(p).decode() for n, w, p, _ in _fields(node) if n == number and w == 2]
+def strings(node: Buffer, number: int) -> list[str]:
+    return [bytes(p).decode() for n, w, p, _ in fields(node) if n == number and w == 2]
 
 
-def _node(template: Buffer, inputs: list[str], outputs: list[str], name: str) -> bytes:
+def node_with(template: Buffer, inputs: list[str], outputs: list[str], name: str) -> bytes:
     """``template`` (a NodeProto) with new inputs, outputs and name; its other fields kept."""
-    out: list[Buffer] = [_bytes_field(NODE_INPUT, s.encode()) for s in inputs]
-    out += [_bytes_field(NODE_OUTPUT, s.encode()) for s in outputs]
-    out.append(_bytes_field(NODE_NAME, name.encode()))
-    for number, _, _, raw in _fields(template):
+    out: list[Buffer] = [bytes_field(NODE_INPUT, s.encode()) for s in inputs]
+    out += [bytes_field(NODE_OUTPUT, s.encode()) for s in outputs]
+    out.append(bytes_field(NODE_NAME, name.encode()))
+    for number, _, _, raw in fields(template):
         if number not in (NODE_INPUT, NODE_OUTPUT, NODE_NAME):
             out.append(raw)
     return b"".join(out)
 
 
-def _graph_of(model: Buffer) -> Buffer:
+def graph_of(model: Buffer) -> Buffer:
     """The GraphProto of ``model`` (a ModelProto)."""
     graph = None
-    for number, wire, payload, _ in _fields(model):
+    for number, wire, payload, _ in fields(model):
         if number == MODEL_GRAPH and wire == 2:
             graph = payload
     if graph is None:
@@ -124,23 +124,23 @@ def _graph_of(model: Buffer) -> Buffer:
     return graph
 
 
-def _with_graph(model: Buffer, graph: Buffer, opset: Buffer = b"") -> bytes:
+def with_graph(model: Buffer, graph: Buffer, opset: Buffer = b"") -> bytes:
     """``model`` with ``graph`` for its graph; ``opset`` (an OperatorSetIdProto): imported too,
     in place of any import of the same domain."""
-    domain = _strings(opset, OPSET_DOMAIN) if opset else []
+    domain = strings(opset, OPSET_DOMAIN) if opset else []
     out: list[Buffer] = []
-    for number, wire, payload, raw in _fields(model):
+    for number, wire, payload, raw in fields(model):
         if number == MODEL_GRAPH and wire == 2:
-            out.append(_bytes_field(MODEL_GRAPH, graph))
+            out.append(bytes_field(MODEL_GRAPH, graph))
         elif not (
             domain
             and number == MODEL_OPSET
             and wire == 2
-            and _strings(payload, OPSET_DOMAIN) == domain
+            and strings(payload, OPSET_DOMAIN) == domain
         ):
             out.append(raw)
     if opset:
-        out.append(_bytes_field(MODEL_OPSET, opset))
+        out.append(bytes_field(MODEL_OPSET, opset))
     return b"".join(out)
 
 
@@ -151,7 +151,7 @@ def gather_before_dequantize(model: Buffer, table: str = WORD_TABLE) -> bytes:
     model = memoryview(model)  # slices of it copy nothing
     nodes: list[tuple[int, Buffer]] = []  # (index among the graph's fields, NodeProto)
     parts: list[Buffer] = []
-    for number, wire, payload, raw in _fields(_graph_of(model)):
+    for number, wire, payload, raw in fields(graph_of(model)):
         if number == GRAPH_NODE and wire == 2:
             nodes.append((len(parts), payload))
         parts.append(raw)
@@ -160,41 +160,41 @@ def gather_before_dequantize(model: Buffer, table: str = WORD_TABLE) -> bytes:
         found = [
             (at, node)
             for at, node in nodes
-            if _strings(node, NODE_OP_TYPE) == [op] and pred in _strings(node, NODE_INPUT)
+            if strings(node, NODE_OP_TYPE) == [op] and pred in strings(node, NODE_INPUT)
         ]
         if len(found) != 1:
             raise GraphRewriteError(f"expected one {op} reading {pred}, found {len(found)}")
         return found[0]
 
     cast_at, cast = only(f"{table}_q", "Cast")
-    cast_out = _strings(cast, NODE_OUTPUT)
+    cast_out = strings(cast, NODE_OUTPUT)
     mul_at, mul = only(cast_out[0], "Mul")
-    if _strings(mul, NODE_INPUT) != [cast_out[0], f"{table}_scale"]:
+    if strings(mul, NODE_INPUT) != [cast_out[0], f"{table}_scale"]:
         raise GraphRewriteError("the dequantizing Mul does not read the table's scales")
-    if _strings(mul, NODE_OUTPUT) != [table]:
+    if strings(mul, NODE_OUTPUT) != [table]:
         raise GraphRewriteError("the dequantizing Mul does not make the table")
     gather_at, gather = only(table, "Gather")
-    inputs = _strings(gather, NODE_INPUT)
+    inputs = strings(gather, NODE_INPUT)
     if (
         inputs[0] != table
         or len(inputs) != 2
-        or any(table in _strings(n, NODE_INPUT) for _, n in nodes if n is not gather)
+        or any(table in strings(n, NODE_INPUT) for _, n in nodes if n is not gather)
     ):
         raise GraphRewriteError("the table is read by more than its Gather")
-    ids, (result,) = inputs[1], _strings(gather, NODE_OUTPUT)
+    ids, (result,) = inputs[1], strings(gather, NODE_OUTPUT)
     rows_q, rows_scale, rows_f = f"{table}_rows_q", f"{table}_rows_scale", f"{table}_rows_f"
     replacement = b"".join(
-        _bytes_field(GRAPH_NODE, node)
+        bytes_field(GRAPH_NODE, node)
         for node in (
-            _node(gather, [f"{table}_q", ids], [rows_q], f"{table}_gather_q"),
-            _node(gather, [f"{table}_scale", ids], [rows_scale], f"{table}_gather_scale"),
-            _node(cast, [rows_q], [rows_f], f"{table}_rows_cast"),
-            _node(mul, [rows_f, rows_scale], [result], f"{table}_rows_mul"),
+            node_with(gather, [f"{table}_q", ids], [rows_q], f"{table}_gather_q"),
+            node_with(gather, [f"{table}_scale", ids], [rows_scale], f"{table}_gather_scale"),
+            node_with(cast, [rows_q], [rows_f], f"{table}_rows_cast"),
+            node_with(mul, [rows_f, rows_scale], [result], f"{table}_rows_mul"),
         )
     )
     parts[gather_at] = replacement
     parts[cast_at] = parts[mul_at] = b""
-    return _with_graph(model, b"".join(parts))
+    return with_graph(model, b"".join(parts))
 
 
 def is_rewritten(path: Path, table: str = WORD_TABLE) -> bool:
@@ -211,12 +211,12 @@ QUANTIZED_SUFFIX = "_int8_matmul"
 """Ends the name of every node :func:`quantize_matmuls` writes (how a written file is known)."""
 
 
-def _simple_node(inputs: list[str], outputs: list[str], name: str, op: str, domain: str) -> bytes:
-    out = [_bytes_field(NODE_INPUT, s.encode()) for s in inputs]
-    out += [_bytes_field(NODE_OUTPUT, s.encode()) for s in outputs]
-    out.append(_bytes_field(NODE_NAME, name.encode()))
-    out.append(_bytes_field(NODE_OP_TYPE, op.encode()))
-    out.append(_bytes_field(NODE_DOMAIN, domain.encode()))
+def simple_node(inputs: list[str], outputs: list[str], name: str, op: str, domain: str) -> bytes:
+    out = [bytes_field(NODE_INPUT, s.encode()) for s in inputs]
+    out += [bytes_field(NODE_OUTPUT, s.encode()) for s in outputs]
+    out.append(bytes_field(NODE_NAME, name.encode()))
+    out.append(bytes_field(NODE_OP_TYPE, op.encode()))
+    out.append(bytes_field(NODE_DOMAIN, domain.encode()))
     return b"".join(out)
 
 
@@ -232,27 +232,27 @@ def quantize_matmuls(model: Buffer) -> bytes:
     parts: list[Buffer] = []
     nodes: list[tuple[int, Buffer]] = []
     initializers: set[str] = set()
-    for number, wire, payload, raw in _fields(_graph_of(model)):
+    for number, wire, payload, raw in fields(graph_of(model)):
         if number == GRAPH_NODE and wire == 2:
             nodes.append((len(parts), payload))
         elif number == GRAPH_INITIALIZER and wire == 2:
-            initializers.update(_strings(payload, TENSOR_NAME))
+            initializers.update(strings(payload, TENSOR_NAME))
         parts.append(raw)
     made: dict[str, tuple[int, str, list[str]]] = {}  # output -> (part index, op, inputs)
     readers: dict[str, int] = {}
     for at, node in nodes:
-        ins = _strings(node, NODE_INPUT)
+        ins = strings(node, NODE_INPUT)
         for name in ins:
             readers[name] = readers.get(name, 0) + 1
-        op = "".join(_strings(node, NODE_OP_TYPE))
-        for produced in _strings(node, NODE_OUTPUT):
+        op = "".join(strings(node, NODE_OP_TYPE))
+        for produced in strings(node, NODE_OUTPUT):
             made[produced] = (at, op, ins)
     dropped: set[int] = set()
     replaced = 0
     for at, node in nodes:
-        if _strings(node, NODE_OP_TYPE) != ["MatMul"]:
+        if strings(node, NODE_OP_TYPE) != ["MatMul"]:
             continue
-        ins = _strings(node, NODE_INPUT)
+        ins = strings(node, NODE_INPUT)
         mul = made.get(ins[1]) if len(ins) == 2 else None
         if mul is None or mul[1] != "Mul" or len(mul[2]) != 2 or mul[2][1] not in initializers:
             continue
@@ -260,15 +260,15 @@ def quantize_matmuls(model: Buffer) -> bytes:
         if cast is None or cast[1] != "Cast" or len(cast[2]) != 1 or cast[2][0] not in initializers:
             continue
         weight, scale = cast[2][0], mul[2][1]
-        name = "".join(_strings(node, NODE_NAME)) or f"matmul_{at}"
-        new = _simple_node(
+        name = "".join(strings(node, NODE_NAME)) or f"matmul_{at}"
+        new = simple_node(
             [ins[0], weight, scale],
-            _strings(node, NODE_OUTPUT),
+            strings(node, NODE_OUTPUT),
             name + QUANTIZED_SUFFIX,
             "DynamicQuantizeMatMul",
             "com.microsoft",
         )
-        parts[at] = _bytes_field(GRAPH_NODE, new)
+        parts[at] = bytes_field(GRAPH_NODE, new)
         replaced += 1
         readers[ins[1]] -= 1
         if readers[ins[1]] == 0:  # the dequantized weight is read by nothing else now
@@ -281,11 +281,11 @@ def quantize_matmuls(model: Buffer) -> bytes:
     for at in dropped:
         parts[at] = b""
     opset = (
-        _bytes_field(OPSET_DOMAIN, b"com.microsoft")
-        + _encode_varint(OPSET_VERSION << 3)
-        + _encode_varint(1)
+        bytes_field(OPSET_DOMAIN, b"com.microsoft")
+        + encode_varint(OPSET_VERSION << 3)
+        + encode_varint(1)
     )
-    return _with_graph(model, b"".join(parts), opset)
+    return with_graph(model, b"".join(parts), opset)
 
 
 def is_quantized(path: Path) -> bool:

@@ -16,6 +16,7 @@ import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ FALLBACK = ModelProfile(baseline=0.8, paraphrase=0.97, weight=0.3, threshold=0.7
 the words. Safe for MiniLM-like and e5-like cosines alike (tests/test_similar.py checks both)."""
 
 
+@lru_cache(maxsize=64)
 def model_key(model_id: str) -> str:
     """``memd/all-MiniLM-L6-v2-int8@8199be6f699a`` -> ``all-minilm-l6-v2``.
 
