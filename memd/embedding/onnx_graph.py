@@ -197,14 +197,20 @@ def gather_before_dequantize(model: Buffer, table: str = WORD_TABLE) -> bytes:
     return with_graph(model, b"".join(parts))
 
 
+def holds(path: Path, marker: str) -> bool:
+    """Whether the file at ``path`` contains ``marker`` (the name of a node a rewrite adds: how
+    a rewritten file is told from the packaged one); False when missing or empty."""
+    try:
+        with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            return view.find(marker.encode()) >= 0
+    except (OSError, ValueError):  # missing, or empty (mmap refuses a file of 0 bytes)
+        return False
+
+
 def is_rewritten(path: Path, table: str = WORD_TABLE) -> bool:
     """True when ``path`` holds a graph :func:`gather_before_dequantize` wrote (by the name of
     the node it adds: a plain copy of the packaged model has none)."""
-    try:
-        with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
-            return view.find(f"{table}_gather_q".encode()) >= 0
-    except (OSError, ValueError):  # missing, or empty (mmap refuses a file of 0 bytes)
-        return False
+    return holds(path, f"{table}_gather_q")
 
 
 QUANTIZED_SUFFIX = "_int8_matmul"
@@ -290,8 +296,4 @@ def quantize_matmuls(model: Buffer) -> bytes:
 
 def is_quantized(path: Path) -> bool:
     """True when ``path`` holds a graph :func:`quantize_matmuls` wrote."""
-    try:
-        with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
-            return view.find(QUANTIZED_SUFFIX.encode()) >= 0
-    except (OSError, ValueError):
-        return False
+    return holds(path, QUANTIZED_SUFFIX)
