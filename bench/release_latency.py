@@ -11,8 +11,9 @@ A real ``memd serve`` runs on a temporary home filled by ``bench/memory.py``'s `
 wrapper that adds one thing: a thread that waits for SIGUSR2 and then calls
 ``release_library_pages()`` (so a release happens exactly when asked, not at the daemon's own
 idle times). After 20 warm-up hooks, ``--rounds`` rounds each time two hooks, in alternating
-order: one after a pause of ``--pause`` seconds (control) and one after a release followed by
-the same pause, then a second hook right behind it (is the working set back?). RssFile of the
+order: one after a pause of ``--pause`` seconds (control) and one right after the same pause
+and a release (as in the daemon, where a release comes after the hit counters were flushed),
+then a second hook right behind it (is the working set back?). RssFile of the
 daemon is read after each. Figures go to stdout; nothing is recorded.
 """
 
@@ -131,12 +132,12 @@ def main(argv: list[str] | None = None) -> None:
                     control.append(hook_ms(sock, 1000 + r))
                     rss_control.append(rss_file_mib(proc.pid))
                     continue
+                time.sleep(args.pause)  # queued hit counters get flushed, as before a release
                 n += 1
                 size, ms = release(proc.pid, marker, n)
                 released.append(size / 2**20)
                 took.append(ms)
                 rss_low.append(rss_file_mib(proc.pid))
-                time.sleep(args.pause)
                 first.append(hook_ms(sock, 2000 + r))
                 rss_after.append(rss_file_mib(proc.pid))
                 second.append(hook_ms(sock, 3000 + r))

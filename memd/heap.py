@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
+import re
 import sys
 
 
@@ -42,45 +42,36 @@ def use_system_allocator() -> bool:
 
 
 MADV_DONTNEED = 4
-_SPECIAL = ("[heap]", "[stack]", "[vdso]", "[vvar]", "[vsyscall]")
+
+
+_MAPPING = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+) *(.*)$", re.MULTILINE)
+_LIBRARY = re.compile(r"\.so($|[.\s])")
+"""A shared library's file name: ``libc.so.6``, ``_lancedb.abi3.so``, ``x.so (deleted)``."""
+_FIELD = re.compile(r"^(Rss|Anonymous|Locked): +(\d+) kB$", re.MULTILINE)
 
 
 def library_mappings(smaps: str) -> list[tuple[int, int, int, int]]:
     """``(start, end, inode, rss_bytes)`` of the mappings :func:`release_library_pages` may drop.
 
-    Only read-only mappings of a shared library (a path containing ``.so``: libc, pyarrow's and
-    lancedb's libraries, Python extension modules) with resident pages, not one of them
+    Only read-only mappings of a shared library file (a path containing ``.so``: libc, pyarrow's
+    and lancedb's libraries, Python extension modules) with resident pages, not one of them
     copy-on-write (``Anonymous: 0 kB``) and none locked. ``smaps`` is the text of
     ``/proc/self/smaps``.
     """
     found: list[tuple[int, int, int, int]] = []
-    current: tuple[int, int, int] | None = None
-    fields: dict[str, int] = {}
-
-    def close() -> None:
-        if current is not None and fields.get("Rss", 0) > 0:
-            if fields.get("Anonymous", -1) == 0 and fields.get("Locked", 0) == 0:
-                found.append((*current, fields["Rss"] * 1024))
-
-    for line in smaps.splitlines():
-        head = line.split(None, 5)
-        if head and "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
-            close()  # a new mapping: "start-end perms offset dev inode [path]"
-            current, fields = None, {}
-            perms, path = head[1], head[5] if len(head) > 5 else ""
-            if (
-                ".so" in path
-                and path.startswith("/")
-                and path not in _SPECIAL
-                and "w" not in perms
-                and head[4] != "0"  # an inode: backed by a file
-            ):
-                lo, _, hi = head[0].partition("-")
-                current = (int(lo, 16), int(hi, 16), int(head[4]))
-        elif current is not None and len(head) >= 2 and head[0].endswith(":"):
-            with contextlib.suppress(ValueError):
-                fields[head[0][:-1]] = int(head[1])
-    close()
+    headers = list(_MAPPING.finditer(smaps))
+    for i, m in enumerate(headers):
+        lo, hi, perms, inode, path = m.groups()
+        if not _is_readonly_library(perms, inode, path):
+            continue  # writable, anonymous, [heap]/[stack]/[vdso]/..., or not a library
+        block = smaps[m.end() : headers[i + 1].start() if i + 1 < len(headers) else len(smaps)]
+        fields = {name: int(kib) for name, kib in _FIELD.findall(block)}
+        if (
+            fields.get("Rss", 0) > 0
+            and fields.get("Anonymous", -1) == 0
+            and not fields.get("Locked")
+        ):
+            found.append((int(lo, 16), int(hi, 16), int(inode), fields["Rss"] * 1024))
     return found
 
 
@@ -89,7 +80,8 @@ def release_library_pages() -> int:
 
     The daemon maps ~240 MiB of native libraries (lancedb's 185 MB ``_lancedb.abi3.so``,
     pyarrow, onnxruntime). When a library's file is in the page cache, every page fault maps a
-    64 KiB block around the page it needs (fault-around), so code run once at start-up (imports,
+    block around the page it needs (64 KiB of fault-around, or the whole large folio the page
+    is in on kernels that cache files in large folios), so code run once at start-up (imports,
     loading the model, building the key index, opening LanceDB) stays in the daemon's RSS for
     good. ``madvise(MADV_DONTNEED)`` drops those pages from this process's page tables; the code
     a later request runs faults back in from the page cache (a minor fault, no disk read while
@@ -100,12 +92,13 @@ def release_library_pages() -> int:
     clean page) are touched, exactly the pages the kernel may reclaim from any process under
     memory pressure. Writable, anonymous, ``[heap]``/``[stack]``-like and other files' mappings
     never are. The mappings are read again from ``/proc/self/maps`` right before the calls and a
-    range is only dropped if it is still mapped from the same file with the same permissions
-    (nothing in CPython unloads a library in between: extension modules stay loaded).
+    range is only dropped if it is still a read-only mapping of the same file (nothing in
+    CPython unloads a library in between: extension modules stay loaded).
 
-    What it costs: reading ``/proc/self/smaps`` (a few ms for the daemon's ~2,000 mappings) and
-    minor faults when the code runs again, paid by the next request. 0 where this is not Linux
-    or anything fails: it never raises.
+    What it costs: ~25 ms of reading and parsing ``/proc/self/smaps`` in the daemon, and minor
+    faults (no disk read while the files stay cached) when the code runs again, paid by the
+    request that runs it: ~1 ms more for the first hook after a release at 10k memories
+    (``bench/release_latency.py``). 0 where this is not Linux or anything fails: never raises.
     """
     if not sys.platform.startswith("linux"):
         return 0
@@ -127,16 +120,21 @@ def release_library_pages() -> int:
             if (start, end, inode) in still and madvise(start, end - start, MADV_DONTNEED) == 0:
                 released += rss
         return released
-    except (OSError, AttributeError, ValueError):
+    except Exception:  # best effort: OSError, a ctypes error, an unexpected line
         return 0
 
 
 def _readonly_library_ranges(maps: str) -> set[tuple[int, int, int]]:
     """The read-only ``.so`` file mappings listed in ``/proc/self/maps`` text."""
-    ranges = set()
-    for line in maps.splitlines():
-        head = line.split(None, 5)
-        if len(head) == 6 and ".so" in head[5] and "w" not in head[1] and head[4] != "0":
-            lo, _, hi = head[0].partition("-")
-            ranges.add((int(lo, 16), int(hi, 16), int(head[4])))
-    return ranges
+    return {
+        (int(lo, 16), int(hi, 16), int(inode))
+        for lo, hi, perms, inode, path in _MAPPING.findall(maps)
+        if _is_readonly_library(perms, inode, path)
+    }
+
+
+def _is_readonly_library(perms: str, inode: str, path: str) -> bool:
+    """Not writable, backed by a file (an inode), and that file is a shared library."""
+    return (
+        "w" not in perms and inode != "0" and path.startswith("/") and bool(_LIBRARY.search(path))
+    )

@@ -33,7 +33,7 @@ from memd.daemon.hooksessions import HookSessions
 from memd.daemon.pools import Pools
 from memd.daemon.unixsocket import SocketFile, same_user
 from memd.errors import MemdError, UserError
-from memd.heap import trim_heap
+from memd.heap import release_library_pages, trim_heap
 from memd.recall.inject import Injection, Injector
 
 if TYPE_CHECKING:
@@ -58,6 +58,10 @@ TRIM_IDLE_SECONDS = 1.0
 """... and once no request has arrived for this long, so no hook waits for it ..."""
 TRIM_BUSY_SECONDS = 60.0
 """... unless the daemon has been busy that long: then it trims anyway (~8 ms at 100k)."""
+RELEASE_IDLE_SECONDS = 30.0
+"""After activity (requests, extraction runs, jobs), once no request has arrived for this long,
+the resident pages of the mapped libraries are dropped (see :func:`release_library_pages`);
+the first hook after that pays ~1 ms of minor faults (``bench/release_latency.py``)."""
 WARM_PROJECTS = 5
 """At start, the vector cache of this many recently active projects is built in the background."""
 QUIET_AFTER_SECONDS = 30.0
@@ -112,6 +116,9 @@ class Server:
         self.counters = {"requests": 0, "errors": 0, "refused": 0, "connections": 0, "late": 0}
         self.last_request_at = 0.0
         self._trimmed: tuple[float, int] = (0.0, 0)
+        self._released_activity = 0
+        self.library_pages = {"releases": 0, "last_bytes": 0, "total_bytes": 0}
+        """What :meth:`release_pages` gave back (``memd status --json``: ``library_pages``)."""
         self.stopping: asyncio.Event | None = None
         """Set once shutdown was asked (made in ``start``: it belongs to the running loop)."""
         self.extract_wakeup: asyncio.Event | None = None
@@ -134,9 +141,31 @@ class Server:
             asyncio.create_task(self.extraction_loop(), name="memd-extraction"),
         ]
         log.info("memd %s listening on %s (pid %d)", __version__, self.path, os.getpid())
-        self.pools.submit("read", self.warm_keys)
+        warming = [self.pools.submit("read", self.warm_keys)]
         if self.workers.state is not None:
-            self.pools.submit("read", self.warm_caches, self.workers.state)
+            warming.append(self.pools.submit("read", self.warm_caches, self.workers.state))
+        asyncio.gather(*warming).add_done_callback(self.after_warm_up)
+
+    def after_warm_up(self, warmed: asyncio.Future[Any]) -> None:
+        """Start-up ran code once (imports, the model, the key index, the vector caches) whose
+        library pages would stay in RSS: give them back now, off the event loop."""
+        if warmed.cancelled() or warmed.exception() is not None:
+            return
+        if self.stopping is None or self.stopping.is_set():
+            return
+        with contextlib.suppress(RuntimeError):  # the read pool is shutting down
+            self.pools.submit("read", self.release_pages, "after start-up")
+
+    def release_pages(self, why: str) -> int:
+        """:func:`release_library_pages`, counted for ``memd status`` and logged; bytes released."""
+        released = release_library_pages()
+        if released:
+            pages = self.library_pages
+            pages["releases"] += 1
+            pages["last_bytes"] = released
+            pages["total_bytes"] += released
+            log.info("released %.1f MiB of library pages (%s)", released / 2**20, why)
+        return released
 
     def warm_keys(self) -> None:
         """The key index (memd.store.keyindex), built before the first list page or status needs it."""
@@ -211,6 +240,7 @@ class Server:
                 )
             self.flush_sleeping = False
             await self.maybe_trim()
+            await self.maybe_release()
             if not self.injector.pending_writes():
                 continue  # idle: not even a thread hop
             try:
@@ -230,6 +260,23 @@ class Server:
             return
         self._trimmed = (now, activity)
         await asyncio.to_thread(trim_heap)
+
+    async def maybe_release(self) -> None:
+        """Give the libraries' pages back once the daemon has been quiet for
+        ``RELEASE_IDLE_SECONDS`` after activity: once per quiet spell, not on every trim (the
+        first hook after it faults back the code it runs)."""
+        scheduler = self.workers.scheduler
+        activity = (
+            self.counters["requests"]
+            + self.extraction_runs
+            + (scheduler.runs if scheduler is not None else 0)
+        )
+        if activity == self._released_activity:
+            return
+        if time.monotonic() - self.last_request_at < RELEASE_IDLE_SECONDS:
+            return
+        self._released_activity = activity
+        await asyncio.to_thread(self.release_pages, "idle")
 
     async def extraction_loop(self) -> None:
         assert self.stopping is not None and self.extract_wakeup is not None
