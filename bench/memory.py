@@ -13,8 +13,9 @@ For each size the daemon is started on that home, warmed with 50 searches over t
 and then measured from ``/proc/<pid>/status`` (VmRSS now, VmHWM peak, and VmRSS's file-backed
 and anonymous parts) and ``/proc/<pid>/stat`` (utime + stime over ``--idle-seconds`` of
 idleness; the default 40 s is past the 30 s after which an idle daemon gives its library pages
-back, see ``memd.heap.release_library_pages``). After the idle measurement 20 more hooks are sent and RSS is read again: the working
-set that comes back after the idle daemon gave memory back, not only the low point.
+back, see ``memd.heap.release_library_pages``). After the idle measurement 20 more hooks are
+sent and RSS is read again: the working set that comes back after the idle daemon gave memory
+back, not only the low point.
 """
 
 from __future__ import annotations
