@@ -1,6 +1,6 @@
 """Daemon footprint: peak RSS of `memd serve` at 10k and 100k memories, and its idle CPU.
 
-    .venv/bin/python bench/memory.py [--sizes 10000,100000] [--idle-seconds 40] [--no-record]
+    .venv/bin/python bench/memory.py [--sizes 10000,100000] [--idle-seconds 30] [--no-record]
 
 The store is filled by this process (as the writer, before the daemon starts) with
 ``MemoryStore.write`` in batches of 10,000, then optimized (which also builds the ANN index past
@@ -12,10 +12,8 @@ renormalised), under its own distinct text. Memories are spread over 20 projects
 For each size the daemon is started on that home, warmed with 50 searches over the socket,
 and then measured from ``/proc/<pid>/status`` (VmRSS now, VmHWM peak, and VmRSS's file-backed
 and anonymous parts) and ``/proc/<pid>/stat`` (utime + stime over ``--idle-seconds`` of
-idleness; the default 40 s is past the 30 s after which an idle daemon gives its library pages
-back, see ``memd.heap.release_library_pages``). After the idle measurement 20 more hooks are
-sent and RSS is read again: the working set that comes back after the idle daemon gave memory
-back, not only the low point.
+idleness). After the idle measurement 20 more hooks are sent and RSS is read again: the
+working set that comes back once requests arrive again, not only the low point.
 """
 
 from __future__ import annotations
@@ -191,7 +189,7 @@ def main(argv: list[str] | None = None) -> str:
     p = argparse.ArgumentParser(description="memd daemon memory and idle CPU")
     p.add_argument("--sizes", default="10000,100000")
     p.add_argument("--distinct", type=int, default=3000)
-    p.add_argument("--idle-seconds", type=float, default=40)
+    p.add_argument("--idle-seconds", type=float, default=30)
     p.add_argument("--no-record", action="store_true")
     args = p.parse_args(argv)
     sizes = sorted(int(s) for s in args.sizes.split(","))

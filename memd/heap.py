@@ -97,7 +97,7 @@ def release_library_pages() -> int:
 
     What it costs: ~25 ms of reading and parsing ``/proc/self/smaps`` in the daemon, and minor
     faults (no disk read while the files stay cached) when the code runs again, paid by the
-    request that runs it: ~1 ms more for the first hook after a release at 10k memories
+    request that runs it: ~1-2 ms more for the first hook after a release at 10k memories
     (``bench/release_latency.py``). 0 where this is not Linux or anything fails: never raises.
     """
     if not sys.platform.startswith("linux"):

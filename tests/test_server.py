@@ -354,7 +354,7 @@ def test_heap_is_trimmed_after_activity_once_idle(
         srv.close_pools(1)
 
 
-def test_library_pages_are_released_once_per_quiet_spell(
+def test_library_pages_are_released_after_heavy_work_once_quiet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import asyncio
@@ -373,17 +373,21 @@ def test_library_pages_are_released_once_per_quiet_spell(
     try:
         asyncio.run(srv.maybe_release())
         assert calls == []  # nothing ran since start-up (which releases on its own)
-        srv.counters["requests"] += 1
+        srv.counters["requests"] += 5
+        srv.last_request_at = time.monotonic() - server_module.RELEASE_IDLE_SECONDS - 1
+        asyncio.run(srv.maybe_release())
+        assert calls == []  # hooks alone never: the next one would pay the faults
+        srv.extraction_runs += 1
         srv.last_request_at = time.monotonic()
         asyncio.run(srv.maybe_release())
-        assert calls == []  # a request just arrived: the next hook would pay the faults
+        assert calls == []  # heavy work, but a request just arrived: a hook may follow
         srv.last_request_at -= server_module.RELEASE_IDLE_SECONDS + 1
         asyncio.run(srv.maybe_release())
         assert len(calls) == 1
         assert srv.library_pages == {"releases": 1, "last_bytes": 4096, "total_bytes": 4096}
         asyncio.run(srv.maybe_release())
-        assert len(calls) == 1  # still the same quiet spell: once is enough
-        srv.extraction_runs += 1  # heavy work with no request in between
+        assert len(calls) == 1  # once per batch of work
+        srv.extraction_runs += 1
         asyncio.run(srv.maybe_release())
         assert len(calls) == 2
     finally:

@@ -59,9 +59,10 @@ TRIM_IDLE_SECONDS = 1.0
 TRIM_BUSY_SECONDS = 60.0
 """... unless the daemon has been busy that long: then it trims anyway (~8 ms at 100k)."""
 RELEASE_IDLE_SECONDS = 30.0
-"""After activity (requests, extraction runs, jobs), once no request has arrived for this long,
-the resident pages of the mapped libraries are dropped (see :func:`release_library_pages`);
-the first hook after that pays ~1 ms of minor faults (``bench/release_latency.py``)."""
+"""After heavy work (extraction runs, scheduled jobs), once no request has arrived for this long,
+the resident pages of the mapped libraries are dropped (see :func:`release_library_pages`). Not
+after every quiet spell: the first hook after a release pays ~1-2 ms of minor faults
+(``bench/release_latency.py``), so plain hook traffic never triggers one."""
 WARM_PROJECTS = 5
 """At start, the vector cache of this many recently active projects is built in the background."""
 QUIET_AFTER_SECONDS = 30.0
@@ -262,21 +263,17 @@ class Server:
         await asyncio.to_thread(trim_heap)
 
     async def maybe_release(self) -> None:
-        """Give the libraries' pages back once the daemon has been quiet for
-        ``RELEASE_IDLE_SECONDS`` after activity: once per quiet spell, not on every trim (the
-        first hook after it faults back the code it runs)."""
+        """Give the libraries' pages back after heavy work (extraction runs, scheduled jobs)
+        once no request has arrived for ``RELEASE_IDLE_SECONDS``: once per batch of such work,
+        never for requests alone (the first hook after a release faults its code back in)."""
         scheduler = self.workers.scheduler
-        activity = (
-            self.counters["requests"]
-            + self.extraction_runs
-            + (scheduler.runs if scheduler is not None else 0)
-        )
-        if activity == self._released_activity:
+        heavy = self.extraction_runs + (scheduler.runs if scheduler is not None else 0)
+        if heavy == self._released_activity:
             return
         if time.monotonic() - self.last_request_at < RELEASE_IDLE_SECONDS:
             return
-        self._released_activity = activity
-        await asyncio.to_thread(self.release_pages, "idle")
+        self._released_activity = heavy
+        await asyncio.to_thread(self.release_pages, "after extraction or jobs")
 
     async def extraction_loop(self) -> None:
         assert self.stopping is not None and self.extract_wakeup is not None
