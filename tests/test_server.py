@@ -377,7 +377,10 @@ def test_library_pages_are_released_after_heavy_work_once_quiet(
         srv.last_request_at = time.monotonic() - server_module.RELEASE_IDLE_SECONDS - 1
         asyncio.run(srv.maybe_release())
         assert calls == []  # hooks alone never: the next one would pay the faults
-        srv.extraction_runs += 1
+        srv.extraction_runs += 1  # the extraction loop's poll found nothing: not heavy
+        asyncio.run(srv.maybe_release())
+        assert calls == []
+        srv.segments_extracted += 2
         srv.last_request_at = time.monotonic()
         asyncio.run(srv.maybe_release())
         assert calls == []  # heavy work, but a request just arrived: a hook may follow
@@ -387,7 +390,7 @@ def test_library_pages_are_released_after_heavy_work_once_quiet(
         assert srv.library_pages == {"releases": 1, "last_bytes": 4096, "total_bytes": 4096}
         asyncio.run(srv.maybe_release())
         assert len(calls) == 1  # once per batch of work
-        srv.extraction_runs += 1
+        srv.segments_extracted += 1
         asyncio.run(srv.maybe_release())
         assert len(calls) == 2
     finally:

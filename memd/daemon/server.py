@@ -126,6 +126,8 @@ class Server:
         self.flush_wakeup: asyncio.Event | None = None
         self.flush_sleeping = False
         self.extraction_runs = 0
+        """``process_pending`` calls, including the polls that found nothing to do."""
+        self.segments_extracted = 0
         self._server: asyncio.AbstractServer | None = None
         self._loops: list[asyncio.Task[None]] = []
 
@@ -263,11 +265,11 @@ class Server:
         await asyncio.to_thread(trim_heap)
 
     async def maybe_release(self) -> None:
-        """Give the libraries' pages back after heavy work (extraction runs, scheduled jobs)
-        once no request has arrived for ``RELEASE_IDLE_SECONDS``: once per batch of such work,
+        """Give the libraries' pages back after heavy work (segments extracted, scheduled jobs;
+        not the extraction loop's empty polls) once no request has arrived for ``RELEASE_IDLE_SECONDS``: once per batch of such work,
         never for requests alone (the first hook after a release faults its code back in)."""
         scheduler = self.workers.scheduler
-        heavy = self.extraction_runs + (scheduler.runs if scheduler is not None else 0)
+        heavy = self.segments_extracted + (scheduler.runs if scheduler is not None else 0)
         if heavy == self._released_activity:
             return
         if time.monotonic() - self.last_request_at < RELEASE_IDLE_SECONDS:
@@ -294,6 +296,7 @@ class Server:
                 continue
             self.extraction_runs += 1
             if done:
+                self.segments_extracted += done
                 cached = self.injector.vectors.cached_projects()
                 self.injector.vectors.invalidate()
                 # Build the caches again now, off the hook path: the next prompt finds them.
