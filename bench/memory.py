@@ -10,8 +10,10 @@ other memory reuses one of those vectors plus small Gaussian noise (sigma 0.01 p
 renormalised), under its own distinct text. Memories are spread over 20 projects.
 
 For each size the daemon is started on that home, warmed with 50 searches over the socket,
-and then measured from ``/proc/<pid>/status`` (VmRSS now, VmHWM peak) and ``/proc/<pid>/stat``
-(utime + stime over ``--idle-seconds`` of idleness).
+and then measured from ``/proc/<pid>/status`` (VmRSS now, VmHWM peak, and VmRSS's file-backed
+and anonymous parts) and ``/proc/<pid>/stat`` (utime + stime over ``--idle-seconds`` of
+idleness). After the idle measurement 20 more hooks are sent and RSS is read again: the
+working set that comes back once requests arrive again, not only the low point.
 """
 
 from __future__ import annotations
@@ -32,17 +34,18 @@ from ingest import synthetic_text, vocabulary
 
 MEMD = ROOT / ".venv" / "bin" / "memd"
 PROJECTS = 20
+MORE_HOOKS = 20
 KINDS = ("fact", "decision", "preference", "todo", "progress", "bugfix", "summary", "excerpt")
 
 
 def proc_status(pid: int) -> dict[str, int]:
     """VmRSS and VmHWM in KiB, and VmRSS's file-backed part (RssFile: pages of the mapped
     libraries, ~100 MiB more with a freshly written venv, whose files are all in the page cache,
-    than with one the kernel has partly evicted)."""
+    than with one the kernel has partly evicted) and anonymous part (RssAnon)."""
     out = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM", "RssFile"):
+        if key in ("VmRSS", "VmHWM", "RssFile", "RssAnon"):
             out[key] = int(value.split()[0])
     return out
 
@@ -96,6 +99,17 @@ def fill(home: Path, start: int, stop: int, distinct: int, cache: dict[int, Any]
     return time.perf_counter() - started
 
 
+def hook(sock: str, i: int) -> None:
+    from memd import protocol
+
+    payload = {
+        "session_id": f"mem-bench-{i}",
+        "cwd": f"/bench/project-{i % PROJECTS:02d}",
+        "prompt": synthetic_text(950_000 + i, 12),
+    }
+    protocol.request(sock, {"cmd": "hook", "event": "user-prompt-submit", "payload": payload}, 30)
+
+
 def measure(home: Path, idle_seconds: float, workdir: Path) -> dict[str, Any]:
     from memd import protocol
 
@@ -132,14 +146,7 @@ def measure(home: Path, idle_seconds: float, workdir: Path) -> dict[str, Any]:
             )  # fmt: skip
             latencies.append((time.perf_counter() - t0) * 1000)
         for i in range(3 * PROJECTS):  # hooks too: each project's vector cache gets built
-            payload = {
-                "session_id": f"mem-bench-{i}",
-                "cwd": f"/bench/project-{i % PROJECTS:02d}",
-                "prompt": synthetic_text(950_000 + i, 12),
-            }
-            protocol.request(
-                sock, {"cmd": "hook", "event": "user-prompt-submit", "payload": payload}, 30
-            )
+            hook(sock, i)
         busy_rss = proc_status(proc.pid)
         status = protocol.request(sock, {"cmd": "status"}, timeout=30)
         time.sleep(2)
@@ -148,13 +155,22 @@ def measure(home: Path, idle_seconds: float, workdir: Path) -> dict[str, Any]:
         time.sleep(idle_seconds)
         idle_cpu = (cpu_seconds(proc.pid) - before) / (time.monotonic() - t0)
         rss = proc_status(proc.pid)
+        for i in range(MORE_HOOKS):  # what comes back once requests arrive again
+            hook(sock, 3 * PROJECTS + i)
+        again = proc_status(proc.pid)
         return {
             "memories": (status.get("memories") or {}).get("total"),
             "rss_start_mib": started_rss["VmRSS"] / 1024,
             "rss_busy_mib": busy_rss["VmRSS"] / 1024,
+            "rss_busy_file_mib": busy_rss.get("RssFile", 0) / 1024,
+            "rss_busy_anon_mib": busy_rss.get("RssAnon", 0) / 1024,
             "rss_mib": rss["VmRSS"] / 1024,
             "rss_file_mib": rss.get("RssFile", 0) / 1024,
-            "peak_rss_mib": rss["VmHWM"] / 1024,
+            "rss_anon_mib": rss.get("RssAnon", 0) / 1024,
+            "rss_again_mib": again["VmRSS"] / 1024,
+            "rss_again_file_mib": again.get("RssFile", 0) / 1024,
+            "rss_again_anon_mib": again.get("RssAnon", 0) / 1024,
+            "peak_rss_mib": again["VmHWM"] / 1024,
             "idle_cpu_pct": idle_cpu * 100,
             "search_p50_ms": percentile(latencies, 50),
             "search_p95_ms": percentile(latencies, 95),
@@ -187,14 +203,20 @@ def main(argv: list[str] | None = None) -> str:
         have = size
         m = measure(home, args.idle_seconds, workdir)
         rows.append([f"{size:,}", m["memories"], f"{m['rss_start_mib']:.0f}",
-                     f"{m['rss_busy_mib']:.0f}", f"{m['rss_mib']:.0f}", f"{m['rss_file_mib']:.0f}",
+                     f"{m['rss_busy_mib']:.0f}",
+                     f"{m['rss_busy_file_mib']:.0f} / {m['rss_busy_anon_mib']:.0f}",
+                     f"{m['rss_mib']:.0f}", f"{m['rss_file_mib']:.0f}", f"{m['rss_anon_mib']:.0f}",
+                     f"{m['rss_again_mib']:.0f}",
+                     f"{m['rss_again_file_mib']:.0f} / {m['rss_again_anon_mib']:.0f}",
                      f"{m['peak_rss_mib']:.0f}", f"{m['idle_cpu_pct']:.2f}",
                      f"{m['search_p50_ms']:.1f} / {m['search_p95_ms']:.1f}", f"{seconds:.0f}"])  # fmt: skip
         print(rows[-1], flush=True)
     body = markdown_table(
         ["memories", "daemon reports", "RSS at start (MiB)", "RSS after searches and hooks",
+         "of which file-backed / anonymous",
          f"RSS after {args.idle_seconds:.0f} s idle (MiB)", "of which file-backed (MiB)",
-         "peak RSS (MiB)", f"idle CPU % over {args.idle_seconds:.0f} s",
+         "anonymous (MiB)", f"RSS after {MORE_HOOKS} more hooks",
+         "of which file-backed / anonymous", "peak RSS (MiB)", f"idle CPU % over {args.idle_seconds:.0f} s",
          "search p50 / p95 ms (50 warm)", "fill s"],
         rows,
     )  # fmt: skip
@@ -202,7 +224,7 @@ def main(argv: list[str] | None = None) -> str:
         f"\n\nTexts: 24 words each, drawn Zipf-like from the fixture transcripts' vocabulary "
         f"({len(vocabulary())} words). Vectors: {args.distinct} distinct embedded texts, the rest "
         f"reuse them with N(0, 0.01) noise; {PROJECTS} projects; 50 searches of 8 words, then "
-        f"{3 * PROJECTS} prompt hooks of 12 words; "
+        f"{3 * PROJECTS} prompt hooks of 12 words, the idle wait, {MORE_HOOKS} more hooks; "
         f"load average {os.getloadavg()[0]:.2f} at the end."
     )
     print(body)

@@ -354,6 +354,64 @@ def test_heap_is_trimmed_after_activity_once_idle(
         srv.close_pools(1)
 
 
+def test_library_pages_are_released_after_heavy_work_once_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from memd.settings import Settings
+
+    calls: list[float] = []
+
+    def release() -> int:
+        calls.append(time.monotonic())
+        return 4096
+
+    monkeypatch.setattr(server_module, "release_library_pages", release)
+    settings = Settings(home=tmp_path / "home", config=tmp_path / "none.toml")
+    srv = Server(App(settings), settings)  # never opened: nothing here reads the store
+    try:
+        asyncio.run(srv.maybe_release())
+        assert calls == []  # nothing ran since start-up (which releases on its own)
+        srv.counters["requests"] += 5
+        srv.last_request_at = time.monotonic() - server_module.RELEASE_IDLE_SECONDS - 1
+        asyncio.run(srv.maybe_release())
+        assert calls == []  # hooks alone never: the next one would pay the faults
+        srv.extraction_runs += 1  # the extraction loop's poll found nothing: not heavy
+        asyncio.run(srv.maybe_release())
+        assert calls == []
+        srv.segments_extracted += 2
+        srv.last_request_at = time.monotonic()
+        asyncio.run(srv.maybe_release())
+        assert calls == []  # heavy work, but a request just arrived: a hook may follow
+        srv.last_request_at -= server_module.RELEASE_IDLE_SECONDS + 1
+        asyncio.run(srv.maybe_release())
+        assert len(calls) == 1
+        assert srv.library_pages == {"releases": 1, "last_bytes": 4096, "total_bytes": 4096}
+        asyncio.run(srv.maybe_release())
+        assert len(calls) == 1  # once per batch of work
+        srv.segments_extracted += 1
+        asyncio.run(srv.maybe_release())
+        assert len(calls) == 2
+    finally:
+        srv.close_pools(1)
+
+
+def test_daemon_gives_library_pages_back_after_start_up(daemon: DaemonProcess) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        pages = daemon.request({"cmd": "status"})["library_pages"]
+        if pages["releases"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert pages["releases"] >= 1 and pages["last_bytes"] > 10 << 20, pages
+    assert pages["total_bytes"] >= pages["last_bytes"]
+    assert "of library pages (after start-up)" in daemon.log_path.read_text()
+    # The model and LanceDB fault their code back in and answer.
+    found = daemon.request({"cmd": "search", "query": "which database", "limit": 3})
+    assert found["ok"] is True, found
+
+
 def test_app_commands_answer_by_their_socket_names(daemon: DaemonProcess) -> None:
     listed = daemon.request({"cmd": "list", "all_projects": True})
     assert listed["ok"] is True and isinstance(listed["memories"], list)

@@ -104,6 +104,8 @@ class Scheduler:
         self.stop_requested = False
         """Set by ``shutdown``: scheduled runs still queued are skipped."""
         self._writes = 0
+        self.runs = 0
+        """Jobs run so far (the daemon gives library pages back after heavy work)."""
 
     # ---- lifecycle
 
@@ -225,6 +227,7 @@ class Scheduler:
                 status = f"error: {type(exc).__name__}: {exc}"[:500]
             finally:
                 self.running_job = None
+                self.runs += 1
             record = self.record(name, at, status, result, time.monotonic() - started, trigger)
         if name == "optimize" and status == "ok":
             self._writes = 0

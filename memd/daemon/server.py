@@ -33,7 +33,7 @@ from memd.daemon.hooksessions import HookSessions
 from memd.daemon.pools import Pools
 from memd.daemon.unixsocket import SocketFile, same_user
 from memd.errors import MemdError, UserError
-from memd.heap import trim_heap
+from memd.heap import release_library_pages, trim_heap
 from memd.recall.inject import Injection, Injector
 
 if TYPE_CHECKING:
@@ -58,6 +58,11 @@ TRIM_IDLE_SECONDS = 1.0
 """... and once no request has arrived for this long, so no hook waits for it ..."""
 TRIM_BUSY_SECONDS = 60.0
 """... unless the daemon has been busy that long: then it trims anyway (~8 ms at 100k)."""
+RELEASE_IDLE_SECONDS = 30.0
+"""After heavy work (extraction runs, scheduled jobs), once no request has arrived for this long,
+the resident pages of the mapped libraries are dropped (see :func:`release_library_pages`). Not
+after every quiet spell: the first hook after a release pays ~1-2 ms of minor faults
+(``bench/release_latency.py``), so plain hook traffic never triggers one."""
 WARM_PROJECTS = 5
 """At start, the vector cache of this many recently active projects is built in the background."""
 QUIET_AFTER_SECONDS = 30.0
@@ -112,12 +117,17 @@ class Server:
         self.counters = {"requests": 0, "errors": 0, "refused": 0, "connections": 0, "late": 0}
         self.last_request_at = 0.0
         self._trimmed: tuple[float, int] = (0.0, 0)
+        self._released_activity = 0
+        self.library_pages = {"releases": 0, "last_bytes": 0, "total_bytes": 0}
+        """What :meth:`release_pages` gave back (``memd status --json``: ``library_pages``)."""
         self.stopping: asyncio.Event | None = None
         """Set once shutdown was asked (made in ``start``: it belongs to the running loop)."""
         self.extract_wakeup: asyncio.Event | None = None
         self.flush_wakeup: asyncio.Event | None = None
         self.flush_sleeping = False
         self.extraction_runs = 0
+        """``process_pending`` calls, including the polls that found nothing to do."""
+        self.segments_extracted = 0
         self._server: asyncio.AbstractServer | None = None
         self._loops: list[asyncio.Task[None]] = []
 
@@ -134,9 +144,31 @@ class Server:
             asyncio.create_task(self.extraction_loop(), name="memd-extraction"),
         ]
         log.info("memd %s listening on %s (pid %d)", __version__, self.path, os.getpid())
-        self.pools.submit("read", self.warm_keys)
+        warming = [self.pools.submit("read", self.warm_keys)]
         if self.workers.state is not None:
-            self.pools.submit("read", self.warm_caches, self.workers.state)
+            warming.append(self.pools.submit("read", self.warm_caches, self.workers.state))
+        asyncio.gather(*warming).add_done_callback(self.after_warm_up)
+
+    def after_warm_up(self, warmed: asyncio.Future[Any]) -> None:
+        """Start-up ran code once (imports, the model, the key index, the vector caches) whose
+        library pages would stay in RSS: give them back now, off the event loop."""
+        if warmed.cancelled() or warmed.exception() is not None:
+            return
+        if self.stopping is None or self.stopping.is_set():
+            return
+        with contextlib.suppress(RuntimeError):  # the read pool is shutting down
+            self.pools.submit("read", self.release_pages, "after start-up")
+
+    def release_pages(self, why: str) -> int:
+        """:func:`release_library_pages`, counted for ``memd status`` and logged; bytes released."""
+        released = release_library_pages()
+        if released:
+            pages = self.library_pages
+            pages["releases"] += 1
+            pages["last_bytes"] = released
+            pages["total_bytes"] += released
+            log.info("released %.1f MiB of library pages (%s)", released / 2**20, why)
+        return released
 
     def warm_keys(self) -> None:
         """The key index (memd.store.keyindex), built before the first list page or status needs it."""
@@ -211,6 +243,7 @@ class Server:
                 )
             self.flush_sleeping = False
             await self.maybe_trim()
+            await self.maybe_release()
             if not self.injector.pending_writes():
                 continue  # idle: not even a thread hop
             try:
@@ -231,6 +264,19 @@ class Server:
         self._trimmed = (now, activity)
         await asyncio.to_thread(trim_heap)
 
+    async def maybe_release(self) -> None:
+        """Give the libraries' pages back after heavy work (segments extracted, scheduled jobs;
+        not the extraction loop's empty polls) once no request has arrived for ``RELEASE_IDLE_SECONDS``: once per batch of such work,
+        never for requests alone (the first hook after a release faults its code back in)."""
+        scheduler = self.workers.scheduler
+        heavy = self.segments_extracted + (scheduler.runs if scheduler is not None else 0)
+        if heavy == self._released_activity:
+            return
+        if time.monotonic() - self.last_request_at < RELEASE_IDLE_SECONDS:
+            return
+        self._released_activity = heavy
+        await asyncio.to_thread(self.release_pages, "after extraction or jobs")
+
     async def extraction_loop(self) -> None:
         assert self.stopping is not None and self.extract_wakeup is not None
         pipeline = self.workers.pipeline
@@ -250,6 +296,7 @@ class Server:
                 continue
             self.extraction_runs += 1
             if done:
+                self.segments_extracted += done
                 cached = self.injector.vectors.cached_projects()
                 self.injector.vectors.invalidate()
                 # Build the caches again now, off the hook path: the next prompt finds them.

@@ -47,6 +47,7 @@ def report(server: Server) -> dict[str, Any]:
         "requests": dict(server.counters, open=len(server.connections)),
         "injections": injections(server.injector),
         "last_errors": list(server.errors),
+        "library_pages": dict(server.library_pages),
         **ingest(workers.state, workers.tailer),
         "sync": sync(server.settings),
     }
