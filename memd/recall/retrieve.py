@@ -31,6 +31,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from memd.embedding.embed import is_chinese
@@ -430,17 +431,32 @@ class Signals:
         self.reach = frozenset(whole).union(self.bridged.reach_terms)
         self.half_life = weights.recency_half_life_days
         self.now = now
+        self._now_seconds = now.timestamp()
 
     def of(self, memory: Memory) -> tuple[float, bool, float]:
         """(lexical, memory is Chinese, recency)."""
-        memory_zh = is_chinese(memory.text)
-        have = lexical.term_set(memory.text)
-        lex = self.covers(self.bridged.extend(memory.text, have))
+        text = memory.text
+        memory_zh = _is_chinese(text)
+        have = lexical.term_set(text)
+        lex = self.covers(self.bridged.extend(text, have))
         if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
-            lex = max(lex, crossterms.reverse_coverage(lexical.terms(memory.text), self.reach))
-        stamp = memory.updated_at or memory.created_at
-        recency = math.pow(0.5, age_days(stamp, self.now) / self.half_life)
-        return lex, memory_zh, recency
+            lex = max(lex, crossterms.reverse_coverage(lexical.terms(text), self.reach))
+        then = _seconds(memory.updated_at or memory.created_at)
+        age = 365.0 if then is None else max(0.0, (self._now_seconds - then) / 86400)
+        return lex, memory_zh, math.pow(0.5, age / self.half_life)
+
+
+@lru_cache(maxsize=1 << 14)
+def _is_chinese(text: str) -> bool:
+    """:func:`is_chinese`, remembered: a hook scores the same candidates prompt after prompt."""
+    return is_chinese(text)
+
+
+@lru_cache(maxsize=1 << 14)
+def _seconds(stamp: str) -> float | None:
+    """A memory's timestamp in seconds since the epoch (None: unreadable), remembered."""
+    then = parse_time(stamp)
+    return None if then is None else then.timestamp()
 
 
 def brief_result(memory: Memory, weights: Weights, base: float = 0.0) -> dict[str, Any]:

@@ -198,6 +198,27 @@ def _cjk_units(run: str) -> list[str]:
     return [c for part in _CJK_STOP.split(run) for c in part]
 
 
+_STOPPED, _UNIT, _VALUE, _WORD = range(4)
+
+
+@lru_cache(maxsize=1 << 15)
+def _word_token(raw: str) -> tuple[str, bool, int, str]:
+    """What a Latin token is, whatever the text around it: (cleaned token, whether an article,
+    stopped / unit / value / word, the unit or the stem). Remembered: most of a text's words
+    were seen before, and working them out was most of :func:`features`' time."""
+    tok = _clean(raw)
+    article = tok in _ARTICLES
+    if tok in _STOP:
+        return tok, article, _STOPPED, ""
+    stem = _stem(tok)
+    unit = _UNITS.get(tok) or _UNITS.get(tok[:-1] if tok.endswith("s") else tok) or _UNITS.get(stem)
+    if unit:
+        return tok, article, _UNIT, unit
+    if _VALUE_SHAPE.search(tok) or tok in _TECH:
+        return tok, article, _VALUE, tok
+    return tok, article, _WORD, stem
+
+
 @lru_cache(maxsize=8192)
 def features(text: str) -> Features:
     folded = _fold(text)
@@ -223,29 +244,21 @@ def features(text: str) -> Features:
     values: set[str] = set()
     norm: list[str] = []
     for m in _TOKEN.finditer(folded):
-        if m.group("c"):
-            run = m.group("c")
+        run = m.group("c")
+        if run:
             norm.append(run)
             values.update(_UNITS[u] for u in _CJK_UNITS.findall(run))
             words.update(_cjk_units(run))
             continue
-        tok = _clean(m.group(0))
-        if tok not in _ARTICLES:
+        tok, article, kind, unit_or_stem = _word_token(m.group(0))
+        if not article:
             norm.append(tok)
-        if tok in _STOP:
-            continue
-        stem = _stem(tok)
-        unit = (
-            _UNITS.get(tok)
-            or _UNITS.get(tok[:-1] if tok.endswith("s") else tok)
-            or _UNITS.get(stem, "")
-        )
-        if unit:
-            values.add(unit)
-        elif _VALUE_SHAPE.search(tok) or tok in _TECH or tok in cased or tok in quoted or has_cjk:
+        if kind == _UNIT:
+            values.add(unit_or_stem)
+        elif kind == _VALUE or (kind == _WORD and (tok in cased or tok in quoted or has_cjk)):
             values.add(tok)
-        else:
-            words.add(stem)
+        elif kind == _WORD:
+            words.add(unit_or_stem)
     negated = _NEG_EN.search(_CONTRAST_NOT.sub(" ", folded)) is not None
     negated = negated or _NEG_ZH.search(folded) is not None
     return Features(
@@ -347,6 +360,11 @@ CHANGE_PATTERNS = [
     re.compile(r"用\s*(?P<new>[\w.+#-]+?)\s*(?:代替|替代|取代)\s*(?P<old>[\w.+#-]+)"),
 ]
 """Trigger phrases, moved from ``memd.merge``: the new text names the old value it replaces."""
+_MAY_TRIGGER = re.compile(
+    r"\bfrom\b|instead of|replac|\bover\b|no longer use|stop|drop|改成|改为|换成|换为|切换到|切换成|"
+    r"迁移到|不再|代替|替代|取代"
+)
+"""What every trigger phrase holds: one search rules most texts out before the eight."""
 USE_FOR = re.compile(
     rf"\b(?:use|uses|using)\s+(?P<tool>{TERM})\s+(?:for|as)\s+(?P<subject>[^.\n]+)", re.I
 )
@@ -384,6 +402,8 @@ NO_CONFLICT = Conflict(0.0)
 def _replacements(new: str) -> tuple[tuple[str, str], ...]:
     """(replaced, added) for every trigger phrase in ``new``."""
     folded = _fold(new)
+    if _MAY_TRIGGER.search(folded) is None:
+        return ()
     out = []
     for pattern in CHANGE_PATTERNS:
         m = pattern.search(folded)
