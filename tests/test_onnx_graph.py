@@ -177,6 +177,28 @@ def test_without_the_integer_graph_prompts_use_the_float_one(
     assert not model_file(tmp_path).with_name(embed.QUERY_MODEL).exists()
     assert embedder._backend.query_session is embedder._backend.session
     assert np.array_equal(embedder.embed(TEXTS[1:2]), embedder.embed_queries(TEXTS[1:2]))
+    assert not embedder.release_passages()  # the prompts' graph too: kept
+    assert embedder._backend.query_session is embedder._backend.session
+
+
+def test_the_float_graph_loads_for_stored_texts_only_and_can_be_released(
+    tmp_path: Path,
+) -> None:
+    """A daemon that only answers prompts never holds the stored texts' float graph; after
+    it is released, the next stored text loads it again and gets the same vector."""
+    embedder = Embedder(load_settings(home=str(tmp_path))).load()
+    backend = embedder._backend
+    assert not backend.holds_passages and embedder.passage_loads == 0
+    embedder.embed_queries(TEXTS[:3])
+    assert not backend.holds_passages and embedder.passage_loads == 0
+    first = embedder.embed(TEXTS[:2])
+    assert backend.holds_passages and embedder.passage_loads == 1
+    assert embedder.release_passages()
+    assert not backend.holds_passages
+    assert not embedder.release_passages()  # nothing left to drop
+    assert embedder.embed_queries(TEXTS[:1])  # prompts go on meanwhile
+    assert embedder.embed(TEXTS[:2]) == first
+    assert backend.holds_passages and embedder.passage_loads == 2
 
 
 def test_the_query_graph_is_fused_and_embeds_as_the_unfused_one(tmp_path: Path) -> None:

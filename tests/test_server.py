@@ -397,6 +397,40 @@ def test_library_pages_are_released_after_heavy_work_once_quiet(
         srv.close_pools(1)
 
 
+def test_the_stored_texts_model_graph_is_released_after_a_write_once_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`memd add` loads the float graph that embeds stored texts; once the daemon is quiet it
+    drops it (with the library pages) and the next stored text loads it again."""
+    import asyncio
+
+    from memd.settings import Settings
+
+    monkeypatch.setattr(server_module, "release_library_pages", lambda: 4096)
+
+    settings = Settings(home=tmp_path / "home", config=tmp_path / "none.toml")
+    app = App(settings)
+    embedder = app.store.embedder.load()
+    srv = Server(app, settings)
+    try:
+        srv.last_request_at = time.monotonic() - server_module.RELEASE_IDLE_SECONDS - 1
+        asyncio.run(srv.maybe_release())
+        assert srv.library_pages["releases"] == 0  # prompts alone: nothing to release
+        embedder.embed(["We deploy with the release workflow."])
+        assert embedder._backend.holds_passages
+        srv.last_request_at = time.monotonic()
+        asyncio.run(srv.maybe_release())
+        assert embedder._backend.holds_passages  # a request just came: not yet
+        srv.last_request_at -= server_module.RELEASE_IDLE_SECONDS + 1
+        asyncio.run(srv.maybe_release())
+        assert not embedder._backend.holds_passages
+        assert srv.library_pages["releases"] == 1
+        assert embedder.embed(["We deploy with the release workflow."])
+        assert embedder.passage_loads == 2
+    finally:
+        srv.close_pools(1)
+
+
 def test_daemon_gives_library_pages_back_after_start_up(daemon: DaemonProcess) -> None:
     deadline = time.monotonic() + 30
     while True:

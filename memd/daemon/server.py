@@ -270,12 +270,21 @@ class Server:
         never for requests alone (the first hook after a release faults its code back in)."""
         scheduler = self.workers.scheduler
         heavy = self.segments_extracted + (scheduler.runs if scheduler is not None else 0)
+        heavy += self.app.store.embedder.passage_loads  # a `memd add` loaded the float graph
         if heavy == self._released_activity:
             return
         if time.monotonic() - self.last_request_at < RELEASE_IDLE_SECONDS:
             return
         self._released_activity = heavy
-        await asyncio.to_thread(self.release_pages, "after extraction or jobs")
+        await asyncio.to_thread(self.release_after_work)
+
+    def release_after_work(self) -> None:
+        """The stored texts' model graph (reloaded by the next stored text), then the heap it
+        leaves free, then the libraries' pages."""
+        if self.app.store.embedder.release_passages():
+            trim_heap()
+            log.info("released the stored texts' model graph")
+        self.release_pages("after extraction or jobs")
 
     async def extraction_loop(self) -> None:
         assert self.stopping is not None and self.extract_wakeup is not None

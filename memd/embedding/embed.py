@@ -233,13 +233,18 @@ class MinilmBackend:
         # onnxruntime's CPU arena keeps the peak of every batch shape for good: with 256-token
         # texts it grew the daemon past 1.3 GB. Without it RSS stays bounded.
         options.enable_cpu_mem_arena = False
-        self.session = ort.InferenceSession(
-            str(path / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        self._ort = ort
+        self._options = options
+        self._float_model = path / "model.onnx"
+        self._session: Any = None
+        self._session_lock = threading.Lock()
+        self.passage_loads = 0
+        """How many times the float graph was loaded (again after :meth:`release_passages`)."""
         # Prompts go through the graph whose matrix products run in 8-bit integers: ~2x faster
         # for a short prompt, at a cosine of ~0.99 to the float vector. Stored texts keep the
-        # float graph, so what is stored is what fastembed computes.
-        self.query_session = self.session
+        # float graph, so what is stored is what fastembed computes. The float graph loads on
+        # the first stored text, not at start: a daemon that only answers hooks never holds it.
+        self.query_session: Any = None
         if (path / QUERY_MODEL).is_file():
             try:
                 self.query_session = ort.InferenceSession(
@@ -249,7 +254,38 @@ class MinilmBackend:
                 )
             except Exception as exc:  # an onnxruntime without the operator: the float graph
                 log.info("prompts use the full-precision graph: %s", exc)
-        self.inputs = {i.name for i in self.session.get_inputs()}
+        if self.query_session is None:
+            self.query_session = self.session  # shared, so never released
+        self.inputs = {i.name for i in self.query_session.get_inputs()}
+
+    @property
+    def session(self) -> Any:
+        """The float graph, for stored texts: loaded on first use (~0.15 s)."""
+        session = self._session
+        if session is None:
+            with self._session_lock:
+                if self._session is None:
+                    self._session = self._ort.InferenceSession(
+                        str(self._float_model),
+                        sess_options=self._options,
+                        providers=["CPUExecutionProvider"],
+                    )
+                    self.passage_loads += 1
+                session = self._session
+        return session
+
+    @property
+    def holds_passages(self) -> bool:
+        return self._session is not None and self._session is not self.query_session
+
+    def release_passages(self) -> bool:
+        """Drop the float graph (~53 MiB of weights once the heap is trimmed) unless prompts
+        use it too; the next stored text loads it again. Whether it was dropped."""
+        with self._session_lock:
+            if not self.holds_passages:
+                return False
+            self._session = None
+        return True
 
     def passages(self, texts: Sequence[str]) -> list[list[float]]:
         return self._embed(self.session, texts)
@@ -454,7 +490,8 @@ class Embedder:
         with self._lock:
             if self._backend is None:
                 backend = self._load()
-                self.dim = len(backend.passages(["probe"])[0])
+                # (A prompt: MiniLM's float graph for stored texts then loads only when needed.)
+                self.dim = len(backend.queries(["probe"])[0])
                 self._backend = backend
         return self
 
@@ -474,6 +511,24 @@ class Embedder:
         import gc
 
         gc.collect()
+
+    def release_passages(self) -> bool:
+        """Drop the graph that embeds stored texts when the model keeps one apart from the
+        prompts' (MiniLM's float graph); the next stored text loads it again (~0.15 s). The
+        daemon calls this after extraction and jobs, once quiet. Whether anything was dropped."""
+        backend = self._backend
+        release = getattr(backend, "release_passages", None)
+        if release is None or not release():
+            return False
+        import gc
+
+        gc.collect()
+        return True
+
+    @property
+    def passage_loads(self) -> int:
+        """How many times the stored texts' separate graph was loaded (0: none, or shared)."""
+        return int(getattr(self._backend, "passage_loads", 0))
 
     @staticmethod
     def _clip(texts: Sequence[str]) -> list[str]:
