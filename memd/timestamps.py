@@ -8,6 +8,7 @@ only, so any module can use it.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -21,3 +22,11 @@ def parse_time(stamp: str | None) -> datetime | None:
     except (TypeError, ValueError):
         return None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+@lru_cache(maxsize=1 << 14)
+def epoch_seconds(stamp: str | None) -> float | None:
+    """``stamp`` in seconds since the epoch (None: empty or unreadable), remembered: recall ages
+    the same memories prompt after prompt."""
+    when = parse_time(stamp)
+    return None if when is None else when.timestamp()

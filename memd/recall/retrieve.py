@@ -31,7 +31,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from memd.embedding.embed import is_chinese
@@ -39,7 +38,7 @@ from memd.models import USER_SCOPE, Memory, check_kind
 from memd.recall import bridge, crossterms, lexical
 from memd.store.filters import Filter, is_in, match
 from memd.store.table import MemoryStore
-from memd.timestamps import parse_time
+from memd.timestamps import epoch_seconds, parse_time
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -436,27 +435,14 @@ class Signals:
     def of(self, memory: Memory) -> tuple[float, bool, float]:
         """(lexical, memory is Chinese, recency)."""
         text = memory.text
-        memory_zh = _is_chinese(text)
+        memory_zh = is_chinese(text)
         have = lexical.term_set(text)
         lex = self.covers(self.bridged.extend(text, have))
         if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
             lex = max(lex, crossterms.reverse_coverage(lexical.terms(text), self.reach))
-        then = _seconds(memory.updated_at or memory.created_at)
+        then = epoch_seconds(memory.updated_at or memory.created_at)
         age = 365.0 if then is None else max(0.0, (self._now_seconds - then) / 86400)
         return lex, memory_zh, math.pow(0.5, age / self.half_life)
-
-
-@lru_cache(maxsize=1 << 14)
-def _is_chinese(text: str) -> bool:
-    """:func:`is_chinese`, remembered: a hook scores the same candidates prompt after prompt."""
-    return is_chinese(text)
-
-
-@lru_cache(maxsize=1 << 14)
-def _seconds(stamp: str) -> float | None:
-    """A memory's timestamp in seconds since the epoch (None: unreadable), remembered."""
-    then = parse_time(stamp)
-    return None if then is None else then.timestamp()
 
 
 def brief_result(memory: Memory, weights: Weights, base: float = 0.0) -> dict[str, Any]:
