@@ -38,7 +38,7 @@ from memd.models import USER_SCOPE, Memory, check_kind
 from memd.recall import bridge, crossterms, lexical
 from memd.store.filters import Filter, is_in, match
 from memd.store.table import MemoryStore
-from memd.timestamps import epoch_seconds, parse_time
+from memd.timestamps import epoch_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -142,10 +142,8 @@ def normalize_query(query: str) -> str:
 
 
 def age_days(stamp: str, now: datetime) -> float:
-    then = parse_time(stamp)
-    if then is None:
-        return 365.0
-    return max(0.0, (now - then).total_seconds() / 86400)
+    then = epoch_seconds(stamp)
+    return 365.0 if then is None else max(0.0, (now.timestamp() - then) / 86400)
 
 
 def where_clause(projects: list[str], kinds: list[str] | None, statuses: tuple[str, ...]) -> Filter:
@@ -430,7 +428,6 @@ class Signals:
         self.reach = frozenset(whole).union(self.bridged.reach_terms)
         self.half_life = weights.recency_half_life_days
         self.now = now
-        self._now_seconds = now.timestamp()
 
     def of(self, memory: Memory) -> tuple[float, bool, float]:
         """(lexical, memory is Chinese, recency)."""
@@ -440,8 +437,7 @@ class Signals:
         lex = self.covers(self.bridged.extend(text, have))
         if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
             lex = max(lex, crossterms.reverse_coverage(lexical.terms(text), self.reach))
-        then = epoch_seconds(memory.updated_at or memory.created_at)
-        age = 365.0 if then is None else max(0.0, (self._now_seconds - then) / 86400)
+        age = age_days(memory.updated_at or memory.created_at, self.now)
         return lex, memory_zh, math.pow(0.5, age / self.half_life)
 
 

@@ -201,7 +201,7 @@ def _cjk_units(run: str) -> list[str]:
 _STOPPED, _UNIT, _VALUE, _WORD = range(4)
 
 
-@lru_cache(maxsize=1 << 15)
+@lru_cache(maxsize=8192)
 def _word_token(raw: str) -> tuple[str, bool, int, str]:
     """What a Latin token is, whatever the text around it: (cleaned token, whether an article,
     stopped / unit / value / word, the unit or the stem). Remembered: most of a text's words
