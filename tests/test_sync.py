@@ -131,6 +131,35 @@ def test_device_id_is_generated_once(tmp_path: Path) -> None:
     assert device_id(tmp_path / "other") != first
 
 
+def test_device_id_survives_an_interrupted_first_write_and_concurrent_starts(
+    tmp_path: Path,
+) -> None:
+    """A process stopped between creating the file and writing it (older memd) left an empty
+    file, and the id stayed empty for good; processes starting together must agree."""
+    import subprocess
+    import sys
+
+    from memd.sync.state import device_id
+
+    home = tmp_path / "h"
+    home.mkdir()
+    (home / "device_id").write_text("")
+    made = device_id(home)
+    assert len(made) == 16
+    assert device_id(home) == made == (home / "device_id").read_text().strip()
+    fresh = tmp_path / "fresh"
+    code = "import sys; from pathlib import Path; from memd.sync.state import device_id; "
+    code += "print(device_id(Path(sys.argv[1])))"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(fresh)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(8)
+    ]
+    ids = {p.communicate(timeout=60)[0].strip() for p in procs}
+    assert len(ids) == 1 and len(ids.pop()) == 16
+
+
 # ---- two devices in this process, on a real S3 API
 
 

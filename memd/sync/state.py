@@ -7,6 +7,7 @@ synced memory (the version it last pushed or applied), and a cursor per other de
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import sqlite3
@@ -17,25 +18,36 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memd.atomic import write_atomic
 from memd.models import now_iso
 
 
 def device_id(home: Path) -> str:
-    """This device's id: generated once, kept in ``$MEMD_HOME/device_id``."""
+    """This device's id: generated once, kept in ``$MEMD_HOME/device_id``.
+
+    Made under a lock and written whole (:func:`memd.atomic.write_atomic`): a process stopped
+    between creating the file and writing it left an empty file, and every later call then
+    returned an empty id; a second process could also read the file before it was written."""
     path = home / "device_id"
-    with contextlib.suppress(FileNotFoundError):
-        found = path.read_text().strip()
+    found = _read_id(path)
+    if found:
+        return found
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".device_id.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = _read_id(path)  # made meanwhile by another process
         if found:
             return found
-    home.mkdir(parents=True, exist_ok=True)
-    new = uuid.uuid4().hex[:16]
+        new = uuid.uuid4().hex[:16]
+        write_atomic(path, new + "\n")
+        return new
+
+
+def _read_id(path: Path) -> str:
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process made it first
         return path.read_text().strip()
-    with os.fdopen(fd, "w") as fh:
-        fh.write(new + "\n")
-    return new
+    except FileNotFoundError:
+        return ""
 
 
 def area_of(scope: str, user: str) -> str:
