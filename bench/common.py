@@ -13,6 +13,7 @@ import random
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -143,3 +144,22 @@ def append_section(
     with path.open("a") as fh:
         fh.write(sep + text)
     return text
+
+
+def wait_for_daemon(
+    sock: str, proc: subprocess.Popen[bytes], log: Path | str, timeout: float = 180.0
+) -> None:
+    """Wait until the daemon ``proc`` answers a ping on ``sock``; RuntimeError (naming its
+    ``log``) when it exits first or does not answer within ``timeout`` seconds."""
+    from memd import protocol
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if protocol.request(sock, {"cmd": "ping"}, timeout=2).get("ok"):
+                return
+        except (OSError, ValueError):
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"memd serve did not start; see {log}")
+        time.sleep(0.1)

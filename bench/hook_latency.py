@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, append_section, markdown_table, percentile
+from common import ROOT, append_section, markdown_table, percentile, wait_for_daemon
 from ingest import synthetic_text
 
 from memd.hook import command_argv as hook_command_argv
@@ -88,16 +88,7 @@ class Daemon:
         self.proc = subprocess.Popen(
             [MEMD, "serve", "--log-level", "WARNING"], env=env, stdout=self.log, stderr=self.log
         )
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if self.request({"cmd": "ping"}, timeout=2).get("ok"):
-                    break
-            except (OSError, ValueError):
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"memd serve did not start; see {log}")
-            time.sleep(0.1)
+        wait_for_daemon(self.socket, self.proc, log)
 
     def request(self, payload: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
         return self.protocol.request(self.socket, payload, timeout=timeout)

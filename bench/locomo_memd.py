@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from common import ROOT
+from common import ROOT, wait_for_daemon
 from locomo import KS, Conversation, Hit, Searcher, mean, memd_hits
 
 # ---------------------------------------------------------------- memd under test
@@ -60,24 +60,16 @@ class Daemon(Client):
     def __init__(self, env: dict[str, str], log: Path) -> None:
         import subprocess
 
-        from memd import protocol
-
         super().__init__(str(Path(env["MEMD_HOME"]) / "memd.sock"))
         self.log = log.open("ab")
         self.proc = subprocess.Popen(
             [str(MEMD), "serve"], env=env, stdout=self.log, stderr=self.log
         )
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if protocol.request(self.socket, {"cmd": "ping"}, timeout=2).get("ok"):
-                    break
-            except (OSError, ValueError):
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"memd serve did not come up; see {log}")
-            time.sleep(0.2)
+        try:
+            wait_for_daemon(self.socket, self.proc, log, timeout=90)
+        except RuntimeError:
+            self.stop()
+            raise
 
     def wait_extracted(self, timeout: float = 3600) -> dict[str, Any]:
         deadline = time.monotonic() + timeout

@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, append_section, markdown_table, percentile
+from common import ROOT, append_section, markdown_table, percentile, wait_for_daemon
 from ingest import synthetic_text, vocabulary
 
 MEMD = ROOT / ".venv" / "bin" / "memd"
@@ -124,16 +124,7 @@ def measure(home: Path, idle_seconds: float, workdir: Path) -> dict[str, Any]:
     log = (workdir / "daemon.log").open("ab")
     proc = subprocess.Popen([str(MEMD), "serve"], env=env, stdout=log, stderr=log)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if protocol.request(sock, {"cmd": "ping"}, timeout=2).get("ok"):
-                    break
-            except (OSError, ValueError):
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"memd serve did not start; see {workdir / 'daemon.log'}")
-            time.sleep(0.2)
+        wait_for_daemon(sock, proc, workdir / "daemon.log", timeout=120)
         started_rss = proc_status(proc.pid)
         latencies = []
         for i in range(50):

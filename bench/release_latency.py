@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import percentile
+from common import percentile, wait_for_daemon
 from hook_latency import bench_env, fill_store, payload
 
 from memd import protocol
@@ -104,16 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         )
     sock = env["MEMD_SOCKET"]
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if protocol.request(sock, {"cmd": "ping"}, timeout=2).get("ok"):
-                    break
-            except (OSError, ValueError):
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"memd serve did not start; see {workdir / 'daemon.log'}")
-            time.sleep(0.1)
+        wait_for_daemon(sock, proc, workdir / "daemon.log")
         for i in range(20):
             hook_ms(sock, -1 - i)
         control: list[float] = []
