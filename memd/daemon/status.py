@@ -131,7 +131,7 @@ def injections(injector: Injector) -> dict[str, Any]:
     return {
         "hooks_with_context": injector.injections,
         "memories_injected": injector.memories_injected,
-        "queued_touches": len(injector._touch),
+        "queued_touches": injector.queued_touches,
         "embedding_batches": injector.queries.batches,
         "embedded_queries": injector.queries.queries,
         "vector_cache_builds": injector.vectors.builds,

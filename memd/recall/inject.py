@@ -257,9 +257,15 @@ class Injector:
         with self._touch_lock:
             self._touch.update(dict.fromkeys(ids))
 
+    @property
+    def queued_touches(self) -> int:
+        """Memories whose hit counters wait for the next :meth:`flush`."""
+        with self._touch_lock:
+            return len(self._touch)
+
     def pending_writes(self) -> bool:
         """Whether :meth:`flush` has anything to write."""
-        return bool(self._touch) or bool(self.sessions._dirty)
+        return bool(self._touch) or self.sessions.dirty
 
     def take_touches(self) -> list[str]:
         with self._touch_lock:

@@ -34,6 +34,11 @@ class SessionMemory:
         self._lock = threading.Lock()
         self._pruned = 0.0
 
+    @property
+    def dirty(self) -> bool:
+        """Whether some session's set changed since the last :meth:`persist`."""
+        return bool(self._dirty)
+
     def _ids(self, session_id: str) -> dict[str, None]:
         ids = self._sessions.get(session_id)
         if ids is None:

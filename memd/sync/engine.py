@@ -228,18 +228,7 @@ class SyncEngine(SyncPull):
             log.warning("sync failed (%d in a row): %s", failures, error)
 
     def connect(self, area: str) -> Any:
-        import lancedb
-
-        timeout = max(1, int(self.settings.sync_timeout_seconds))
-        options = {
-            "timeout": f"{min(timeout, 20)}s",
-            "connect_timeout": "5s",
-        }
-        options.update(self.settings.sync_storage_options)
-        uri = f"{self.settings.sync_uri}/{area}"
-        if "://" in uri:
-            return lancedb.connect(uri, storage_options=options)
-        return lancedb.connect(uri)
+        return connect_area(self.settings, area)
 
     def round(self, store: MemoryStore) -> dict[str, Any]:
         """Pull everyone's new rows, then push this device's changes, area by area."""
@@ -360,15 +349,29 @@ class SyncEngine(SyncPull):
         return len(drop)
 
 
+def connect_area(settings: Settings, area: str) -> Any:
+    """The LanceDB database of one area (``team`` or ``users/<user>``) under the sync URI."""
+    import lancedb
+
+    timeout = max(1, int(settings.sync_timeout_seconds))
+    options = {
+        "timeout": f"{min(timeout, 20)}s",
+        "connect_timeout": "5s",
+    }
+    options.update(settings.sync_storage_options)
+    uri = f"{settings.sync_uri}/{area}"
+    if "://" in uri:
+        return lancedb.connect(uri, storage_options=options)
+    return lancedb.connect(uri)
+
+
 def probe(settings: Settings, timeout: float = 15.0) -> str | None:
     """List the shared prefix (bounded by ``timeout``): None when it answers, else the error."""
     outcome: dict[str, Any] = {}
 
     def work() -> None:
         try:
-            engine = SyncEngine.__new__(SyncEngine)
-            engine.settings = settings
-            list_tables(engine.connect("team"))
+            list_tables(connect_area(settings, "team"))
         except Exception as exc:
             outcome["error"] = f"{type(exc).__name__}: {exc}"
 
