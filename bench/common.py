@@ -163,3 +163,14 @@ def wait_for_daemon(
         if proc.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"memd serve did not start; see {log}")
         time.sleep(0.1)
+
+
+def stop_daemon(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> int:
+    """Stop the daemon ``proc`` (SIGTERM, then SIGKILL after ``timeout`` s); its exit code."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait(10)

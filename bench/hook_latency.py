@@ -36,7 +36,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, append_section, markdown_table, percentile, wait_for_daemon
+from common import (
+    ROOT,
+    append_section,
+    markdown_table,
+    percentile,
+    stop_daemon,
+    wait_for_daemon,
+)
 from ingest import synthetic_text
 
 from memd.hook import command_argv as hook_command_argv
@@ -107,12 +114,7 @@ class Daemon:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> int:
-        self.proc.terminate()
-        try:
-            code = self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait(10)
+        code = stop_daemon(self.proc)
         self.log.close()
         return code
 

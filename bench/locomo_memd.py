@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, wait_for_daemon
+from common import ROOT, stop_daemon, wait_for_daemon
 from locomo import KS, Conversation, Hit, Searcher, mean, memd_hits
 
 # ---------------------------------------------------------------- memd under test
@@ -82,13 +82,7 @@ class Daemon(Client):
             time.sleep(0.5)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except Exception:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_daemon(self.proc, timeout=30)
         self.log.close()
 
 

@@ -29,7 +29,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, append_section, markdown_table, percentile, wait_for_daemon
+from common import (
+    ROOT,
+    append_section,
+    markdown_table,
+    percentile,
+    stop_daemon,
+    wait_for_daemon,
+)
 from ingest import synthetic_text, vocabulary
 
 MEMD = ROOT / ".venv" / "bin" / "memd"
@@ -167,12 +174,7 @@ def measure(home: Path, idle_seconds: float, workdir: Path) -> dict[str, Any]:
             "search_p95_ms": percentile(latencies, 95),
         }
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_daemon(proc, timeout=30)
         log.close()
 
 

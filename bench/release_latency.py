@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import percentile, wait_for_daemon
+from common import percentile, stop_daemon, wait_for_daemon
 from hook_latency import bench_env, fill_store, payload
 
 from memd import protocol
@@ -151,12 +151,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"paired difference first - control ms: median {percentile(diffs, 50):.2f}")
         print(f"load average {os.getloadavg()[0]:.2f}")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_daemon(proc)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
