@@ -249,6 +249,60 @@ def test_malformed_stdin_prints_nothing(fake: FakeDaemon) -> None:
     assert len(fake.lines) == count
 
 
+def test_stdin_never_closed_gives_up_at_the_timeout(fake: FakeDaemon) -> None:
+    """A caller that writes the payload but never closes stdin: the hook stops reading at its
+    timeout, prints nothing, never dials the daemon, and leaves no timer behind (it exits 0,
+    not killed by the alarm)."""
+    fake.reply = encode_reply({"ok": True, "context": "should not appear"}, hook=True)
+    for cmd in ([MEMD_HOOK, "user-prompt-submit"], hook.command_argv("user-prompt-submit")):
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "MEMD_SOCKET": fake.path, "MEMD_HOOK_TIMEOUT": "0.5"},
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(PAYLOAD).encode())
+        proc.stdin.flush()
+        started = time.monotonic()
+        try:
+            returncode = proc.wait(timeout=10)
+            took = time.monotonic() - started
+            stdout, stderr = proc.communicate(timeout=5)
+        finally:
+            proc.kill()
+            proc.stdin.close()
+        assert (returncode, stdout, stderr) == (0, b"", b""), cmd
+        assert 0.4 <= took < 2.0, took
+    time.sleep(0.1)
+    assert fake.connections == 0
+
+
+def test_installed_form_loads_no_library_beyond_the_floor(tmp_path: Path) -> None:
+    """The installed command loads no shared library that ``python -I -S -c "import _socket"``
+    (the benchmark's floor) does not: each costs a fraction of a millisecond per prompt."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import sys\n"
+        f"sys.argv = ['hookrun.py', 'user-prompt-submit', '--socket', {str(tmp_path / 'x.sock')!r}]\n"
+        "sys.path.append(" + repr(str(Path(hook.__file__).resolve().parent)) + ")\n"
+        "import hook\n"
+        "hook.main()\n"
+        "print(sorted(m for m, v in sys.modules.items() if getattr(v, '__file__', '') and "
+        "str(v.__file__).endswith('.so')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", str(probe)],
+        input=json.dumps(PAYLOAD),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert set(eval(out.stdout.strip().splitlines()[-1])) <= {"_socket"}
+
+
 def test_slow_daemon_hits_the_hard_timeout(fake: FakeDaemon) -> None:
     fake.reply = None  # accepts, reads, never answers
     out, took = run_hook(
