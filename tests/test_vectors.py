@@ -179,3 +179,30 @@ def test_same_query_within_the_window_shares_one_embedding(app: App) -> None:
         assert len(retried.result(timeout=30)) == len(first.result())
     finally:
         batcher.close()
+
+
+def test_rows_read_value_by_value_equal_a_take() -> None:
+    """A few rows are read value by value (``Table.take`` costs the same for 3 rows as for
+    300); they must come out as ``take(...).to_pylist()`` gives them, nulls and nested
+    sources included, and many rows still go through ``take``."""
+    import pyarrow as pa
+
+    from memd.recall.vectors import FEW_ROWS, row_dicts
+
+    n = FEW_ROWS * 3
+    source = pa.struct([("session_id", pa.string()), ("uuid", pa.string())])
+    rows = pa.table(
+        {
+            "id": [f"m{i:03d}" for i in range(n)],
+            "text": [None if i % 7 == 0 else f"text {i} 接口" for i in range(n)],
+            "importance": pa.array([i / 10 for i in range(n)], type=pa.float32()),
+            "pinned": [i % 2 == 0 for i in range(n)],
+            "hits": pa.array([i for i in range(n)], type=pa.int32()),
+            "sources": pa.array(
+                [[{"session_id": f"s{i}", "uuid": f"u{i}"}] if i % 3 else [] for i in range(n)],
+                type=pa.list_(source),
+            ),
+        }
+    )
+    for picked in ([5], [0, 7, 14, 3], list(range(n - 1, -1, -3)), list(range(FEW_ROWS + 1))):
+        assert row_dicts(rows, picked) == rows.take(picked).to_pylist()

@@ -67,6 +67,20 @@ def quantize(vectors: Any) -> tuple[Any, Any]:
     return np.ascontiguousarray(codes), scales
 
 
+FEW_ROWS = 32
+"""Up to this many rows are read value by value: ``Table.take`` costs ~0.16 ms however few rows
+it takes (one pass per column), ~4x what reading five rows' values one by one costs."""
+
+
+def row_dicts(rows: Any, indices: list[int]) -> list[dict[str, Any]]:
+    """Rows ``indices`` of the Arrow table ``rows`` as dicts, as ``rows.take(indices).to_pylist()``
+    gives them."""
+    if len(indices) > FEW_ROWS:
+        return list(rows.take(indices).to_pylist())
+    columns = list(zip(rows.column_names, rows.columns, strict=True))
+    return [{name: column[i].as_py() for name, column in columns} for i in indices]
+
+
 class VectorCache:
     """Each recently used project's active memories (vectors and rows), in memory, for hooks.
 
@@ -344,7 +358,7 @@ class VectorCache:
         local = {i: m for i in indices if (m := memos.get(i)) is not None}
         missing = [i for i in indices if i not in local]
         if missing:
-            fresh = [from_row(row) for row in rows.take(missing).to_pylist()]
+            fresh = [from_row(row) for row in row_dicts(rows, missing)]
             if len(memos) + len(missing) > MEMOS_KEPT:
                 memos.clear()
             for i, memory in zip(missing, fresh, strict=True):
