@@ -203,19 +203,30 @@ def test_the_float_graph_loads_for_stored_texts_only_and_can_be_released(
 
 def test_the_query_graph_is_fused_and_embeds_as_the_unfused_one(tmp_path: Path) -> None:
     """The prompt graph is the integer graph with its bias adds, GELUs, NaN guards and key
-    transposes fused (memd.embedding.onnx_fuse): 126 operators fewer, the same vectors up to
-    rounding, and written again over a query graph an older memd left unfused."""
+    transposes fused (memd.embedding.onnx_fuse), then each attention block as one QAttention
+    (memd.embedding.onnx_attention): 240 operators fewer, vectors as close to the float
+    graph's as the unfused integer graph's, and written again over a query graph an older memd
+    left unfused or fused without the attention blocks."""
     import onnxruntime as ort
 
-    from memd.embedding.onnx_fuse import fuse_query_graph, is_fused, parse
-    from memd.embedding.onnx_graph import quantize_matmuls
+    from memd.embedding.onnx_attention import fuse_attention
+    from memd.embedding.onnx_fuse import (
+        drop_nan_guards,
+        fold_biases,
+        fuse_gelu,
+        fuse_query_graph,
+        is_fused,
+        parse,
+        simplify_key_transposes,
+    )
+    from memd.embedding.onnx_graph import quantize_matmuls, with_graph
 
     embedder = Embedder(load_settings(home=str(tmp_path))).load()
     query_model = model_file(tmp_path).with_name(embed.QUERY_MODEL)
     assert is_fused(query_model) and not is_fused(model_file(tmp_path))
     unfused = quantize_matmuls(model_file(tmp_path).read_bytes())
     fused, counts = fuse_query_graph(unfused)
-    assert counts == {"bias": 36, "gelu": 6, "nan_guard": 6, "key_transpose": 6}
+    assert counts == {"bias": 36, "gelu": 6, "nan_guard": 6, "key_transpose": 6, "attention": 6}
     assert fused == query_model.read_bytes()
     with pytest.raises(GraphRewriteError, match="nothing to fuse"):
         fuse_query_graph(fused)
@@ -225,25 +236,61 @@ def test_the_query_graph_is_fused_and_embeds_as_the_unfused_one(tmp_path: Path) 
         return [n.op for n in g.nodes if n.at not in g.gone]
 
     before, after = ops(unfused), ops(fused)
-    assert len(before) - len(after) == 126
+    assert len(before) - len(after) == 240
     assert "Erf" in before and "Erf" not in after and "IsNaN" not in after
-    assert after.count("Gelu") == 6 and after.count("Transpose") == before.count("Transpose") - 6
+    assert after.count("Gelu") == 6 and after.count("QAttention") == 6
+    assert "Transpose" not in after and "Softmax" not in after and "Where" not in after
+    assert before.count("DynamicQuantizeMatMul") - after.count("DynamicQuantizeMatMul") == 18
+    assert before.count("MatMul") == 12 and "MatMul" not in after  # scores and context
     graph = parse(fused)  # no constant left behind (onnxruntime warns about each at load)
     read = {name for n in graph.nodes for name in n.inputs}
     assert all(name in read for _, name in graph.initializers)
 
+    # The graph as the four rewrites alone left it (what memd wrote before the attention)
+    g = parse(unfused)
+    fold_biases(g), fuse_gelu(g), drop_nan_guards(g), simplify_key_transposes(g)
+    g.drop_unread_constants()
+    without_attention = with_graph(memoryview(unfused), b"".join(g.parts))
+
     backend = embedder._backend
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
-    plain = ort.InferenceSession(unfused, options, providers=["CPUExecutionProvider"])
+
+    def session(graph: bytes) -> object:
+        return ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+
+    plain, older = session(unfused), session(without_attention)
     for texts in [TEXTS[1:2], TEXTS[3:4], TEXTS[:16]]:  # one prompt, and a padded batch
         ours = np.array(backend._embed(backend.query_session, texts))
         theirs = np.array(backend._embed(plain, texts))
         assert (ours * theirs).sum(axis=1).min() > 0.99
+    # A padded batch gives each prompt about the vector it gets alone, as the older graph did
+    # (padding is masked out of the attention; the batch shares one quantization scale).
+
+    def agreement(graph: object) -> np.ndarray:
+        batch = np.array(backend._embed(graph, TEXTS[:16]))
+        alone = np.array([backend._embed(graph, [t])[0] for t in TEXTS[:16]])
+        return (batch * alone).sum(axis=1)
+
+    ours_agree, old_agree = agreement(backend.query_session), agreement(older)
+    assert ours_agree.min() > 0.97 and ours_agree.mean() >= old_agree.mean() - 0.002, (
+        ours_agree,
+        old_agree,
+    )
+    # As close to the float graph (what stored texts are embedded with) as before, per text
+    prompts = [*TEXTS, *(f"how do we {w} the service again?" for w in ("deploy", "test", "cache"))]
+    floats = np.array(embedder.embed(prompts))
+    mine = np.array([backend._embed(backend.query_session, [t])[0] for t in prompts])
+    old = np.array([backend._embed(older, [t])[0] for t in prompts])
+    mine_cos, old_cos = (mine * floats).sum(axis=1), (old * floats).sum(axis=1)
+    assert mine_cos.mean() >= old_cos.mean() - 0.002 and mine_cos.min() > 0.97, (mine_cos, old_cos)
     floats = np.array(embedder.embed(TEXTS))
     ints = np.array(embedder.embed_queries(TEXTS))
     assert ((ints @ floats.T).argmax(axis=1) == np.arange(len(TEXTS))).mean() > 0.9
 
-    query_model.write_bytes(unfused)  # as an older memd wrote it
-    assemble_minilm(tmp_path)
-    assert is_fused(query_model) and query_model.read_bytes() == fused
+    for older_file in (unfused, without_attention):  # as older memds wrote it
+        query_model.write_bytes(older_file)
+        assert not is_fused(query_model)
+        assemble_minilm(tmp_path)
+        assert is_fused(query_model) and query_model.read_bytes() == fused
+    assert fuse_attention(parse(fused), {}) == []  # nothing left to fuse

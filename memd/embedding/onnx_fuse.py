@@ -369,8 +369,11 @@ def simplify_key_transposes(g: Graph) -> int:
 
 
 def fuse_query_graph(model: Buffer) -> tuple[bytes, dict[str, int]]:
-    """``model`` with the four rewrites above, and how many of each were made. Raises
+    """``model`` with the four rewrites above, then each attention block as one operator
+    (:mod:`memd.embedding.onnx_attention`), and how many of each were made. Raises
     GraphRewriteError when none applies."""
+    from memd.embedding.onnx_attention import fuse_attention, initializers_by_name
+
     g = parse(memoryview(model))
     counts = {
         "bias": fold_biases(g),
@@ -378,12 +381,18 @@ def fuse_query_graph(model: Buffer) -> tuple[bytes, dict[str, int]]:
         "nan_guard": drop_nan_guards(g),
         "key_transpose": simplify_key_transposes(g),
     }
+    added = fuse_attention(g, initializers_by_name(graph_of(memoryview(model))))
+    counts["attention"] = len(added) // 3
     if not any(counts.values()):
         raise GraphRewriteError("nothing to fuse in the query graph")
     g.drop_unread_constants()
+    g.parts += [bytes_field(GRAPH_INITIALIZER, tensor) for tensor in added]
     return with_graph(memoryview(model), b"".join(g.parts)), counts
 
 
 def is_fused(path: Path) -> bool:
-    """True when ``path`` holds a graph :func:`fuse_query_graph` wrote."""
-    return holds(path, FUSED_SUFFIX)
+    """True when ``path`` holds a graph :func:`fuse_query_graph` wrote, attention blocks
+    included (a graph an older memd fused without them is written again)."""
+    from memd.embedding.onnx_attention import ATTENTION_SUFFIX
+
+    return holds(path, FUSED_SUFFIX) and holds(path, ATTENTION_SUFFIX)
