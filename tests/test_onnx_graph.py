@@ -294,3 +294,37 @@ def test_the_query_graph_is_fused_and_embeds_as_the_unfused_one(tmp_path: Path) 
         assemble_minilm(tmp_path)
         assert is_fused(query_model) and query_model.read_bytes() == fused
     assert fuse_attention(parse(fused), {}) == []  # nothing left to fuse
+
+
+def test_attention_blocks_of_another_shape_are_left_alone(tmp_path: Path) -> None:
+    """A block whose query and key scales do not give the heads' size, or a graph without the
+    attention_mask input, keeps its operators (QAttention would compute something else)."""
+    from memd.embedding.onnx_attention import fuse_attention, initializers_by_name
+    from memd.embedding.onnx_fuse import (
+        drop_nan_guards,
+        fold_biases,
+        fuse_gelu,
+        parse,
+        simplify_key_transposes,
+    )
+    from memd.embedding.onnx_graph import graph_of, quantize_matmuls
+
+    Embedder(load_settings(home=str(tmp_path))).load()
+    unfused = quantize_matmuls(model_file(tmp_path).read_bytes())
+    weights = initializers_by_name(graph_of(memoryview(unfused)))
+
+    def prepared() -> object:
+        g = parse(unfused)
+        fold_biases(g), fuse_gelu(g), drop_nan_guards(g), simplify_key_transposes(g)
+        return g
+
+    g = prepared()
+    assert len(fuse_attention(g, weights)) == 18  # as shipped: six blocks, three tensors each
+    g = prepared()
+    scales = [name for name, v in g.scalars.items() if abs(v - 32**-0.25) < 1e-6]
+    assert scales  # the 1/sqrt(sqrt(32)) that queries and keys are multiplied by
+    g.scalars.update({name: 2 * g.scalars[name] for name in scales})  # head size 2, not 32
+    assert fuse_attention(g, weights) == []
+    g = prepared()
+    g.outputs.discard("attention_mask")
+    assert fuse_attention(g, weights) == []

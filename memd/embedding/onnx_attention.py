@@ -45,7 +45,7 @@ MASK = "attention_mask"
 """The graph input holding which tokens are real (1) and which padding (0)."""
 
 TENSOR_DIMS, TENSOR_DATA_TYPE, TENSOR_FLOAT_DATA, TENSOR_RAW_DATA = 1, 2, 4, 9
-FLOAT, INT8, INT32 = 1, 3, 6
+FLOAT, INT8, INT32, INT64 = 1, 3, 6, 7
 ATTR_NAME, ATTR_I, ATTR_TYPE, ATTR_TYPE_INT = 1, 3, 20, 2
 NODE_ATTRIBUTE = 5
 
@@ -69,7 +69,7 @@ def tensor(payload: Buffer) -> tuple[int, list[int], bytes] | None:
     size = 1
     for d in dims:
         size *= d
-    width = {FLOAT: 4, INT8: 1}.get(kind)
+    width = {FLOAT: 4, INT8: 1, INT64: 8}.get(kind)
     if width is None or len(data) != size * width:  # (int8 in int32_data: not handled)
         return None
     return kind, dims, data
@@ -92,6 +92,44 @@ def int_attribute(name: str, value: int) -> bytes:
         + encode_varint(ATTR_TYPE_INT)
     )
     return bytes_field(NODE_ATTRIBUTE, body)
+
+
+def _int_attribute(node: Node, name: str) -> int | None:
+    """The integer attribute ``name`` of ``node`` (None when it has none)."""
+    for number, wire, payload, _ in fields(node.raw):
+        if number == NODE_ATTRIBUTE and wire == 2 and strings(payload, ATTR_NAME) == [name]:
+            for n, w, p, _ in fields(payload):
+                if n == ATTR_I and w == 0:
+                    value = varint(p, 0)[0]
+                    return value - (1 << 64) if value >= 1 << 63 else value  # int64
+    return None
+
+
+def _last_dim(g: Graph, weights: dict[str, Buffer], reshape: Node) -> int | None:
+    """The constant last entry of a Reshape's shape, when the shape is a Concat ending in an
+    int64 initializer (the heads' split: [batch, tokens, -1, head size])."""
+    concat = g.made.get(reshape.inputs[1]) if len(reshape.inputs) == 2 else None
+    raw = weights.get(concat.inputs[-1]) if concat is not None and concat.op == "Concat" else None
+    found = tensor(raw) if raw is not None else None
+    if found is None or found[0] != INT64 or len(found[2]) != 8:
+        return None
+    return int.from_bytes(found[2], "little", signed=True)
+
+
+def _reads_mask(g: Graph, name: str) -> bool:
+    """Whether tensor ``name`` is computed from the ``attention_mask`` input."""
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current == MASK:
+            return True
+        node = g.made.get(current)
+        if node is None or current in seen:
+            continue
+        seen.add(current)
+        todo += [i for i in node.inputs if i]
+    return False
 
 
 def _chain(g: Graph, start: str, ops: list[str]) -> list[Node] | None:
@@ -117,7 +155,7 @@ class Block:
         self.head_size = head_size
 
 
-def _match(g: Graph, x: str, q: Node, k: Node, v: Node) -> Block | None:
+def _match(g: Graph, weights: dict[str, Buffer], x: str, q: Node, k: Node, v: Node) -> Block | None:
     qs = _chain(g, q.outputs[0], ["Reshape", "Transpose", "Mul"])
     ks = _chain(g, k.outputs[0], ["Reshape", "Transpose", "Mul"])
     vs = _chain(g, v.outputs[0], ["Reshape", "Transpose"])
@@ -138,6 +176,10 @@ def _match(g: Graph, x: str, q: Node, k: Node, v: Node) -> Block | None:
         vs[1].outputs[0],
     ]:
         return None
+    if not _reads_mask(g, _other(add, scores.outputs[0])):
+        return None  # something else than the padding mask is added to the scores
+    if _int_attribute(softmax, "axis") not in (None, -1, 3):
+        return None
     tail = _chain(g, context.outputs[0], ["Transpose", "Reshape"])
     if tail is None or _perm(tail[0]) != [0, 2, 1, 3]:
         return None
@@ -148,11 +190,13 @@ def _match(g: Graph, x: str, q: Node, k: Node, v: Node) -> Block | None:
     head = 1.0 / (scale_q * scale_k) ** 2  # QAttention scales scores by 1/sqrt(head size)
     if abs(head - round(head)) > 1e-3 * head or round(head) < 1:
         return None
+    if any(_last_dim(g, weights, chain[0]) != round(head) for chain in (qs, ks, vs)):
+        return None  # the heads are not split into that size
     nodes = [q, k, v, *qs, *ks, *vs, scores, add, softmax, context, *tail]
     return Block(x, q, k, v, nodes, tail[1].outputs[0], round(head))
 
 
-def _blocks(g: Graph) -> Iterator[Block]:
+def _blocks(g: Graph, weights: dict[str, Buffer]) -> Iterator[Block]:
     by_input: dict[str, list[Node]] = {}
     for node in g.nodes:
         if node.at in g.gone or node.op != "DynamicQuantizeMatMul" or len(node.inputs) != 5:
@@ -162,7 +206,7 @@ def _blocks(g: Graph) -> Iterator[Block]:
         if len(mms) != 3:
             continue
         for q, k, v in permutations(mms):
-            block = _match(g, x, q, k, v)
+            block = _match(g, weights, x, q, k, v)
             if block is not None:
                 yield block
                 break
@@ -176,7 +220,7 @@ def fuse_attention(g: Graph, weights: dict[str, Buffer]) -> list[bytes]:
         return []
     added: list[bytes] = []
     mask = MASK + "_int32" + ATTENTION_SUFFIX
-    for n, block in enumerate(list(_blocks(g))):
+    for n, block in enumerate(list(_blocks(g, weights))):
         read = [
             [
                 tensor(t) if (t := weights.get(node.inputs[i])) is not None else None
