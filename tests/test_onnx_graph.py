@@ -211,13 +211,10 @@ def test_the_query_graph_is_fused_and_embeds_as_the_unfused_one(tmp_path: Path) 
 
     from memd.embedding.onnx_attention import fuse_attention
     from memd.embedding.onnx_fuse import (
-        drop_nan_guards,
-        fold_biases,
-        fuse_gelu,
+        fuse_operators,
         fuse_query_graph,
         is_fused,
         parse,
-        simplify_key_transposes,
     )
     from memd.embedding.onnx_graph import quantize_matmuls, with_graph
 
@@ -248,7 +245,7 @@ def test_the_query_graph_is_fused_and_embeds_as_the_unfused_one(tmp_path: Path) 
 
     # The graph as the four rewrites alone left it (what memd wrote before the attention)
     g = parse(unfused)
-    fold_biases(g), fuse_gelu(g), drop_nan_guards(g), simplify_key_transposes(g)
+    fuse_operators(g)
     g.drop_unread_constants()
     without_attention = with_graph(memoryview(unfused), b"".join(g.parts))
 
@@ -300,13 +297,7 @@ def test_attention_blocks_of_another_shape_are_left_alone(tmp_path: Path) -> Non
     """A block whose query and key scales do not give the heads' size, or a graph without the
     attention_mask input, keeps its operators (QAttention would compute something else)."""
     from memd.embedding.onnx_attention import fuse_attention, initializers_by_name
-    from memd.embedding.onnx_fuse import (
-        drop_nan_guards,
-        fold_biases,
-        fuse_gelu,
-        parse,
-        simplify_key_transposes,
-    )
+    from memd.embedding.onnx_fuse import fuse_operators, parse
     from memd.embedding.onnx_graph import graph_of, quantize_matmuls
 
     Embedder(load_settings(home=str(tmp_path))).load()
@@ -315,7 +306,7 @@ def test_attention_blocks_of_another_shape_are_left_alone(tmp_path: Path) -> Non
 
     def prepared() -> object:
         g = parse(unfused)
-        fold_biases(g), fuse_gelu(g), drop_nan_guards(g), simplify_key_transposes(g)
+        fuse_operators(g)
         return g
 
     g = prepared()

@@ -236,7 +236,7 @@ def fuse_attention(g: Graph, weights: dict[str, Buffer]) -> list[bytes]:
         names = [f"{base}_weight", f"{base}_scale", f"{base}_bias"]
         added += [tensor_proto(name, *t) for name, t in zip(names, tensors, strict=True)]
         new = []
-        if not added[:-3]:  # the first block rewritten: the mask's Cast comes with it
+        if len(added) == 3:  # the first block rewritten: the mask's Cast comes with it
             cast = simple_node([MASK], [mask], mask + "_cast", "Cast", "")
             new.append(cast + int_attribute("to", INT32))
         quantized = [f"{base}_x", f"{base}_x_scale", f"{base}_x_zero"]

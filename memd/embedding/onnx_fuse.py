@@ -368,6 +368,16 @@ def simplify_key_transposes(g: Graph) -> int:
     return done
 
 
+def fuse_operators(g: Graph) -> dict[str, int]:
+    """The four rewrites above on ``g``, and how many of each were made."""
+    return {
+        "bias": fold_biases(g),
+        "gelu": fuse_gelu(g),
+        "nan_guard": drop_nan_guards(g),
+        "key_transpose": simplify_key_transposes(g),
+    }
+
+
 def fuse_query_graph(model: Buffer) -> tuple[bytes, dict[str, int]]:
     """``model`` with the four rewrites above, then each attention block as one operator
     (:mod:`memd.embedding.onnx_attention`), and how many of each were made. Raises
@@ -375,12 +385,7 @@ def fuse_query_graph(model: Buffer) -> tuple[bytes, dict[str, int]]:
     from memd.embedding.onnx_attention import fuse_attention, initializers_by_name
 
     g = parse(memoryview(model))
-    counts = {
-        "bias": fold_biases(g),
-        "gelu": fuse_gelu(g),
-        "nan_guard": drop_nan_guards(g),
-        "key_transpose": simplify_key_transposes(g),
-    }
+    counts = fuse_operators(g)
     added = fuse_attention(g, initializers_by_name(graph_of(memoryview(model))))
     counts["attention"] = len(added) // 3
     if not any(counts.values()):
