@@ -6,7 +6,8 @@
 For each store size a real `memd serve` runs on a temporary home, and ``--calls`` rounds are
 timed. Each round runs, interleaved so they share the machine's noise:
 
-- the bare interpreter floor, ``python -I -S -c "import _socket"``;
+- the floor, ``python -I -S -c "import _socket"`` (the interpreter and the one module a hook
+  cannot do without), and the bare interpreter, ``python -I -S -c pass``;
 - ``memd-hook user-prompt-submit``, the pip console script (the venv's python, with site);
 - the installed form, ``python -I -S <site-packages>/memd/hookrun.py user-prompt-submit --socket
   PATH`` (``memd.hook.command()``, what ``memd install`` writes), which skips site.
@@ -143,6 +144,9 @@ def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, byt
 def measure(daemon: Daemon, env: dict[str, str], calls: int) -> dict[str, Any]:
     python = sys.executable
     floor_cmd = [python, "-I", "-S", "-c", "import _socket"]
+    # The interpreter doing nothing at all: the stricter reading of "the bare interpreter"
+    # (a hook cannot do without _socket, whose shared library costs ~0.5 ms to load).
+    bare_cmd = [python, "-I", "-S", "-c", "pass"]
     script_cmd = [MEMD_HOOK, "user-prompt-submit"]
     # Exactly what `memd install` writes: python -I -S .../memd/hookrun.py EVENT --socket PATH.
     fast_cmd = hook_command_argv("user-prompt-submit", socket=env["MEMD_SOCKET"])
@@ -150,12 +154,14 @@ def measure(daemon: Daemon, env: dict[str, str], calls: int) -> dict[str, Any]:
         timed(script_cmd, payload(-1 - i), env)
         timed(fast_cmd, payload(-100 - i), env)
     floor: list[float] = []
+    bare: list[float] = []
     script: list[float] = []
     fast: list[float] = []
     daemon_side: list[float] = []
     with_context = 0
     for i in range(calls):
         floor.append(timed(floor_cmd, b"", env)[0])
+        bare.append(timed(bare_cmd, b"", env)[0])
         took, out = timed(script_cmd, payload(i), env)
         script.append(took)
         with_context += bool(out)
@@ -170,6 +176,7 @@ def measure(daemon: Daemon, env: dict[str, str], calls: int) -> dict[str, Any]:
         daemon_side.append((time.perf_counter() - started) * 1000)
     return {
         "floor": floor,
+        "bare": bare,
         "script": script,
         "fast": fast,
         "daemon": daemon_side,
@@ -226,15 +233,19 @@ def main(argv: list[str] | None = None) -> str:
             finally:
                 code = daemon.stop()
             floor50 = percentile(m["floor"], 50)
+            bare50 = percentile(m["bare"], 50)
+            fast50 = percentile(m["fast"], 50)
             rows.append(
                 [
                     f"{size:,}",
                     args.calls,
                     stats(m["floor"]),
                     stats(m["script"]),
-                    f"{percentile(m['script'], 50) / floor50:.1f}x",
+                    f"{percentile(m['script'], 50) / floor50:.2f}x",
                     stats(m["fast"]),
-                    f"{percentile(m['fast'], 50) / floor50:.1f}x",
+                    f"{fast50 / floor50:.2f}x",
+                    stats(m["bare"]),
+                    f"{fast50 / bare50:.2f}x",
                     stats(m["daemon"]),
                     f"{100 * m['with_context'] / args.calls:.0f}%",
                     f"{busy_rss:.0f} / {rss:.0f} / {peak:.0f}",
@@ -254,6 +265,8 @@ def main(argv: list[str] | None = None) -> str:
             "script / floor",
             "installed `python -I -S memd/hookrun.py EVENT --socket S` p50 / p95 ms",
             "fast / floor",
+            "bare `python -I -S -c pass` p50 / p95 ms",
+            "fast / bare",
             "daemon side (socket round trip) p50 / p95 ms",
             "calls with context",
             "daemon RSS right after the calls / after idling / peak, MiB",
