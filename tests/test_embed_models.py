@@ -225,6 +225,77 @@ def test_daemon_migrates_a_minilm_store_keeping_every_memory(
         new.close()
 
 
+def test_minilm_embeds_a_text_holding_chinese_as_its_english_gloss() -> None:
+    from memd.embedding.embed import GLOSS_SUFFIX
+    from memd.recall import gloss
+
+    gloss.install()
+    mini = Embedder(load_settings()).load()
+    assert mini.glosses and mini.model_id.endswith(GLOSS_SUFFIX)
+    zh = "接口报错时统一用 ElMessage 弹窗提示用户"
+    english = gloss.gloss(zh)
+    assert "ElMessage" in english and "error" in english.split()
+    assert not re.search("[\u4e00-\u9fff]", english)
+    assert gloss.gloss("We use PostgreSQL 16.") == "We use PostgreSQL 16."
+    # Stored texts and prompts alike: the Chinese text's vector is its gloss's.
+    assert np.allclose(mini.embed([zh]), mini.embed([english]))
+    assert np.allclose(mini.embed_queries([zh]), mini.embed_queries([english]))
+    en, other, unrelated = mini.embed_queries(
+        [
+            "How should API errors be shown to the user?",
+            "Map tiles come from a self-hosted OpenStreetMap server.",
+            "地图组件用高德地图 JS API 2.0",
+        ]
+    )
+    vec = np.asarray(mini.embed([zh])[0])
+    assert vec @ np.asarray(en) > max(vec @ np.asarray(other), vec @ np.asarray(unrelated)) + 0.1
+
+
+def test_a_store_from_before_glossing_has_only_its_chinese_memories_reembedded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Upgrading keeps every memory; the English vectors stay as they were, byte for byte."""
+    from memd.store.table import unglossed
+
+    monkeypatch.setenv("MEMD_EMBEDDING_MODEL", MINILM_MODEL)
+    old = App(load_settings()).open(writer=True, owner="daemon")
+    memories = [
+        Memory(
+            text="We use PostgreSQL 16 for the billing database.", kind="decision", project="/p/a"
+        ),
+        Memory(text="接口报错时统一用 ElMessage 弹窗提示用户", kind="preference", project="/p/a"),
+    ]
+    upsert(old.store, memories, near_dups=False)
+    zh_id = next(m.id for m in old.store.query(None) if is_chinese(m.text))
+    # What memd wrote before it glossed: the raw text's vector, and the id without the suffix.
+    raw = old.store.embedder._backend.passages(["接口报错时统一用 ElMessage 弹窗提示用户"])[0]
+    zh_memory = next(m for m in old.store.query(None) if m.id == zh_id)
+    old.store.write([zh_memory], {zh_id: raw}, same_text=True)
+    old.store.embedder.model_id = unglossed(old.store.embedder.model_id)
+    old.store.write_meta()
+    before = {m.id: m.to_dict() for m in old.store.query(None)}
+    vectors = {i: list(r["vector"]) for i, r in old.store.rows_with_vectors(before).items()}
+    old.close()
+
+    App(load_settings()).open(writer=False).close()  # a CLI reader still opens it
+    new = App(load_settings()).open(writer=True, owner="daemon")  # migrate_model at start
+    try:
+        assert new.store.meta()["model_id"] == new.store.embedder.model_id
+        assert {m.id: m.to_dict() for m in new.store.query(None)} == before
+        after = {i: list(r["vector"]) for i, r in new.store.rows_with_vectors(before).items()}
+        en_id = next(i for i in before if i != zh_id)
+        assert after[en_id] == vectors[en_id]  # untouched
+        assert not np.allclose(after[zh_id], raw, atol=1e-3)
+        assert np.allclose(
+            after[zh_id], new.store.embedder.embed([before[zh_id]["text"]])[0], atol=1e-5
+        )
+        assert new.store.migrate_model() is None
+        found = new.search("How should API errors be shown to the user?", project="/p/a")
+        assert found["results"] and "ElMessage" in found["results"][0]["text"]
+    finally:
+        new.close()
+
+
 def test_near_duplicates_merge_with_e5_too(e5_env: None) -> None:
     """memd.store.similar reads memd's centred e5 cosines with their own profile, not raw e5's."""
     from memd.store import similar
@@ -267,13 +338,18 @@ def test_cross_language_pairs_have_their_own_scale() -> None:
     assert 0 < cross < same
     assert cal.cross_lexical == 0.6
     assert cal.scale_pair(cosine, query_zh=True, text="账单数据库用的是 PostgreSQL 16") == same
-    # MiniLM (English only) has one scale for English pairs and no semantic signal at all
-    # when either side is Chinese (its cosines there say nothing).
+    # MiniLM (English only) reads a text holding Chinese as its English gloss: zh<->en pairs
+    # have a cosine scale of their own too, and the lexical coverage counts as it is.
     mini = calibration_of(Embedder(load_settings()))
-    assert mini.cross is None and not mini.reads_chinese and mini.cross_lexical == 1.0
+    assert mini.cross == cross_calibration_for(MINILM_MODEL) is not None
+    assert mini.reads_chinese and mini.cross_lexical == 1.0
     assert mini.scale_pair(cosine, False, "We use PostgreSQL 16.") == mini.scale(cosine) > 0
-    assert mini.scale_pair(0.9, True, "We use PostgreSQL 16.") == 0.0
-    assert mini.scale_pair(0.9, False, "账单数据库用的是 PostgreSQL 16") == 0.0
+    zh = mini.scale_pair(0.45, False, "账单数据库用的是 PostgreSQL 16")
+    assert zh == pytest.approx(mini.scale(0.45, *cross_calibration_for(MINILM_MODEL)))
+    assert zh > 0
+    # An English-only model that does not gloss still gets no semantic signal for Chinese.
+    other = Calibration(0.2, 0.6, reads_chinese=False)
+    assert other.scale_pair(0.9, False, "账单数据库用的是 PostgreSQL 16") == 0.0
     assert Calibration(0.2, 0.6).scale_pair(0.4, True, "text") == pytest.approx(0.5)
 
 
@@ -290,11 +366,15 @@ CROSS_MEMORIES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def e5_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DaemonProcess, str]]:
+@pytest.fixture(scope="module", params=[E5_MODEL, MINILM_MODEL], ids=["e5", "minilm-gloss"])
+def xling_daemon(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[DaemonProcess, str]]:
+    """A daemon with the multilingual model, and one with the default English model, which
+    reads Chinese text as its English gloss (memd.recall.gloss)."""
     root = tmp_path_factory.mktemp("xling")
     sock = short_socket_path()
-    env = daemon_env(root, sock, MEMD_EMBEDDING_MODEL=E5_MODEL)
+    env = daemon_env(root, sock, MEMD_EMBEDDING_MODEL=request.param)
     proc = DaemonProcess(env, root / "serve.log").start()
     project = root / "shop"
     (project / ".git").mkdir(parents=True)
@@ -321,10 +401,10 @@ def e5_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon
     ],
 )
 def test_the_hook_finds_a_memory_written_in_the_other_language(
-    e5_daemon: tuple[DaemonProcess, str], prompt: str, expected: str
+    xling_daemon: tuple[DaemonProcess, str], prompt: str, expected: str
 ) -> None:
-    """The prompt hook's own path (the daemon's ``context`` command), multilingual model on."""
-    proc, project = e5_daemon
+    """The prompt hook's own path (the daemon's ``context`` command), with either model."""
+    proc, project = xling_daemon
     ctx = proc.request({"cmd": "context", "cwd": project, "prompt": prompt})
     assert ctx["ok"], ctx
     chosen = [c["text"] for c in ctx["chosen"]]
@@ -334,9 +414,9 @@ def test_the_hook_finds_a_memory_written_in_the_other_language(
 
 
 def test_the_real_hook_injects_the_chinese_memory_for_an_english_prompt(
-    e5_daemon: tuple[DaemonProcess, str],
+    xling_daemon: tuple[DaemonProcess, str],
 ) -> None:
-    proc, project = e5_daemon
+    proc, project = xling_daemon
     payload = {
         "session_id": "xling-1",
         "transcript_path": "/nonexistent/t.jsonl",
@@ -350,9 +430,9 @@ def test_the_real_hook_injects_the_chinese_memory_for_an_english_prompt(
 
 
 def test_an_unrelated_prompt_gets_none_of_the_cross_lingual_memories(
-    e5_daemon: tuple[DaemonProcess, str],
+    xling_daemon: tuple[DaemonProcess, str],
 ) -> None:
-    proc, project = e5_daemon
+    proc, project = xling_daemon
     for prompt in ("How do I center a div with flexbox?", "这个正则表达式怎么匹配邮箱地址？"):
         ctx = proc.request({"cmd": "context", "cwd": project, "prompt": prompt})
         texts = " ".join(c["text"] for c in ctx["chosen"])

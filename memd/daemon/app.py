@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from memd.errors import NotFound, StoreError, UserError
 from memd.models import USER_SCOPE, Memory, now_iso
 from memd.project import resolve_project
-from memd.recall import retrieve
+from memd.recall import gloss, retrieve
 from memd.recall.vectors import QueryBatcher, VectorCache
 from memd.settings import Settings
 from memd.store.filters import match
@@ -57,6 +57,7 @@ def project_of(cwd: str | None = None, project: str | None = None) -> str:
 
 class App:
     def __init__(self, settings: Settings, store: MemoryStore | None = None) -> None:
+        gloss.install()  # an English-only model embeds Chinese text as its English gloss
         self.settings = settings
         self.store = store or MemoryStore(settings)
         self.lock = WriterLock(settings.home)

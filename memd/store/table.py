@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from memd.atomic import write_atomic
-from memd.embedding.embed import Embedder
+from memd.embedding.embed import GLOSS_SUFFIX, Embedder
 from memd.errors import ModelMismatch, NotFound, SchemaTooNew, StoreError
 from memd.models import Memory, now_iso
 from memd.store.filters import Filter, clause, contains, is_in, literal, match
@@ -149,7 +149,9 @@ class MemoryStore:
 
     def check_model(self) -> None:
         stored = self.meta().get("model_id")
-        if self._table is not None and stored and stored != self.embedder.model_id:
+        current = self.embedder.model_id
+        # Written before glossing: only its Chinese texts' vectors differ (the daemon redoes them).
+        if self._table is not None and stored and stored not in (current, unglossed(current)):
             raise ModelMismatch(
                 f"the store holds vectors from {stored!r} but the configured model is "
                 f"{self.embedder.model_id!r}; run `memd reindex` to re-embed"
@@ -157,7 +159,8 @@ class MemoryStore:
 
     def migrate_model(self) -> int | None:
         """Re-embed every memory when the table was written with another model (the daemon
-        does this at start after the default model changed). Texts, ids, sources, pins and
+        does this at start after the default model changed); only those with Chinese text when
+        it was the same model before it glossed Chinese (:data:`GLOSS_SUFFIX`). Texts, ids, sources, pins and
         history are kept; only the vectors and the stored model id change. The journal still
         holds every memory, so an interrupted migration is repaired by `memd doctor --repair`.
         Returns how many memories were re-embedded, or None when nothing had to change."""
@@ -165,12 +168,14 @@ class MemoryStore:
         if self._table is None or not stored or stored == self.embedder.model_id:
             return None
         started = time.monotonic()
+        partial = stored == unglossed(self.embedder.model_id)  # only Chinese texts differ
         log.warning(
-            "the store holds vectors from %s; re-embedding every memory with %s",
+            "the store holds vectors from %s; re-embedding %s with %s",
             stored,
+            "the memories with Chinese text" if partial else "every memory",
             self.embedder.model_id,
         )
-        count = self.reindex()
+        count = self.reembed_chinese() if partial else self.reindex()
         log.warning(
             "re-embedded %d memories with %s in %.1f s",
             count,
@@ -469,6 +474,15 @@ class MemoryStore:
         self._bulk_load(memories)
         return len(memories)
 
+    def reembed_chinese(self) -> int:
+        """Re-embed the memories whose text holds Chinese (their vectors, nothing else)."""
+        where = clause("regexp_like(text, ?)", "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+        chinese = self.query(where) if self._table is not None else []
+        for start in range(0, len(chinese), 256):
+            self.write(chinese[start : start + 256], {}, same_text=True)
+        self.write_meta()
+        return len(chinese)
+
     def reindex(self) -> int:
         """Re-embed every memory with the configured model (after a model change)."""
         memories = self.query(None)
@@ -499,3 +513,8 @@ class MemoryStore:
         if self._table is not None and self.keys is not None:  # the daemon: in memory, exact
             return self.keys.counts()
         return counts(self._table)
+
+
+def unglossed(model_id: str) -> str:
+    """The id a glossed model's store had before glossing (the id itself for other models)."""
+    return model_id.removesuffix(GLOSS_SUFFIX)
