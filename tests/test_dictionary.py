@@ -246,17 +246,18 @@ def test_recall_across_languages_through_words_only_the_dictionary_holds(
 ) -> None:
     home = Path(daemon.env["MEMD_HOME"])
     en_project, en_ids = add_project(daemon, "english", ENGLISH)
-    zh_project, zh_ids = add_project(daemon, "chinese", CHINESE)
-    # English prompts in an English project: the dictionary is never read.
+    # English memories and English prompts: the dictionary is never read.
     for prompt in ("When are lunch orders collected?", "Which printer is out of toner?"):
         assert found(daemon, prompt, en_project)
     assert LOADED not in daemon.log_path.read_text(errors="replace")
     assert not (home / "cache" / "zh_en_dictionary.tsv").exists()
-    # An English prompt (with a glossary word: cache) meets Chinese memories: the dictionary
-    # loads in the background, and is kept as a parsed copy under MEMD_HOME for the next start.
-    assert zh_ids[CHINESE[1]] in found(daemon, "When does the cache expire?", zh_project)
+    # Storing Chinese memories reads it (the default model embeds a text holding Chinese as
+    # its English gloss, memd.recall.gloss); a parsed copy is kept under MEMD_HOME for the
+    # next start.
+    zh_project, zh_ids = add_project(daemon, "chinese", CHINESE)
     wait_for(daemon, LOADED)
     assert (home / "cache" / "zh_en_dictionary.tsv").is_file()
+    assert zh_ids[CHINESE[1]] in found(daemon, "When does the cache expire?", zh_project)
     prompt = "How was the weather when we went hiking?"  # 天气, 爬山: the dictionary's
     assert zh_ids[CHINESE[0]] in found(daemon, prompt, zh_project)
     # A Chinese prompt through words the glossary does not hold (午饭 lunch, 打印机 printer).
