@@ -322,3 +322,41 @@ def test_attention_blocks_of_another_shape_are_left_alone(tmp_path: Path) -> Non
     g = prepared()
     g.outputs.discard("attention_mask")
     assert fuse_attention(g, weights) == []
+
+
+def test_the_stored_texts_graph_is_saved_optimized_once_and_loaded_from_that_copy(
+    tmp_path: Path,
+) -> None:
+    """Loading the saved copy holds less memory than optimizing the float graph at each load;
+    the vectors are the same (fastembed's, bit for bit: the test above)."""
+    import onnxruntime as ort
+
+    from memd.embedding import minilm
+    from memd.embedding.minilm import PASSAGE_MODEL_PREFIX
+
+    embedder = Embedder(load_settings(home=str(tmp_path))).load()
+    folder = model_file(tmp_path).parent
+    embedder.embed_queries(TEXTS[:2])
+    assert not list(folder.glob(f"{PASSAGE_MODEL_PREFIX}*"))  # prompts only: never written
+    first = embedder.embed(TEXTS[:3])
+    (saved,) = folder.glob(f"{PASSAGE_MODEL_PREFIX}*.onnx")
+    assert saved.name == f"{PASSAGE_MODEL_PREFIX}{ort.__version__}.onnx"
+    stamp = saved.stat().st_mtime_ns
+    assert embedder.release_passages()
+    assert embedder.embed(TEXTS[:3]) == first  # loaded again from the copy, not rewritten
+    assert saved.stat().st_mtime_ns == stamp
+    assert not list(folder.glob(".*.tmp"))
+
+    # One written by another onnxruntime version is replaced; where the copy cannot be
+    # written, the float graph loads as it is, with the same vectors.
+    stale = saved.with_name(f"{PASSAGE_MODEL_PREFIX}0.0.1.onnx")
+    saved.rename(stale)
+    saved.mkdir()  # the copy's name is taken by a directory: it cannot be written
+    assert embedder.release_passages()
+    assert embedder.embed(TEXTS[:3]) == first
+    assert saved.is_dir() and stale.is_file()
+    saved.rmdir()
+    minilm._unwritable.clear()  # the process tries once; a new daemon would try again
+    assert embedder.release_passages()
+    assert embedder.embed(TEXTS[:3]) == first
+    assert saved.is_file() and not stale.exists()
