@@ -8,10 +8,8 @@ when the daemon has been quiet after work.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memd.embedding.embed import MAX_TOKENS, QUERY_MODEL, assemble_minilm
@@ -96,14 +94,13 @@ class MinilmBackend:
 
     @property
     def session(self) -> Any:
-        """The float graph, for stored texts: loaded on first use (~0.15 s; the first time in a
-        home it is also saved optimized, :func:`write_passage_model`)."""
+        """The float graph, for stored texts: loaded on first use (~0.15 s)."""
         session = self._session
         if session is None:
             with self._session_lock:
                 if self._session is None:
                     self._session = self._ort.InferenceSession(
-                        str(write_passage_model(self._ort, self._float_model)),
+                        str(self._float_model),
                         sess_options=self._options,
                         providers=["CPUExecutionProvider"],
                     )
@@ -156,39 +153,3 @@ class MinilmBackend:
             norms = np.maximum(np.linalg.norm(pooled, ord=2, axis=1, keepdims=True), 1e-12)
             out.extend(v.tolist() for v in (pooled / norms).astype(tokens.dtype, copy=False))
         return out
-
-
-PASSAGE_MODEL_PREFIX = "model-passages-ort"
-_unwritable: set[Path] = set()
-
-
-def write_passage_model(ort: Any, model: Path) -> Path:
-    """The float graph as onnxruntime optimizes it (constants folded, operators fused), saved
-    once beside ``model`` for this onnxruntime version: loading it holds ~40 MiB less and peaks
-    ~45 MiB lower than loading ``model`` and optimizing it again (each stored text, after the
-    graph was released), with the same vectors (``tests/test_onnx_graph.py``). Saved at the
-    portable level (no CPU-specific layouts); the session still applies the rest. Returns the
-    graph to load: ``model`` itself when the copy cannot be written."""
-    dest = model.with_name(f"{PASSAGE_MODEL_PREFIX}{ort.__version__}.onnx")
-    if dest.is_file():
-        return dest
-    if dest in _unwritable:  # tried once in this process: not at every load
-        return model
-    partial = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    try:
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-        options.optimized_model_filepath = str(partial)
-        options.enable_cpu_mem_arena = False
-        ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
-        os.chmod(partial, 0o644)
-        os.replace(partial, dest)
-    except Exception as exc:  # a read-only home, a full disk: optimize at each load instead
-        log.warning("could not save the optimized float graph to %s: %s", dest, exc)
-        partial.unlink(missing_ok=True)
-        _unwritable.add(dest)
-        return model
-    for older in model.parent.glob(f"{PASSAGE_MODEL_PREFIX}*.onnx"):
-        if older != dest:  # written by another onnxruntime version
-            older.unlink(missing_ok=True)
-    return dest
