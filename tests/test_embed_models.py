@@ -255,7 +255,7 @@ def test_a_store_from_before_glossing_has_only_its_chinese_memories_reembedded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Upgrading keeps every memory; the English vectors stay as they were, byte for byte."""
-    from memd.store.table import unglossed
+    from memd.embedding.embed import unglossed
 
     monkeypatch.setenv("MEMD_EMBEDDING_MODEL", MINILM_MODEL)
     old = App(load_settings()).open(writer=True, owner="daemon")

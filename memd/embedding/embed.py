@@ -314,9 +314,14 @@ its Chinese texts re-embedded (:meth:`memd.store.table.MemoryStore.migrate_model
 _glosses: list[Callable[[str], str]] = []
 
 
+def unglossed(model_id: str) -> str:
+    """The id a glossed model's store had before glossing (the id itself for other models)."""
+    return model_id.removesuffix(GLOSS_SUFFIX)
+
+
 def register_gloss(gloss: Callable[[str], str]) -> None:
-    """Set the gloss function (the recall layer's, :mod:`memd.recall.gloss`, registers itself
-    on import: this layer cannot import it)."""
+    """Set the gloss function: :func:`memd.recall.gloss.install` hands over the recall layer's
+    (this layer cannot import it); ``App`` calls that before anything is embedded."""
     _glosses[:] = [gloss]
 
 

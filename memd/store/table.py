@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from memd.atomic import write_atomic
-from memd.embedding.embed import GLOSS_SUFFIX, Embedder
+from memd.embedding.embed import Embedder, unglossed
 from memd.errors import ModelMismatch, NotFound, SchemaTooNew, StoreError
 from memd.models import Memory, now_iso
 from memd.store.filters import Filter, clause, contains, is_in, literal, match
@@ -160,10 +160,11 @@ class MemoryStore:
     def migrate_model(self) -> int | None:
         """Re-embed every memory when the table was written with another model (the daemon
         does this at start after the default model changed); only those with Chinese text when
-        it was the same model before it glossed Chinese (:data:`GLOSS_SUFFIX`). Texts, ids, sources, pins and
-        history are kept; only the vectors and the stored model id change. The journal still
-        holds every memory, so an interrupted migration is repaired by `memd doctor --repair`.
-        Returns how many memories were re-embedded, or None when nothing had to change."""
+        it was this model before it glossed Chinese (``embed.GLOSS_SUFFIX``). Texts, ids,
+        sources, pins and history are kept; only the vectors and the stored model id change.
+        The journal still holds every memory, so an interrupted migration is repaired by `memd
+        doctor --repair`. Returns how many memories were re-embedded, or None when nothing had
+        to change."""
         stored = self.meta().get("model_id")
         if self._table is None or not stored or stored == self.embedder.model_id:
             return None
@@ -513,8 +514,3 @@ class MemoryStore:
         if self._table is not None and self.keys is not None:  # the daemon: in memory, exact
             return self.keys.counts()
         return counts(self._table)
-
-
-def unglossed(model_id: str) -> str:
-    """The id a glossed model's store had before glossing (the id itself for other models)."""
-    return model_id.removesuffix(GLOSS_SUFFIX)
