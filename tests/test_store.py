@@ -293,3 +293,50 @@ def test_bulk_import_drops_the_model_only_outside_the_daemon(app: App, tmp_path:
         app.store, data, "/p/bulk2", app.settings.redact_patterns, resident=True
     )
     assert report["read"] == 1001 and app.store.embedder.loaded
+
+
+def test_the_daemons_inserts_find_their_neighbours_in_the_vector_cache(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the daemon's vector cache (``store.near``), upsert reads no LanceDB vector search
+    and finds the same neighbours, with the same cosines, as the table's search does."""
+    from memd.store.upsert import NEIGHBOURS, nearest
+
+    texts = [
+        "The API server is written in FastAPI",
+        "Use ruff for formatting",
+        "The billing database is PostgreSQL 16",
+        "Deploys go through the GitHub Actions release workflow",
+        "The frontend uses pnpm, never npm",
+        "Sessions expire after thirty minutes of inactivity",
+        "Images are stored in S3; the database keeps the object key",
+        "Logs are structured JSON written to stdout",
+        "Feature flags live in LaunchDarkly with an owner each",
+        "The staging host runs docker compose",
+        "Secrets are kept in Vault under kv/apps",
+        "Migrations are written by hand with Alembic",
+    ]
+    kinds = ["fact", "decision", "preference"]
+    upsert(app.store, [mem(t, kind=kinds[i % 3]) for i, t in enumerate(texts)])
+    upsert(app.store, [mem("An excerpt about FastAPI servers", kind="excerpt")])
+    upsert(app.store, [mem("Other project: FastAPI too", project="/p/b")])
+    vector = app.store.embedder.embed(["Which framework is the API server written in?"])[0]
+    wanted = ["fact", "decision"]
+    by_table = nearest(app.store, vector, "/p/a", wanted)
+    app.recall_cache()  # what the daemon builds: the store now asks the cache
+    assert app.store.near is not None
+    by_cache = nearest(app.store, vector, "/p/a", wanted)
+    assert [m.id for m, _ in by_cache] == [m.id for m, _ in by_table]
+    assert len(by_cache) == min(NEIGHBOURS, sum(1 for i in range(12) if i % 3 != 2))
+    for (_, a), (_, b) in zip(by_cache, by_table, strict=True):
+        assert a == pytest.approx(b, abs=1e-5)
+    assert all(m.kind in wanted and m.project == "/p/a" for m, _ in by_cache)
+
+    def no_table_search(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the insert path searched the table")
+
+    monkeypatch.setattr(app.store, "vector_search", no_table_search)
+    merged = upsert(app.store, [mem("The API server is written with FastAPI")])[0]
+    assert merged.action == "merged" and merged.target == mem(texts[0]).id
+    replaced = upsert(app.store, [mem("Switch formatting from ruff to black", kind="decision")])
+    assert replaced[0].superseded == [mem(texts[1], kind="decision").id]

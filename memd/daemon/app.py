@@ -9,6 +9,7 @@ socket names to the methods).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from memd.errors import NotFound, StoreError, UserError
 from memd.models import USER_SCOPE, Memory, now_iso
 from memd.project import resolve_project
-from memd.recall import gloss, retrieve
+from memd.recall import gloss, nearest, retrieve
 from memd.recall.vectors import QueryBatcher, VectorCache
 from memd.settings import Settings
 from memd.store.filters import match
@@ -76,7 +77,10 @@ class App:
         if self._recall is None:
             embedder = self.store.embedder
             embed_queries = getattr(embedder, "embed_queries", None) or embedder.embed
-            self._recall = (VectorCache(self.store), QueryBatcher(embed_queries))
+            cache = VectorCache(self.store)
+            self._recall = (cache, QueryBatcher(embed_queries))
+            # The insert path's neighbours come from the same cache (memd.recall.nearest).
+            self.store.near = functools.partial(nearest.nearest_ids, cache)
         return self._recall
 
     def keep_keys(self) -> KeyIndex:

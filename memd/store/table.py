@@ -42,6 +42,7 @@ from memd.store.layout import (
 if TYPE_CHECKING:
     from memd.settings import Settings
     from memd.store.keyindex import KeyIndex
+    from memd.store.upsert import Near
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,9 @@ class MemoryStore:
         self.keys: KeyIndex | None = None
         """The daemon's in-memory list keys and counts (:mod:`memd.store.keyindex`), told of every
         change below; None in a one-shot process, which reads the table instead."""
+        self.near: Near | None = None
+        """The daemon's ids nearest a vector in one project, from its vector cache (upsert's
+        neighbours without LanceDB's index in memory); None: search the table."""
 
     # ---- lifecycle
     def open(self, *, check_model: bool = True) -> MemoryStore:
