@@ -3,6 +3,7 @@ real daemon where the daemon matters (paths resolved in the user's directory, no
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -240,10 +241,10 @@ def colliding_texts(project: str) -> tuple[str, str, str]:
         "dynamo",
     ]
     seen: dict[str, tuple[str, set[str]]] = {}
-    for i in range(100_000):
-        picked = [words[(i * k * 7 + k * 13 + i // 31) % len(words)] for k in range(1, 5)]
-        if len(set(picked)) < 4:
-            continue
+    # Every ordered pick of 4 of the 20 words (116,280 texts): among so many, two unrelated
+    # ones share a 4-character prefix whatever the project path (the earlier formula made ~400
+    # texts, and some temporary paths gave no pair).
+    for picked in itertools.permutations(words, 4):
         text = " ".join(picked).capitalize() + "."
         prefix = memory_id(project, "fact", text, [])[:4]
         if prefix in seen and not seen[prefix][1] & set(picked):
