@@ -91,7 +91,10 @@ CROSS_LEXICAL: dict[str, float] = {
 DEFAULT_CALIBRATION = (0.5, 0.85)
 """For models nobody measured: only high cosines count (conservative: injects less)."""
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+CJK_CLASS = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
+"""One Chinese (CJK) character, as a regular expression class (also for LanceDB's and Arrow's
+regular expressions)."""
+_CJK = re.compile(CJK_CLASS)
 _LATIN = re.compile(r"[A-Za-z]")
 
 
@@ -387,8 +390,8 @@ class Embedder:
                 # that must not lose the write. The vector is the raw text's.
                 log.error("no gloss function registered; Chinese text embedded as it is")
             else:
-                gloss = _glosses[0]
-                texts = [gloss(t) if _CJK.search(t or "") else t for t in texts]
+                gloss = _glosses[0]  # a text without Chinese comes back as it is
+                texts = [gloss(t) if t else t for t in texts]
         return self._clip(texts)
 
     @property

@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 
 from memd.embedding import embed
+from memd.embedding.embed import CJK_CLASS
 from memd.recall import bridge
 
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_CJK_RUN = re.compile(CJK_CLASS + "+")
 _SPACES = re.compile(r"\s+")
 MAX_GLOSS_CHARS = 1200
 """A Chinese memory's gloss is bridged from at most this many of its characters (an excerpt

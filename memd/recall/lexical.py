@@ -17,12 +17,12 @@ import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
+from memd.embedding.embed import CJK_CLASS
+
 _TOKEN = re.compile(
     r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"  # a Chinese run
     r"|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[._+#/-][^\W_\u3400-\u9fff]+)*[+#]*"
 )
-CJK_CLASS = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
-"""One Chinese (CJK) character, as a regular expression class (also for pyarrow's RE2)."""
 CJK_CHAR = re.compile(CJK_CLASS)
 _CJK_STOP_TEXT = """
 怎么样 怎么 怎样 什么 哪个 哪些 哪里 哪儿 如何 是否 应该 可以 需要 已经 现在 之前 之后 以前

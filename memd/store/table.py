@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from memd.atomic import write_atomic
-from memd.embedding.embed import Embedder, unglossed
+from memd.embedding.embed import CJK_CLASS, Embedder, unglossed
 from memd.errors import ModelMismatch, NotFound, SchemaTooNew, StoreError
 from memd.models import Memory, now_iso
 from memd.store.filters import Filter, clause, contains, is_in, literal, match
@@ -481,7 +481,7 @@ class MemoryStore:
 
     def reembed_chinese(self) -> int:
         """Re-embed the memories whose text holds Chinese (their vectors, nothing else)."""
-        where = clause("regexp_like(text, ?)", "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+        where = clause("regexp_like(text, ?)", CJK_CLASS)
         chinese = self.query(where) if self._table is not None else []
         for start in range(0, len(chinese), 256):
             self.write(chinese[start : start + 256], {}, same_text=True)
