@@ -198,6 +198,22 @@ def test_common_developer_words_cross_both_ways() -> None:
     )
 
 
+def test_everyday_developer_chinese_crosses_to_english() -> None:
+    """The glossary's 2026-12-01 additions (gloss version 2): words of chats and tickets that the
+    first glossary lacked and the dictionary reads literally (联调 "joint tuning", 踩坑 "step in a
+    pit") carry their meaning, so an English memory says all a Chinese prompt asks."""
+    for zh, en in (
+        ("组件里不要写死颜色", "Do not hardcode colors in components."),
+        ("一键部署", "One-click deploy from the admin page."),
+        ("联调", "Integration testing with the payments team starts Monday."),
+        ("线上必现", "The bug is reproducible in production."),
+        ("踩坑", "Pitfalls of the new router."),
+        ("兜底", "A fallback when the cache is down."),
+        ("跑起来", "How do I run the service locally?"),
+    ):
+        assert coverage(zh, en) == 1.0, (zh, en)
+
+
 def lexical_of(query: str, text: str) -> float:
     """The lexical signal ``rank`` gives ``text`` for ``query`` (no idf, no semantic signal)."""
     memory = Memory(text=text, kind="fact", project="p", id="m1")

@@ -254,11 +254,15 @@ def test_minilm_embeds_a_text_holding_chinese_as_its_english_gloss() -> None:
     assert vec @ np.asarray(en) > max(vec @ np.asarray(other), vec @ np.asarray(unrelated)) + 0.1
 
 
+@pytest.mark.parametrize("old_gloss", ["", "+zh-gloss1"], ids=["before-glossing", "gloss-1"])
 def test_a_store_from_before_glossing_has_only_its_chinese_memories_reembedded(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, old_gloss: str
 ) -> None:
-    """Upgrading keeps every memory; the English vectors stay as they were, byte for byte."""
-    from memd.embedding.embed import unglossed
+    """Upgrading keeps every memory; the English vectors stay as they were, byte for byte. The
+    same from a store written before glossing and from one written with an older gloss."""
+    from memd.embedding.embed import GLOSS_SUFFIX, unglossed
+
+    assert old_gloss != GLOSS_SUFFIX
 
     monkeypatch.setenv("MEMD_EMBEDDING_MODEL", MINILM_MODEL)
     old = App(load_settings()).open(writer=True, owner="daemon")
@@ -270,11 +274,12 @@ def test_a_store_from_before_glossing_has_only_its_chinese_memories_reembedded(
     ]
     upsert(old.store, memories, near_dups=False)
     zh_id = next(m.id for m in old.store.query(None) if is_chinese(m.text))
-    # What memd wrote before it glossed: the raw text's vector, and the id without the suffix.
+    # What memd wrote before it glossed (or with another gloss): another vector for the Chinese
+    # text (here its raw text's), and the id with that gloss's suffix (none before glossing).
     raw = old.store.embedder._backend.passages(["接口报错时统一用 ElMessage 弹窗提示用户"])[0]
     zh_memory = next(m for m in old.store.query(None) if m.id == zh_id)
     old.store.write([zh_memory], {zh_id: raw}, same_text=True)
-    old.store.embedder.model_id = unglossed(old.store.embedder.model_id)
+    old.store.embedder.model_id = unglossed(old.store.embedder.model_id) + old_gloss
     old.store.write_meta()
     before = {m.id: m.to_dict() for m in old.store.query(None)}
     vectors = {i: list(r["vector"]) for i, r in old.store.rows_with_vectors(before).items()}

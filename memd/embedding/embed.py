@@ -311,15 +311,19 @@ def write_query_model(model: Path, dest: Path) -> bool:
 GLOSSED_MODELS = frozenset({MINILM_MODEL})
 """English-only models that embed a text holding Chinese as its English gloss
 (:mod:`memd.recall.gloss`): their cosines then mean something across zh and en."""
-GLOSS_SUFFIX = "+zh-gloss1"
-"""Ends the model id of a glossed model: a store written before glossing (no suffix) has only
-its Chinese texts re-embedded (:meth:`memd.store.table.MemoryStore.migrate_model`)."""
+GLOSS_SUFFIX = "+zh-gloss2"
+"""Ends the model id of a glossed model; the number is the gloss's version. A store written
+with another version, or before glossing (no suffix), has only its Chinese texts re-embedded
+(:meth:`memd.store.table.MemoryStore.migrate_model`). 1: the first gloss; 2: the zh<->en
+glossary gained ~420 everyday words (2026-12-01)."""
+_GLOSS_TAIL = re.compile(r"\+zh-gloss\d+$")
 _glosses: list[Callable[[str], str]] = []
 
 
 def unglossed(model_id: str) -> str:
-    """The id a glossed model's store had before glossing (the id itself for other models)."""
-    return model_id.removesuffix(GLOSS_SUFFIX)
+    """The id without its gloss version: the same for every version of a glossed model and for
+    its store from before glossing (the id itself for other models)."""
+    return _GLOSS_TAIL.sub("", model_id)
 
 
 def register_gloss(gloss: Callable[[str], str]) -> None:

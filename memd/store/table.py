@@ -154,8 +154,8 @@ class MemoryStore:
     def check_model(self) -> None:
         stored = self.meta().get("model_id")
         current = self.embedder.model_id
-        # Written before glossing: only its Chinese texts' vectors differ (the daemon redoes them).
-        if self._table is not None and stored and stored not in (current, unglossed(current)):
+        # Before glossing or another gloss: only Chinese texts' vectors differ (redone at start).
+        if self._table is not None and stored and unglossed(stored) != unglossed(current):
             raise ModelMismatch(
                 f"the store holds vectors from {stored!r} but the configured model is "
                 f"{self.embedder.model_id!r}; run `memd reindex` to re-embed"
@@ -164,8 +164,8 @@ class MemoryStore:
     def migrate_model(self) -> int | None:
         """Re-embed every memory when the table was written with another model (the daemon
         does this at start after the default model changed); only those with Chinese text when
-        it was this model before it glossed Chinese (``embed.GLOSS_SUFFIX``). Texts, ids,
-        sources, pins and history are kept; only the vectors and the stored model id change.
+        it was this model before it glossed Chinese or with another gloss (``GLOSS_SUFFIX``).
+        Texts, ids, sources, pins and history are kept; only vectors and the model id change.
         The journal still holds every memory, so an interrupted migration is repaired by `memd
         doctor --repair`. Returns how many memories were re-embedded, or None when nothing had
         to change."""
@@ -173,7 +173,7 @@ class MemoryStore:
         if self._table is None or not stored or stored == self.embedder.model_id:
             return None
         started = time.monotonic()
-        partial = stored == unglossed(self.embedder.model_id)  # only Chinese texts differ
+        partial = unglossed(stored) == unglossed(self.embedder.model_id)  # only Chinese differs
         log.warning(
             "the store holds vectors from %s; re-embedding %s with %s",
             stored,
