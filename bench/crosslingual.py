@@ -477,7 +477,10 @@ def main_daemon(args: argparse.Namespace) -> int:
             "held-out-5 = 80 pairs written blind on 2026-11-30 19:26-19:31 UTC by someone who "
             "read none of the glossary, the bridge, the dictionary or the other sets (tuning data "
             "since 2026-12-01 12:25 UTC); held-out-6 = 80 pairs written blind on 2026-12-01 by "
-            "a helper who read none of memd's files, run once with nothing chosen on it. "
+            "a helper who read none of memd's files, run once with nothing chosen on it; "
+            "held-out-7 = 80 more pairs written blind on 2026-12-01 by another such helper (the "
+            "12 texts closest to other sets reworded by a third), run through the daemon once "
+            "(after the glossary's 2026-12-01 additions, nothing chosen on it). "
             "same→en / same→zh = each pair's `same_lang_prompt` asked in the memory's own "
             "language, in the same project: what memd finds without crossing languages.",
         ]
