@@ -26,8 +26,8 @@ blind on 2026-12-01 around 11:30 UTC by a helper who read none of memd's files; 
 daemon once, on 2026-12-01 after that trial, with nothing chosen on it),
 crosslingual_heldout7.jsonl ("held-out-7": 80 pairs written blind on 2026-12-01 around 12:40 UTC
 by a helper who read none of memd's files; the 12 texts closest to another set's reworded by a
-second helper; not run when it was added: the held-out set for the next change, leave it out of
-``--sets`` while tuning) and
+second helper; run once on 2026-12-01 before the glossary's everyday words (in-process, through
+the daemon's recall path) and once after them through the daemon (12:42), nothing chosen on it) and
 crosslingual_distractors.jsonl (100 memories, 50 zh + 50 en). For each pair and
 direction the query is one side (embedded as a query), the corpus is the other language's side
 of every pair of the set plus all distractors (172 memories for dev, embedded as passages):
