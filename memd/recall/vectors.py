@@ -113,8 +113,8 @@ class VectorCache:
         self.generation = 0
         self.builds = 0
         self._entries: OrderedDict[str, tuple[Any, Any, Any, float]] = OrderedDict()
-        self._indexes: dict[str, tuple[Any, dict[str, int]]] = {}
-        """Per project: (the entry's rows, id -> row number), built on first use."""
+        self._indexes: dict[str, tuple[Any, dict[str, int], list[str]]] = {}
+        """Per project: (the entry's rows, id -> row number, the ids), built on first use."""
         self._terms: dict[
             str,
             tuple[Any, dict[str, tuple[Any, Any]], Any, list[int], bool, list[WordIndex | None]],
@@ -215,6 +215,7 @@ class VectorCache:
 
         terms = list(dict.fromkeys(t for t in terms if t))
         parts: list[tuple[Any, dict[str, tuple[Any, Any]], Any]] = []
+        used: list[str] = []
         total = 0
         counts = dict.fromkeys(terms, 0)
         for project in dict.fromkeys(projects):
@@ -229,23 +230,25 @@ class VectorCache:
             for term, (idx, _tf) in postings.items():
                 counts[term] += len(idx)
             parts.append((rows, postings, lengths))
+            used.append(project)
         hits: list[tuple[str, float]] = []
         if limit <= 0 or not terms or total == 0:
             return TextHits(total, counts, hits)
         idf = {t: math.log(1.0 + (total - df + 0.5) / (df + 0.5)) for t, df in counts.items() if df}
         mean = max(1.0, float(sum(lengths.sum() for _, _, lengths in parts)) / total)
-        for rows, postings, lengths in parts:
+        for project, (rows, postings, lengths) in zip(used, parts, strict=True):
             scores = np.zeros(rows.num_rows, dtype=np.float32)
+            # every row's length norm at once (elementwise: the same values as per term)
+            norms = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / mean)
             for term, weight in idf.items():
                 idx, tf = postings[term]
                 if len(idx):
-                    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[idx] / mean)
-                    scores[idx] += weight * tf * (BM25_K1 + 1.0) / (tf + norm)
+                    scores[idx] += weight * tf * (BM25_K1 + 1.0) / (tf + norms[idx])
             matched = np.flatnonzero(scores)
             if len(matched) > limit:
                 matched = matched[np.argpartition(-scores[matched], limit)[:limit]]
-            ids = rows.column("id").take(matched).to_pylist()
-            hits += [(str(mid), float(scores[i])) for mid, i in zip(ids, matched, strict=True)]
+            ids = self._id_maps(project, rows)[2]  # a list: no Arrow take per query
+            hits += [(str(ids[i]), float(scores[i])) for i in matched.tolist()]
         hits.sort(key=lambda h: (-h[1], h[0]))
         return TextHits(total, counts, hits[:limit])
 
@@ -297,14 +300,16 @@ class VectorCache:
             out[term] = hit
         return out, lengths
 
-    def _index(self, project: str, rows: Any) -> dict[str, int]:
-        """id -> row number of the project's entry ``rows``, built on first use."""
+    def _id_maps(self, project: str, rows: Any) -> tuple[Any, dict[str, int], list[str]]:
+        """(``rows``, id -> row number, the ids by row number) of the project's entry
+        ``rows``, built on first use."""
         with self._lock:
             cached = self._indexes.get(project)
             if cached is None or cached[0] is not rows:
-                cached = (rows, {mid: i for i, mid in enumerate(rows.column("id").to_pylist())})
+                ids = rows.column("id").to_pylist()
+                cached = (rows, {mid: i for i, mid in enumerate(ids)}, ids)
                 self._indexes[project] = cached
-        return cached[1]
+        return cached
 
     def _located(
         self, projects: list[str], ids: list[str]
@@ -319,7 +324,7 @@ class VectorCache:
             if got is None:
                 continue
             rows, matrix = got
-            index = self._index(project, rows)
+            index = self._id_maps(project, rows)[1]
             found = [(mid, i) for mid in want if (i := index.get(mid)) is not None]
             if found:
                 for mid, _ in found:
