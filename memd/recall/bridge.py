@@ -230,7 +230,7 @@ class Bridged:
         translation returns at once, as before: an English-only project pays nothing.)"""
         if not self.alternatives:
             return have
-        chinese = _CJK_CHAR.search(text) is not None
+        chinese = holds_chinese(text)
         if chinese and self.dictionary_pending:
             from memd.recall import dictionary
 
@@ -249,6 +249,13 @@ class Bridged:
             )
         ]
         return have.union(extra) if extra else have
+
+
+@lru_cache(maxsize=8192)
+def holds_chinese(text: str) -> bool:
+    """Whether ``text`` holds a Chinese character, remembered: a recall asks it of the same
+    candidates prompt after prompt."""
+    return _CJK_CHAR.search(text) is not None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from memd.embedding.embed import is_chinese
@@ -377,6 +378,8 @@ def rank(
     signal = signals or Signals(query, idf, weights, now)
     known = known or {}
     results = []
+    needs = {b: weights.threshold + (weights.excerpt_margin if b else 0.0) for b in (False, True)}
+    shown_needs = {need: round(need, 4) for need in needs.values()}  # once, not per candidate
     for mid, memory in memories.items():
         cosine = max(0.0, cosines.get(mid, 0.0))
         lex, memory_zh, recency = known.get(mid) or signal.of(memory)
@@ -384,7 +387,7 @@ def rank(
         if memory_zh != query_zh and lex > 0.0:
             lex = min(1.0, lex / calibration.cross_lexical)
         relevance = max(semantic, weights.semantic * semantic + weights.lexical * lex)
-        need = weights.threshold + (weights.excerpt_margin if memory.kind in BROAD_KINDS else 0.0)
+        need = needs[memory.kind in BROAD_KINDS]
         fused = rrf[mid] / best_rrf
         total = (
             weights.relevance * ((1 - weights.rank_mix) * relevance + weights.rank_mix * fused)
@@ -392,13 +395,14 @@ def rank(
             + weights.recency * recency
             + (weights.pinned if memory.pinned else 0.0)
         )
+        score = bm25.get(mid, 0.0)
         breakdown = {
             "cosine": round(cosine, 4),
             "semantic": round(semantic, 4),
             "lexical": round(lex, 4),
             "relevance": round(relevance, 4),
-            "threshold": round(need, 4),
-            "bm25": round(bm25.get(mid, 0.0), 4),
+            "threshold": shown_needs[need],
+            "bm25": round(score, 4) if score else score,  # a vector-only candidate: 0.0
             "rrf": round(fused, 4),
             "recency": round(recency, 4),
             "importance": round(memory.importance, 4),
@@ -428,17 +432,22 @@ class Signals:
         self.reach = frozenset(whole).union(self.bridged.reach_terms)
         self.half_life = weights.recency_half_life_days
         self.now = now
+        self.now_seconds = now.timestamp()
 
     def of(self, memory: Memory) -> tuple[float, bool, float]:
         """(lexical, memory is Chinese, recency)."""
         text = memory.text
-        memory_zh = is_chinese(text)
+        memory_zh = text_is_chinese(text)
         have = lexical.term_set(text)
         lex = self.covers(self.bridged.extend(text, have))
         if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
             lex = max(lex, crossterms.reverse_coverage(lexical.terms(text), self.reach))
-        age = age_days(memory.updated_at or memory.created_at, self.now)
+        then = epoch_seconds(memory.updated_at or memory.created_at)  # as age_days, `now` once
+        age = 365.0 if then is None else max(0.0, (self.now_seconds - then) / 86400)
         return lex, memory_zh, math.pow(0.5, age / self.half_life)
+
+
+text_is_chinese = lru_cache(maxsize=8192)(is_chinese)  # the same candidates prompt after prompt
 
 
 def brief_result(memory: Memory, weights: Weights, base: float = 0.0) -> dict[str, Any]:
