@@ -141,13 +141,22 @@ def terms(text: str) -> tuple[str, ...]:
                 for a, b in cjk_pieces(token):
                     out.extend([token[i : i + 2] for i in range(a, b - 1)])
             continue
-        token = token.strip(".-/")
-        if not token or token in STOP:
-            continue
-        if len(token) == 1 and not token.isdigit():
-            continue
-        out.append(_stem(token))
+        term = _word_term(token)
+        if term is not None:
+            out.append(term)
     return tuple(out)
+
+
+@lru_cache(maxsize=1 << 16)
+def _word_term(token: str) -> str | None:
+    """The term of one token that is not Chinese (None: a stop word, a lone letter), remembered:
+    a text's words were mostly seen before, in other texts."""
+    token = token.strip(".-/")
+    if not token or token in STOP:
+        return None
+    if len(token) == 1 and not token.isdigit():
+        return None
+    return _stem(token)
 
 
 @lru_cache(maxsize=8192)
