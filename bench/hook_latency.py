@@ -6,8 +6,11 @@
 For each store size a real `memd serve` runs on a temporary home, and ``--calls`` rounds are
 timed. Each round runs, interleaved so they share the machine's noise:
 
-- the floor, ``python -I -S -c "import _socket"`` (the interpreter and the one module a hook
-  cannot do without), and the bare interpreter, ``python -I -S -c pass``;
+- three floors: ``python -I -S -c "import _socket"`` (the interpreter and the one module a hook
+  cannot do without), ``python -I -S -c pass`` (the interpreter doing nothing, without even its
+  ``site``), and ``python -c pass`` (the interpreter as a user starts it, with ``site`` and the
+  environment's ``.pth`` files: what #15 calls "the bare interpreter", 21.1 ms in its run, when
+  ``python -I -S`` hooks took 37.0 ms and ``python -I -S -c "import _socket"`` here 10-16 ms);
 - ``memd-hook user-prompt-submit``, the pip console script (the venv's python, with site);
 - the installed form, ``python -I -S <site-packages>/memd/hookrun.py user-prompt-submit --socket
   PATH`` (``memd.hook.command()``, what ``memd install`` writes), which skips site.
@@ -147,6 +150,9 @@ def measure(daemon: Daemon, env: dict[str, str], calls: int) -> dict[str, Any]:
     # The interpreter doing nothing at all: the stricter reading of "the bare interpreter"
     # (a hook cannot do without _socket, whose shared library costs ~0.5 ms to load).
     bare_cmd = [python, "-I", "-S", "-c", "pass"]
+    # The interpreter as a user runs it (site and the environment's .pth files): the reading of
+    # "the bare interpreter" that #15's own figures fit (21.1 ms beside 37.0 ms for -I -S hooks).
+    plain_cmd = [python, "-c", "pass"]
     script_cmd = [MEMD_HOOK, "user-prompt-submit"]
     # Exactly what `memd install` writes: python -I -S .../memd/hookrun.py EVENT --socket PATH.
     fast_cmd = hook_command_argv("user-prompt-submit", socket=env["MEMD_SOCKET"])
@@ -155,6 +161,7 @@ def measure(daemon: Daemon, env: dict[str, str], calls: int) -> dict[str, Any]:
         timed(fast_cmd, payload(-100 - i), env)
     floor: list[float] = []
     bare: list[float] = []
+    plain: list[float] = []
     script: list[float] = []
     fast: list[float] = []
     daemon_side: list[float] = []
@@ -162,6 +169,7 @@ def measure(daemon: Daemon, env: dict[str, str], calls: int) -> dict[str, Any]:
     for i in range(calls):
         floor.append(timed(floor_cmd, b"", env)[0])
         bare.append(timed(bare_cmd, b"", env)[0])
+        plain.append(timed(plain_cmd, b"", env)[0])
         took, out = timed(script_cmd, payload(i), env)
         script.append(took)
         with_context += bool(out)
@@ -177,6 +185,7 @@ def measure(daemon: Daemon, env: dict[str, str], calls: int) -> dict[str, Any]:
     return {
         "floor": floor,
         "bare": bare,
+        "plain": plain,
         "script": script,
         "fast": fast,
         "daemon": daemon_side,
@@ -234,6 +243,7 @@ def main(argv: list[str] | None = None) -> str:
                 code = daemon.stop()
             floor50 = percentile(m["floor"], 50)
             bare50 = percentile(m["bare"], 50)
+            plain50 = percentile(m["plain"], 50)
             fast50 = percentile(m["fast"], 50)
             rows.append(
                 [
@@ -246,6 +256,8 @@ def main(argv: list[str] | None = None) -> str:
                     f"{fast50 / floor50:.2f}x",
                     stats(m["bare"]),
                     f"{fast50 / bare50:.2f}x",
+                    stats(m["plain"]),
+                    f"{fast50 / plain50:.2f}x",
                     stats(m["daemon"]),
                     f"{100 * m['with_context'] / args.calls:.0f}%",
                     f"{busy_rss:.0f} / {rss:.0f} / {peak:.0f}",
@@ -267,6 +279,8 @@ def main(argv: list[str] | None = None) -> str:
             "fast / floor",
             "bare `python -I -S -c pass` p50 / p95 ms",
             "fast / bare",
+            "`python -c pass` p50 / p95 ms",
+            "fast / `python -c pass`",
             "daemon side (socket round trip) p50 / p95 ms",
             "calls with context",
             "daemon RSS right after the calls / after idling / peak, MiB",
