@@ -142,9 +142,9 @@ def normalize_query(query: str) -> str:
     return q
 
 
-def age_days(stamp: str, now: datetime) -> float:
-    then = epoch_seconds(stamp)
-    return 365.0 if then is None else max(0.0, (now.timestamp() - then) / 86400)
+def age_days(stamp: str, now: datetime | float) -> float:
+    then, seconds = epoch_seconds(stamp), now if isinstance(now, float) else now.timestamp()
+    return 365.0 if then is None else max(0.0, (seconds - then) / 86400)
 
 
 def where_clause(projects: list[str], kinds: list[str] | None, statuses: tuple[str, ...]) -> Filter:
@@ -442,8 +442,7 @@ class Signals:
         lex = self.covers(self.bridged.extend(text, have))
         if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
             lex = max(lex, crossterms.reverse_coverage(lexical.terms(text), self.reach))
-        then = epoch_seconds(memory.updated_at or memory.created_at)  # as age_days, `now` once
-        age = 365.0 if then is None else max(0.0, (self.now_seconds - then) / 86400)
+        age = age_days(memory.updated_at or memory.created_at, self.now_seconds)  # `now` once
         return lex, memory_zh, math.pow(0.5, age / self.half_life)
 
 
