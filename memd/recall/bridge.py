@@ -36,7 +36,7 @@ from functools import cached_property, lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Protocol, cast
 
-from memd.embedding.embed import is_chinese
+from memd.embedding.embed import CJK_CLASS, is_chinese
 from memd.errors import MemdError
 from memd.recall import lexical
 from memd.recall.crossterms import parts, with_parts
@@ -50,7 +50,8 @@ MAX_WORDS = 48
 MAX_FALLBACK_FORMS = 2
 """At most this many of a dictionary word's translations go into the full-text query (all of
 them, up to :data:`memd.recall.dictionary.MAX_FORMS`, still carry its terms)."""
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+CJK_RUN = re.compile(CJK_CLASS + "+")
+"""A run of Chinese characters."""
 _CJK_CHAR = lexical.CJK_CHAR
 
 Form = str | frozenset[str]
@@ -403,7 +404,7 @@ def _bridge(query: str, d: Dictionary | None) -> Bridged:
             alternatives.setdefault(term, {})[alt] = None
 
     low = query.lower()
-    for match in _CJK_RUN.finditer(low):
+    for match in CJK_RUN.finditer(low):
         run = match.group()
         pieces = lexical.cjk_pieces(run)
         spans = _segment_both(run, g, d, pieces)

@@ -19,10 +19,8 @@ from __future__ import annotations
 import re
 
 from memd.embedding import embed
-from memd.embedding.embed import CJK_CLASS
 from memd.recall import bridge
 
-_CJK_RUN = re.compile(CJK_CLASS + "+")
 _SPACES = re.compile(r"\s+")
 MAX_GLOSS_CHARS = 1200
 """A Chinese memory's gloss is bridged from at most this many of its characters (an excerpt
@@ -32,12 +30,12 @@ can hold a few thousand; the model reads 256 tokens)."""
 def gloss(text: str) -> str:
     """``text`` for an English-only model: unchanged without Chinese characters; else its
     non-Chinese part, then the English words the bridge finds for its Chinese words."""
-    if _CJK_RUN.search(text) is None:
+    if bridge.CJK_RUN.search(text) is None:
         return text
     head = text[:MAX_GLOSS_CHARS]
     bridged = bridge.bridge(head)  # Chinese: with the dictionary, loaded on first use
-    english = [w for w in bridged.words if _CJK_RUN.search(w) is None]
-    rest = _CJK_RUN.sub(" ", text)
+    english = [w for w in bridged.words if bridge.CJK_RUN.search(w) is None]
+    rest = bridge.CJK_RUN.sub(" ", text)
     return _SPACES.sub(" ", f"{rest} {' '.join(english)}").strip() or text
 
 
