@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # memd is installed in setuptools' strict editable mode: a tree of links under build/, so
 # neither site nor `memd-hook` pays for an import finder at start (12 ms of every hook call).
 # New modules appear after a reinstall, hence the source directories as prerequisites.
-$(STAMP): pyproject.toml memd memd/cli memd/extract memd/ui memd/ui/templates memd/ui/static
+$(STAMP): pyproject.toml $(shell find memd -type d -not -name __pycache__)
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "memd needs Python 3.11 or newer"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

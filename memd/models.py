@@ -83,6 +83,13 @@ class Memory:
         if self.score < 0:
             self.score = self.importance
 
+    def said_at(self) -> str:
+        """When what the memory says was last said: its newest source turn's time, else when
+        it was created. (``updated_at`` is when memd last changed it: a backfill learns old
+        statements today.)"""
+        newest = max((s.timestamp for s in self.sources if s.timestamp), default="")
+        return newest or self.created_at
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -111,10 +118,21 @@ def memory_id(project: str, kind: str, text: str, sources: list[Source]) -> str:
 
 @dataclass
 class ToolCall:
-    """A tool call in an assistant turn: the name and a short form of the input."""
+    """A tool call in an assistant turn: the name, a short form of the input, the input fields
+    extraction reads (``args``) and how the call ended (``result``, ``status``).
+
+    A call whose ``name`` is empty is a result waiting for its call (``id`` is the call's
+    ``tool_use_id``): :func:`memd.ingest.transcript.fold` attaches it and never stores it."""
 
     name: str
     summary: str = ""
+    id: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+    """The input fields memd reads, trimmed (:data:`memd.ingest.transcript.TOOL_ARGS`)."""
+    result: str = ""
+    """The start and end of the call's result text."""
+    status: str = ""
+    """``ok``, ``error``, ``rejected`` (the user refused it), or "" (no result seen)."""
 
 
 @dataclass
@@ -173,3 +191,8 @@ class Candidate:
     source_uuids: list[str] = field(default_factory=list)
     supersedes_hint: str = ""
     """Optional: text of an earlier statement this one replaces (the store checks it)."""
+    closes: list[str] = field(default_factory=list)
+    """Texts of todos this candidate reports finished (a todo list's completed items)."""
+    origin: str = ""
+    """Where it comes from: "" (a statement), ``work`` (tool records and what the agent
+    found or did), ``summary``, ``excerpt``. Not stored; for tests and benchmarks."""

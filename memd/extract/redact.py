@@ -29,7 +29,7 @@ import re
 from collections import Counter
 from dataclasses import replace
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -364,10 +364,28 @@ def redact_turn(turn: Turn, extra_patterns: Iterable[str] = (), *, remember: boo
     again, with mostly the same pieces: streamed lines, tool results folded in)."""
     extra = tuple(extra_patterns)
     clean = _remembered if remember else redact
+
+    def data(value: Any) -> Any:
+        if isinstance(value, str):
+            return clean(value, extra)
+        if isinstance(value, list):
+            return [data(v) for v in value]
+        if isinstance(value, dict):
+            return {k: data(v) for k, v in value.items()}
+        return value
+
     return replace(
         turn,
         text=clean(turn.text, extra),
-        tools=[replace(t, summary=clean(t.summary, extra)) for t in turn.tools],
+        tools=[
+            replace(
+                t,
+                summary=clean(t.summary, extra),
+                args=data(t.args) if t.args else t.args,
+                result=clean(t.result, extra),
+            )
+            for t in turn.tools
+        ],
         tool_errors=[clean(e, extra) for e in turn.tool_errors],
         tool_outputs=[clean(o, extra) for o in turn.tool_outputs],
     )

@@ -20,6 +20,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from memd.ingest.toolcalls import (
+    SYSTEM_TEXTS,
+    agent_report,
+    attach_result,
+    pending_result,
+    tool_args,
+    tool_summary,
+)
 from memd.models import ToolCall, Turn
 
 MEMD_CONTEXT_MARKER = "<memd-context"
@@ -30,7 +38,6 @@ MEMD_CONTEXT_HEADER = "# memd: memories from earlier sessions"
 MAX_TEXT_CHARS = 20_000
 """Cap on one turn's text; longer pastes keep their head and tail."""
 MAX_TOOL_OUTPUT_CHARS = 500
-MAX_TOOL_SUMMARY_CHARS = 200
 MAX_TOOL_RESULTS_PER_TURN = 40
 _MAX_SCAN = 500
 
@@ -78,7 +85,8 @@ NOISE_PREFIXES = (
 """A user text block starting with one of these is not conversation."""
 
 _INJECTED_BLOCKS = re.compile(
-    r"<(memd-context|system-reminder|user-prompt-submit-hook)\b[^>]*>.*?</\1>\s*",
+    r"<(memd-context|system-reminder|user-prompt-submit-hook|ide_opened_file|ide_selection"
+    r"|ide_diagnostics)\b[^>]*>.*?</\1>\s*",
     re.DOTALL,
 )
 _TYPE_KEY = b'"type":"'
@@ -231,6 +239,8 @@ def fold(turns: list[Turn], item: Turn, lookback: int = 24) -> Turn:
                 break
     if item.role == "tool":
         item.role = "user"
+    if any(not call.name for call in item.tools):
+        item.tools = [call for call in item.tools if call.name]  # results without their call
     turns.append(item)
     return item
 
@@ -241,7 +251,11 @@ def merge_into(prev: Turn, item: Turn) -> None:
         prev.text = f"{prev.text}\n\n{item.text}" if prev.text else item.text
         if len(prev.text) > MAX_TEXT_CHARS:
             prev.text = _cap(prev.text, MAX_TEXT_CHARS)
-    prev.tools.extend(item.tools)
+    for call in item.tools:
+        if call.name:
+            prev.tools.append(call)
+        else:
+            attach_result(prev, call)
     room = MAX_TOOL_RESULTS_PER_TURN - len(prev.tool_outputs) - len(prev.tool_errors)
     prev.tool_errors.extend(item.tool_errors[: max(0, room)])
     room = MAX_TOOL_RESULTS_PER_TURN - len(prev.tool_outputs) - len(prev.tool_errors)
@@ -257,7 +271,9 @@ def merge_into(prev: Turn, item: Turn) -> None:
 
 def has_content(turn: Turn) -> bool:
     """Whether a turn says anything (thinking-only assistant lines do not)."""
-    return bool(turn.text or turn.tools or turn.tool_outputs or turn.tool_errors)
+    return bool(
+        turn.text or any(call.name for call in turn.tools) or turn.tool_outputs or turn.tool_errors
+    )
 
 
 def strip_injected(text: str) -> str:
@@ -351,8 +367,13 @@ def _conversation_line(
             continue
         if btype == "text":
             if is_user and not compact:
+                if btext.lstrip().startswith("<task-notification>"):
+                    report = agent_report(btext)
+                    if report is not None:
+                        tools.append(report)
+                    continue
                 btext = strip_injected(btext)
-                if is_noise(btext):
+                if is_noise(btext) or btext in SYSTEM_TEXTS:
                     continue
             else:
                 btext = btext.strip()
@@ -360,17 +381,26 @@ def _conversation_line(
                 texts.append(btext)
         elif btype == "tool_use" and isinstance(block, dict):
             name = _str(block.get("name")) or "?"
-            tools.append(ToolCall(name=name, summary=_tool_summary(block.get("input"))))
+            raw_input = block.get("input")
+            tools.append(
+                ToolCall(
+                    name=name,
+                    summary=tool_summary(raw_input),
+                    id=_str(block.get("id")),
+                    args=tool_args(name, raw_input),
+                )
+            )
         elif btype == "tool_result" and isinstance(block, dict):
             out = _result_text(block.get("content"))
             if block.get("is_error"):
                 errors.append(out or "(error)")
             elif out:
                 outputs.append(out)
+            tools.append(pending_result(block))
         # thinking, redacted_thinking, image, document, tool_reference: dropped
     text = _cap("\n\n".join(texts), MAX_TEXT_CHARS)
     if is_user and not text:
-        if not (outputs or errors):
+        if not (outputs or errors or tools):
             return None  # noise only
         role = "tool"
     else:
@@ -394,28 +424,6 @@ def _conversation_line(
         entrypoint=_str(obj.get("entrypoint")),
         git_branch=_str(obj.get("gitBranch")),
     )
-
-
-def _tool_summary(raw_input: Any) -> str:
-    if isinstance(raw_input, dict):
-        for key in _SUMMARY_KEYS:
-            value = raw_input.get(key)
-            if isinstance(value, str) and value.strip():
-                return _short(value)
-        try:
-            return _short(json.dumps(raw_input, ensure_ascii=False, sort_keys=True))
-        except (TypeError, ValueError):
-            return ""
-    if isinstance(raw_input, str):
-        return _short(raw_input)
-    return ""
-
-
-def _short(value: str) -> str:
-    value = " ".join(value.split())
-    if len(value) > MAX_TOOL_SUMMARY_CHARS:
-        return value[: MAX_TOOL_SUMMARY_CHARS - 1] + "…"
-    return value
 
 
 def _result_text(content: Any) -> str:
