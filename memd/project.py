@@ -11,10 +11,18 @@ from functools import lru_cache
 
 from memd.names import USER_SCOPE
 
+WORKTREES = "/.claude/worktrees/"
+"""Where Claude Code puts the git worktrees of its agents, inside the repository."""
+
 
 @lru_cache(maxsize=4096)
 def resolve_project(cwd: str | os.PathLike[str] | None) -> str:
-    """The absolute git root above ``cwd`` (a ``.git`` dir or file), else ``cwd`` itself."""
+    """The absolute git root above ``cwd`` (a ``.git`` dir or file), else ``cwd`` itself.
+
+    A linked git worktree belongs to its repository: its root is the main work tree's (the
+    parent of the git common directory), so one repository's memory is not split across
+    worktrees. A path inside an agent worktree (``<repo>/.claude/worktrees/<name>/``) that
+    does not exist here (a transcript from another machine) maps to ``<repo>``."""
     if not cwd:
         return USER_SCOPE
     raw = str(cwd)
@@ -24,11 +32,42 @@ def resolve_project(cwd: str | os.PathLike[str] | None) -> str:
     probe = path
     while True:
         if os.path.exists(os.path.join(probe, ".git")):
-            return probe
+            return main_worktree(probe)
         parent = os.path.dirname(probe)
         if parent == probe:
-            return path
+            cut = path.find(WORKTREES)
+            return path[:cut] if cut > 0 else path
         probe = parent
+
+
+def main_worktree(root: str) -> str:
+    """The main work tree of the repository whose (possibly linked) work tree is ``root``."""
+    gdir = git_dir(root)
+    if gdir is None or os.path.basename(gdir) == ".git":
+        return root
+    try:
+        with open(os.path.join(gdir, "commondir"), encoding="utf-8") as fh:
+            common = os.path.normpath(os.path.join(gdir, fh.read().strip()))
+    except OSError:
+        return root  # a submodule (no commondir): a repository of its own
+    if os.path.basename(common) != ".git":
+        return root  # a bare repository's worktree: its own root is all we know
+    return os.path.realpath(os.path.dirname(common))
+
+
+def repo_relative(path: str, root: str) -> str:
+    """``path`` relative to the repository ``root``, agent worktrees folded into the
+    repository (``<root>/.claude/worktrees/agent-1/src/a.py`` -> ``src/a.py``); absolute
+    when outside ``root``."""
+    root = root.rstrip("/")
+    if root and (path == root or path.startswith(root + "/")):
+        rel = path[len(root) + 1 :]
+    else:
+        return path
+    if rel.startswith(".claude/worktrees/"):
+        parts = rel.split("/", 3)
+        rel = parts[3] if len(parts) > 3 else ""
+    return rel
 
 
 def git_dir(root: str) -> str | None:
