@@ -10,3 +10,6 @@ JOB_NAMES = ("decay", "dedupe", "cleanup", "optimize")
 """The maintenance jobs (memd.daemon.jobs); here so the CLI can name them without importing the store."""
 USER_SCOPE = "user:global"
 """The user-wide project: preferences that apply everywhere."""
+STOPPED_TOPIC = "where the work stopped"
+"""The topic of a segment's progress memory that says where its work stopped (the brief's
+"Last session" shows the newest)."""

@@ -88,7 +88,11 @@ def test_english_kinds_and_provenance() -> None:
     assert facts["Project uses pytest"] == [ENGLISH.turns[1].uuid]
     assert facts["Project uses uv"] == [ENGLISH.turns[1].uuid]
     assert facts["Tests run with `uv run pytest -q`"] == [ENGLISH.turns[1].uuid]
-    assert facts["Files touched: src/shop/retry.py"] == [ENGLISH.turns[2].uuid]
+    files = (
+        "Files changed for Let's switch formatting from ruff to black because the team uses "
+        "black: `src/shop/retry.py`"
+    )
+    assert facts[files] == [ENGLISH.turns[0].uuid, ENGLISH.turns[2].uuid]
     assert "Project uses Python" not in facts  # a .py file edited does not say "Python"
     assert "The retry helpers live in src/shop/retry.py." in facts
 
@@ -171,40 +175,99 @@ def test_summary_skips_chit_chat_locomo_style() -> None:
     assert summary.source_uuids == [segment.turns[2].uuid]
 
 
-def test_excerpts_one_per_substantive_turn() -> None:
+def test_excerpts_are_episodes_request_and_outcome() -> None:
+    """An excerpt is an episode's request and the replies that closed it: never a window that
+    slides over the agent's work, never a turn in two excerpts, never narration."""
     long_text = "We looked at the store layout in detail. " * 60
     segment = seg(
-        *ENGLISH.turns,
-        turn(7, "assistant", long_text),
-        turn(8, "assistant", "", ("Bash", "ls")),  # tool-only: nothing said
-        turn(9, "user", "继续"),
-        turn(10, "user", "Summary of earlier work", is_compact_summary=True),
+        turn(1, "user", "Why is checkout slow?"),
+        turn(
+            2, "assistant", "Let me look at the checkout service.", ("Read", f"{CWD}/checkout.py")
+        ),
+        turn(3, "assistant", "Now let me run the profiler.", ("Bash", "py-spy top")),
+        turn(
+            4, "assistant", "Checkout is slow because it loads every cart item one query at a time."
+        ),
+        turn(5, "user", "Fix it with one query."),
+        turn(6, "assistant", "", ("Edit", f"{CWD}/checkout.py")),  # tool-only: nothing said
+        turn(7, "assistant", "Perfect! Let me summarise. " + long_text),
+        turn(8, "user", "继续"),
+        turn(9, "user", "Summary of earlier work", is_compact_summary=True),
         turn(20, "user", "Warmup", is_sidechain=True),
         turn(
             21,
             "user",
             "<system-reminder>remember X</system-reminder>Please rename the module to shop.api",
         ),
+        turn(22, "assistant", "Let me check the imports first.", ("Bash", "grep -r shop .")),
     )
     excerpts = by_kind(HeuristicExtractor().extract(segment), "excerpt")
-    got = [e.source_uuids for e in excerpts]
-    # One window per substantive turn (0-4, 6, 11): the turn with its neighbours among the turns
-    # that said something (the tool-only turn 7, the compaction summary and Warmup never count).
-    windows = [[0, 1], [0, 1, 2], [1, 2, 3], [2, 3, 4], [3, 4, 5], [5, 6, 8], [8, 11]]
-    assert got == [[segment.turns[i].uuid for i in w] for w in windows]
+    uuid = [t.uuid for t in segment.turns]
+    # Episode 1: the question and the reply that answered it (the narration between: no).
+    # Episode 2: the request and its closing reply, "继续" being an answer inside it.
+    # Episode 3: the request alone (its only text announced a step).
+    assert [e.source_uuids for e in excerpts] == [
+        [uuid[0], uuid[3]],
+        [uuid[4], uuid[6]],
+        [uuid[10]],
+    ]
+    cited = [u for e in excerpts for u in e.source_uuids]
+    assert len(cited) == len(set(cited))  # no turn in two excerpts
     for e in excerpts:  # the contract: line i is turn source_uuids[i], role first
         lines = e.text.splitlines()
         assert len(lines) == len(e.source_uuids)
         roles = [next(t.role for t in segment.turns if t.uuid == u) for u in e.source_uuids]
         assert [line.split(": ", 1)[0] for line in lines] == roles
-    long_line = next(line for line in excerpts[5].text.splitlines() if "store layout" in line)
-    # A window over WINDOW_CHARS is cut in proportion, at a sentence end.
-    assert len(excerpts[5].text) <= WINDOW_CHARS + 40
+        assert "Let me" not in e.text and "Perfect!" not in e.text
+    long_line = excerpts[1].text.splitlines()[1]
+    # An excerpt over WINDOW_CHARS is cut in proportion, at a sentence end.
+    assert len(excerpts[1].text) <= WINDOW_CHARS + 40
+    assert long_line.startswith("assistant: We looked at the store layout")
     assert long_line.endswith("in detail.…") and len(long_line) > 1000
-    assert excerpts[-1].text.endswith("user: 继续\nuser: Please rename the module to shop.api")
-    assert excerpts[-1].text.startswith("user: ")  # no timestamp, no date
-    # turns that gave a typed memory rank above plain ones
-    assert excerpts[0].importance > excerpts[1].importance
+    assert excerpts[-1].text == "user: Please rename the module to shop.api"  # no date
+    # requests that gave a typed memory rank above plain ones
+    assert excerpts[0].importance >= excerpts[2].importance
+
+
+def test_a_subagents_prompt_is_the_agents_not_the_users() -> None:
+    """A segment of a subagent alone: its first "user" turn is the parent agent's prompt. It
+    is labelled ``agent:``, never makes a preference or a decision, and no summary says the
+    user asked it; the subagent's report is its outcome."""
+    segment = seg(
+        turn(1, "user", "Always use pnpm. Find where the retry limit is set.", is_sidechain=True),
+        turn(2, "assistant", "Let me grep.", ("Grep", "retry"), is_sidechain=True),
+        turn(
+            3,
+            "assistant",
+            "The retry limit is set in `src/net/retry.ts` as `MAX_RETRIES = 5`.",
+            is_sidechain=True,
+        ),
+    )
+    cands = HeuristicExtractor().extract(segment)
+    (excerpt,) = by_kind(cands, "excerpt")
+    assert excerpt.text.splitlines()[0].startswith("agent: Always use pnpm.")
+    assert not by_kind(cands, "preference") and not by_kind(cands, "decision")
+    assert not any(c.text.startswith(("Asked", "Said")) for c in by_kind(cands, "summary"))
+    assert any("MAX_RETRIES = 5" in c.text for c in cands if c.kind == "fact")
+
+
+def test_a_subagents_turns_are_the_parents_work() -> None:
+    """Sidechain turns interleaved with the main thread (Claude Code 1.x): the subagent's
+    prompt is never an excerpt line, its edits count as the episode's work."""
+    segment = seg(
+        turn(1, "user", "Build the TODO list page."),
+        turn(2, "assistant", "", ("Task", "Create the page component")),
+        turn(3, "user", "Create src/pages/Todo.tsx with a list.", is_sidechain=True),
+        turn(4, "assistant", "", ("Write", f"{CWD}/src/pages/Todo.tsx"), is_sidechain=True),
+        turn(5, "assistant", "Created the page component.", is_sidechain=True),
+        turn(6, "assistant", "The TODO list page lives in `src/pages/Todo.tsx`."),
+    )
+    cands = HeuristicExtractor().extract(segment)
+    (excerpt,) = by_kind(cands, "excerpt")
+    assert excerpt.source_uuids == [segment.turns[0].uuid, segment.turns[5].uuid]
+    assert "Create src/pages" not in excerpt.text
+    files = [c for c in cands if c.text.startswith("Files changed for")]
+    assert files and "src/pages/Todo.tsx" in files[0].text
 
 
 def test_excerpt_windows_carry_the_turn_date() -> None:
@@ -228,10 +291,9 @@ def test_excerpt_windows_carry_the_turn_date() -> None:
 
 
 def test_excerpt_lines_keep_the_evidence_next_to_the_turn() -> None:
-    """LoCoMo's case: a long turn before the evidence was clipped at 400 characters, just
-    before what answered the question. Now each line is one whole turn (whitespace collapsed)
-    until the window passes WINDOW_CHARS; then every turn is cut in proportion, the turn
-    before keeping its end."""
+    """LoCoMo's case: in a dialogue every turn is a statement. A turn and the other speaker's
+    answer form one excerpt, each line a whole turn (whitespace collapsed) until the excerpt
+    passes WINDOW_CHARS; then every turn is cut in proportion, keeping its start."""
     story = (
         "Caroline: I spent the weekend at the shelter helping with intake forms.\n\n"
         + "We sorted donations and talked to new volunteers for hours. " * 8
@@ -244,25 +306,23 @@ def test_excerpt_lines_keep_the_evidence_next_to_the_turn() -> None:
     )
     excerpts = by_kind(HeuristicExtractor().extract(segment), "excerpt")
     first = excerpts[0].text.splitlines()
-    assert first[0] == "user: " + " ".join(story.split())  # whole: the window fits
-    # A window that does not fit: the turn before keeps its end (next to the evidence).
-    long_before = "Some chatter about the weather and the garden today. " * 40 + (
-        "Researching adoption agencies is what I am doing now."
-    )
+    assert first[0] == "user: " + " ".join(story.split())  # whole: the excerpt fits
+    assert first[1] == "assistant: Melanie: That's big news! Which agency are you looking at?"
+    assert excerpts[1].text == "user: Caroline: One that supports LGBTQ+ parents."
+    long_story = "Some chatter about the weather and the garden today. " * 40
     answer = "Melanie: That's great! " + "I hope the process goes smoothly for you. " * 20
     segment = seg(
-        turn(1, "user", "Caroline: hi"),
-        turn(2, "user", long_before),
-        turn(3, "assistant", answer),
-        turn(4, "user", "Caroline: Thanks, Mel."),
+        turn(1, "user", "Caroline: " + long_story),
+        turn(2, "assistant", answer),
+        turn(3, "assistant", "Melanie: I see you have been busy, good luck with it all!"),
     )
-    excerpts = by_kind(HeuristicExtractor().extract(segment), "excerpt")
-    window = next(e for e in excerpts if e.source_uuids[1] == segment.turns[2].uuid)
-    before, focus, after = window.text.splitlines()
-    assert before.startswith("user: …") and before.endswith("what I am doing now.")
-    assert focus.startswith("assistant: Melanie: That's great!") and focus.endswith("…")
-    assert after == "user: Caroline: Thanks, Mel."
-    assert len(window.text) <= WINDOW_CHARS + 40
+    (excerpt,) = by_kind(HeuristicExtractor().extract(segment), "excerpt")
+    question, reply, more = excerpt.text.splitlines()
+    assert question.startswith("user: Caroline: Some chatter") and question.endswith("…")
+    assert reply.startswith("assistant: Melanie: That's great!") and reply.endswith("…")
+    # In a dialogue a turn is never narration, even when it reads like it ("I see ...").
+    assert more == "assistant: Melanie: I see you have been busy, good luck with it all!"
+    assert len(excerpt.text) <= WINDOW_CHARS + 40
 
 
 def test_secrets_never_reach_candidates() -> None:
@@ -304,17 +364,36 @@ def test_deterministic() -> None:
     assert a == b
 
 
+TOOL_TEMPLATES = ("Files changed", "Tests run", "Formatting runs", "Linting runs", "The build runs")
+
+
 def test_labelled_quality_floor() -> None:
-    """A regression guard: precision first (typed memories get injected), recall close behind."""
+    """A regression guard: precision first (typed memories get injected), recall close behind.
+
+    The sentence rules are scored alone, on the statements labelled; the facts phrased from
+    tool records (commands that worked, files changed) are checked for recall apart, since an
+    episode's work gives more of them than these labels list (one per episode): their
+    precision is measured on real sessions (bench/realwork.py)."""
+    from dataclasses import replace as copy
+
     ext = HeuristicExtractor()
     cases = load_labelled()
     assert {c.lang for c in cases} == {"en", "zh"} and len(cases) >= 10
-    scores = score([(c, ext.extract(c.segment)) for c in cases])
+    said, tools = [], []
+    for case in cases:
+        cands = ext.extract(case.segment)
+        mine = [e for e in case.expected if not e.words[0].startswith(TOOL_TEMPLATES)]
+        theirs = [e for e in case.expected if e.words[0].startswith(TOOL_TEMPLATES)]
+        said.append((copy(case, expected=mine), [c for c in cands if c.origin != "work"]))
+        tools.append((copy(case, expected=theirs), [c for c in cands if c.origin == "work"]))
+    scores = score(said)
     assert scores["all"].precision >= 0.95, scores["all"].extras
     assert scores["all"].recall >= 0.9, scores["all"].misses
     for kind in TYPED_KINDS:
         assert scores[kind].precision >= 0.85, (kind, scores[kind].extras)
         assert scores[kind].recall >= 0.75, (kind, scores[kind].misses)
+    recorded = score(tools)["all"]
+    assert recorded.tp >= 25 and recorded.recall >= 0.9, recorded.misses
 
 
 def test_speed_at_least_500_turns_per_second() -> None:

@@ -1,5 +1,5 @@
-"""What a segment's tool calls and stack statements show about the project, and the facts
-phrased from it: "Project uses <name as written>", "Tests run with `<command>`", "Files touched".
+"""The tech stack a segment's tool calls and stack statements show: "Project uses <name as
+written>". (Commands that worked and edited files are read by :mod:`memd.extract.records`.)
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from memd.extract import vocabulary as vocab
 from memd.extract.rules import IMPORTANCE, STACK_SAID, is_tentative
-from memd.models import Candidate, Turn
+from memd.models import Candidate, ToolCall, Turn
 
 _PATH = re.compile(r"(?:[\w.~-]*/)*[\w.-]+\.[A-Za-z0-9]{1,8}\b|(?:[\w.-]+/)+[\w.-]+")
 _EDIT_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit", "str_replace_based_edit_tool"}
@@ -51,17 +51,13 @@ def shell_commands(summary: str) -> list[str]:
 
 @dataclass
 class Evidence:
-    """What a segment shows about the project, gathered in one pass.
+    """The tech a segment shows the project uses, gathered in one pass.
 
     Only what a turn shows is kept: a tech name as the turn writes it (in a command it ran, a
     path it edited inside the project, or a stack statement), never a role or purpose.
     """
 
     tech: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
-    commands: dict[str, tuple[str, str]] = field(default_factory=dict)
-    command_uuids: dict[str, list[str]] = field(default_factory=dict)
-    files: dict[str, str] = field(default_factory=dict)
-    """Path (relative to the project) -> the first turn that edited it."""
 
     def see_tech(self, name: str, shown: str, uuid: str) -> None:
         _, uuids = self.tech.setdefault(name, (shown, []))
@@ -74,25 +70,17 @@ class Evidence:
             if shown:
                 self.see_tech(name, shown, uuid)
 
-    def see_turn(self, turn: Turn) -> None:
-        for tool in turn.tools:
-            if tool.name in _EDIT_TOOLS or tool.name in _READ_TOOLS:
-                path = tool_path(tool.summary)
-                rel = relative(path, turn.cwd) if path else ""
-                if not rel or rel.startswith(("/", "~", "..")):
-                    continue  # outside the project: says nothing about it
-                if tool.name in _EDIT_TOOLS:
-                    self.files.setdefault(rel, turn.uuid)
-                self.see_names(vocab.tech_of_path(rel), rel, turn.uuid)
-            elif tool.name in _SHELL_TOOLS:
-                for cmd in shell_commands(tool.summary):
-                    self.see_names(vocab.tech_of_command(cmd), cmd, turn.uuid)
-                    family = vocab.command_family(cmd)
-                    if family:
-                        self.commands[family] = (cmd, turn.uuid)  # the latest wins
-                        uuids = self.command_uuids.setdefault(family, [])
-                        if turn.uuid not in uuids:
-                            uuids.append(turn.uuid)
+    def see_turn_call(self, turn: Turn, tool: ToolCall) -> None:
+        """A tool call of ``turn``: an edited or read path inside the project, a command run."""
+        if tool.name in _EDIT_TOOLS or tool.name in _READ_TOOLS:
+            path = tool_path(tool.summary)
+            rel = relative(path, turn.cwd) if path else ""
+            if not rel or rel.startswith(("/", "~", "..")):
+                return  # outside the project: says nothing about it
+            self.see_names(vocab.tech_of_path(rel), rel, turn.uuid)
+        elif tool.name in _SHELL_TOOLS and tool.status != "error":
+            for cmd in shell_commands(tool.summary):
+                self.see_names(vocab.tech_of_command(cmd), cmd, turn.uuid)
 
     def see_statement(self, sentence: str, uuid: str) -> None:
         if STACK_SAID.search(sentence) and not is_tentative(sentence):
@@ -100,45 +88,15 @@ class Evidence:
 
 
 def fact_candidates(ev: Evidence) -> list[Candidate]:
-    """Facts phrased from what the turns show: "Project uses <name as written>", the latest
-    command of each family ("Tests run with `uv run pytest -q`"), the files edited."""
-    out = []
-    for shown, uuids in ev.tech.values():
-        out.append(
-            Candidate(
-                kind="fact",
-                text=f"Project uses {shown}",
-                topic="tech stack",
-                keywords=[shown],
-                importance=IMPORTANCE["fact"],
-                source_uuids=uuids[:5],
-            )
+    """Facts phrased from what the turns show: "Project uses <name as written>"."""
+    return [
+        Candidate(
+            kind="fact",
+            text=f"Project uses {shown}",
+            topic="tech stack",
+            keywords=[shown],
+            importance=IMPORTANCE["fact"],
+            source_uuids=uuids[:5],
         )
-    for family, (cmd, uuid) in ev.commands.items():
-        others = [u for u in ev.command_uuids[family] if u != uuid]
-        out.append(
-            Candidate(
-                kind="fact",
-                text=f"{vocab.FAMILY_TEXT[family]} with `{cmd}`",
-                topic="commands",
-                keywords=[family, cmd.split()[0]],
-                importance=0.5,
-                source_uuids=[uuid, *others[:4]],
-            )
-        )
-    if ev.files:
-        files = list(ev.files)
-        shown_files = files[:8]
-        more = f" (+{len(files) - 8} more)" if len(files) > 8 else ""
-        dirs = sorted({f.split("/")[0] + "/" for f in files if "/" in f})
-        out.append(
-            Candidate(
-                kind="fact",
-                text=f"Files touched: {', '.join(shown_files)}{more}",
-                topic="files",
-                keywords=dirs[:5] or shown_files[:3],
-                importance=0.35,
-                source_uuids=list(dict.fromkeys(ev.files[f] for f in shown_files)),
-            )
-        )
-    return out
+        for shown, uuids in ev.tech.values()
+    ]

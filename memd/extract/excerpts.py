@@ -1,22 +1,22 @@
-"""Excerpt candidates: every substantive user or assistant turn, as a window with the turn
-before and the turn after, redacted and cut to a budget, citing all three (what any backend
-stores besides its typed memories, so nothing said is unreachable).
+"""Excerpt candidates: each episode's request and its outcome, redacted and cut to a budget,
+citing exactly those turns (what any backend stores besides its typed memories, so nothing
+said to or by the user is unreachable). No turn is in two excerpts; an agent's narration of its
+next step is in none.
 """
 
 from __future__ import annotations
 
 import re
 
+from memd.extract.episodes import Episode, build
 from memd.extract.keywords import top_keywords
 from memd.extract.redact import redact
 from memd.extract.rules import clean_text, is_substantive
 from memd.models import Candidate, Segment, Turn
 
 WINDOW_CHARS = 1500
-"""An excerpt window longer than this has each of its turns cut in proportion."""
+"""An excerpt longer than this has each of its turns cut in proportion."""
 MIN_TURN_CHARS = 120
-WINDOW_BEFORE = 1
-WINDOW_AFTER = 1
 
 
 def usable_turns(segment: Segment) -> list[tuple[Turn, str]]:
@@ -72,56 +72,57 @@ def excerpt_lines(window: list[tuple[str, str]], focus: int, cap: int = WINDOW_C
     return [f"{role}: {x}" for (role, _), x in zip(window, said, strict=True)]
 
 
+def excerpt_turns(episode: Episode) -> list[tuple[str, Turn, str]]:
+    """(speaker, turn, text) of what an episode's excerpt shows: its request (``user``, or
+    ``agent`` for a subagent's prompt) and its outcome (:attr:`Episode.outcome`)."""
+    out: list[tuple[str, Turn, str]] = []
+    if episode.request is not None and is_substantive(episode.request_text):
+        out.append((episode.by or "user", episode.request, episode.request_text))
+    out += [("assistant", turn, text) for turn, text in episode.outcome]
+    return out
+
+
 def excerpt_candidates(
     segment: Segment,
     topic: str = "",
     extra_patterns: tuple[str, ...] = (),
     typed_turns: set[str] | None = None,
-    turns: list[tuple[Turn, str]] | None = None,
+    episodes: list[Episode] | None = None,
 ) -> list[Candidate]:
-    """One redacted ``excerpt`` per substantive user or assistant turn: a window of that turn
-    with the turn before and the turn after, dated, citing all three.
+    """One redacted ``excerpt`` per episode that says something: its request and its outcome,
+    dated, citing those turns.
 
     Contract (the injector relies on it): each line of the text is exactly one turn, in the
     order of ``source_uuids`` (line i is ``source_uuids[i]``), as ``role: text`` with the
-    turn's whitespace collapsed; the first line may start with ``[YYYY-MM-DD] ``. A window
+    turn's whitespace collapsed; the first line may start with ``[YYYY-MM-DD] ``. An excerpt
     longer than ``WINDOW_CHARS`` has each turn cut in proportion, at sentence boundaries.
 
-    The neighbour often holds the question or the answer: on LoCoMo these windows lifted
-    evidence recall@5 from 0.49 to 0.70 (bench/locomo.py). The LLM backends add these too,
-    so nothing said is unreachable whatever the backend.
+    In a dialogue (no tool calls), an episode is a turn and the other speaker's answer, so
+    each question sits with its answer; in a coding session the request sits with the reply
+    that closed it, never with the agent's attempts in between.
     """
     typed_turns = typed_turns or set()
-    said = [(t, x) for t, x in (turns if turns is not None else usable_turns(segment)) if x.strip()]
-    clean: dict[int, tuple[str, str]] = {}  # redacted before any cut: no half secret survives
-
-    def shown(j: int) -> tuple[str, str]:
-        if j not in clean:
-            t, x = said[j]
-            clean[j] = (t.role, " ".join(redact(x, extra_patterns).split()))
-        return clean[j]
-
     out: list[Candidate] = []
-    for i, (turn, text) in enumerate(said):
-        if not is_substantive(text):
+    for episode in episodes if episodes is not None else build(segment):
+        shown = [(who, t, x) for who, t, x in excerpt_turns(episode) if x.strip()]
+        if not shown or not any(is_substantive(x) for _, _, x in shown):
             continue
-        first, last = max(0, i - WINDOW_BEFORE), min(len(said), i + 1 + WINDOW_AFTER)
-        window = said[first:last]
-        if out and out[-1].source_uuids == [t.uuid for t, _ in window]:
-            continue  # the same window as the previous turn's (a two-turn stretch)
-        lines = excerpt_lines([shown(j) for j in range(first, last)], focus=i - first)
-        day = turn.timestamp[:10]
-        importance = 0.35 if turn.role == "user" else 0.3
-        if turn.uuid in typed_turns:
+        clean = [(who, " ".join(redact(x, extra_patterns).split())) for who, _, x in shown]
+        lines = excerpt_lines(clean, focus=0)
+        first = shown[0][1]
+        day = first.timestamp[:10]
+        by_user = any(who == "user" for who, _, _ in shown)
+        importance = 0.35 if by_user else 0.3
+        if any(t.uuid in typed_turns for _, t, _ in shown):
             importance += 0.1
         out.append(
             Candidate(
                 kind="excerpt",
                 text=(f"[{day}] " if day else "") + "\n".join(lines),
                 topic=topic,
-                keywords=top_keywords([text], 5),
+                keywords=top_keywords([x for _, _, x in shown], 5),
                 importance=round(importance, 2),
-                source_uuids=[t.uuid for t, _ in window],
+                source_uuids=[t.uuid for _, t, _ in shown],
             )
         )
     return out

@@ -25,9 +25,30 @@ from functools import lru_cache
 from typing import Any
 
 from memd.extract import vocabulary as vocab
+from memd.extract.episodes import Episode, build, informative
 from memd.extract.evidence import Evidence, fact_candidates
-from memd.extract.excerpts import excerpt_candidates, usable_turns
+from memd.extract.excerpts import excerpt_candidates
+from memd.extract.findings import (
+    bug_fixes,
+    findings,
+    hook_candidate,
+    hook_checks,
+    outcome_candidate,
+)
 from memd.extract.keywords import keyword_text, top_keywords, words
+from memd.extract.records import (
+    Commands,
+    TodoList,
+    answer_candidates,
+    command_of,
+    commit_candidate,
+    commit_message,
+    edited_paths,
+    files_candidate,
+    plan_candidate,
+    report_candidate,
+    todo_candidates,
+)
 from memd.extract.redact import redact
 from memd.extract.rules import (
     BUG_FIX,
@@ -35,6 +56,7 @@ from memd.extract.rules import (
     IMPORTANCE,
     REFERS_BACK,
     SENTENCE_MAX,
+    clean_text,
     importance_of,
     is_small_talk,
     sentences,
@@ -42,6 +64,7 @@ from memd.extract.rules import (
     supersedes_hint,
 )
 from memd.models import Candidate, Segment, Turn
+from memd.names import STOPPED_TOPIC
 
 MAX_PER_KIND = 12
 
@@ -83,15 +106,15 @@ class HeuristicExtractor:
 
 
 def extract_segment(segment: Segment, extra_patterns: tuple[str, ...] = ()) -> list[Candidate]:
-    turns = usable_turns(segment)
+    episodes = build(segment)
+    said = statement_turns(episodes)
     evidence = Evidence()
     typed: dict[tuple[str, str], Candidate] = {}
     typed_turns: set[str] = set()
     cause: Candidate | None = None  # the latest bug cause, waiting for its fix
     tentative: set[int] = set()
     cause_age = 0
-    for turn, text in turns:
-        evidence.see_turn(turn)
+    for turn, text, role in said:
         cause_age += 1
         if cause_age > 3:
             cause = None
@@ -99,7 +122,7 @@ def extract_segment(segment: Segment, extra_patterns: tuple[str, ...] = ()) -> l
         for sentence in sentences(text):
             evidence.see_statement(sentence, turn.uuid)
             context, previous = previous, sentence
-            for kind, statement in statements(sentence, turn.role):
+            for kind, statement in statements(sentence, role):
                 if kind == "bugfix" and context and REFERS_BACK.match(statement):
                     statement = f"{context} {statement}"  # "That's why ..." needs its cause
                 if kind == "fix":
@@ -116,29 +139,175 @@ def extract_segment(segment: Segment, extra_patterns: tuple[str, ...] = ()) -> l
                     kind = "bugfix"
                     if context and not BUG_FIX.search(context):
                         statement = f"{context} {statement}"  # the sentence before: the cause
-                cand = add_typed(typed, kind, statement, turn, extra_patterns)
+                cand = add_typed(typed, kind, statement, turn, role, extra_patterns)
                 typed_turns.add(turn.uuid)
                 if kind == "bugfix" and not BUG_FIX.search(statement):
                     cause, cause_age = cand, 0
-                    if turn.role == "assistant":
+                    if role == "assistant":
                         tentative.add(id(cand))
     # An assistant's diagnosis that no fix followed is work in progress, not a bug fix.
     typed_out = cap_per_kind([c for c in typed.values() if id(c) not in tentative])
-    out = [*typed_out, *fact_candidates(evidence)]
-    texts = [text for _, text in turns]
-    keywords = top_keywords([t for (turn, t) in turns if turn.role == "user"] * 2 + texts)
+    work = work_candidates(segment, episodes, evidence, typed_out)
+    out = [*typed_out, *work, *fact_candidates(evidence)]
+    texts = [text for _, text, _ in said]
+    keywords = top_keywords([t for (_, t, role) in said if role == "user"] * 2 + texts)
     topic = " ".join(keywords[:3]) if keywords else ""
     for cand in out:
         cand.topic = cand.topic or topic
         cand.keywords = cand.keywords or top_keywords([cand.text], 5)
-    summary = summary_candidate(turns, typed_out, evidence, topic, keywords)
+    files = {f: u for ep in episodes for f, u in edited_paths(ep, roots_of(segment)).items()}
+    summary = summary_candidate(episodes, typed_out, files, topic, keywords)
     if summary is not None:
         out.append(summary)
-    out.extend(excerpt_candidates(segment, topic, extra_patterns, typed_turns, turns))
+    stopped = stopped_candidate(episodes)
+    if stopped is not None:
+        out.append(stopped)
+    out.extend(excerpt_candidates(segment, topic, extra_patterns, typed_turns, episodes))
     for cand in out:
         if cand.kind != "excerpt":
             cand.text = redact(cand.text, extra_patterns)
     return out
+
+
+def statement_turns(episodes: list[Episode]) -> list[tuple[Turn, str, str]]:
+    """(turn, text, role) of what was said to be read sentence by sentence: the user's
+    requests and replies (and what they said refusing a tool call), and the agent's replies
+    (a subagent's prompt counts as the agent's words, never the user's)."""
+    out: list[tuple[Turn, str, str]] = []
+    for ep in episodes:
+        if ep.request is not None and ep.request_text.strip():
+            out.append((ep.request, ep.request_text, "user" if ep.by == "user" else "assistant"))
+        events: list[tuple[Turn, str, str]] = [(t, x, "user") for t, x in ep.feedback]
+        replies = {id(t): x for t, x in ep.outcome}
+        for turn in ep.work:
+            if turn.is_sidechain and ep.by != "agent":
+                continue  # a subagent's work: its report reaches the parent as a result
+            text = replies.get(id(turn))
+            if text is None and turn.text and turn not in ep.replies:
+                text = informative(clean_text(turn.text))  # narration of the work dropped
+            if text:
+                events.append((turn, text, "assistant"))
+        order = {id(t): i for i, t in enumerate(ep.work)}
+        events.sort(key=lambda e: order.get(id(e[0]), -1))
+        out += events
+    return out
+
+
+def roots_of(segment: Segment) -> tuple[str, ...]:
+    """Where the segment's paths are relative to: its project, then the cwds it ran in."""
+    cwds = [t.cwd for t in segment.turns if t.cwd]
+    return tuple(dict.fromkeys([segment.project, *cwds]))[:4]
+
+
+def work_candidates(
+    segment: Segment, episodes: list[Episode], evidence: Evidence, typed: list[Candidate]
+) -> list[Candidate]:
+    """What the episodes' work shows: tool records (todos, plans, answers, commits, edited
+    files, commands that worked, subagents' reports) and what the agent found and did."""
+    out: list[Candidate] = []
+    todos = TodoList()
+    commands = Commands()
+    roots = roots_of(segment)
+    stated = {c.text for c in typed}
+    hooks: dict[str, str] = {}
+    for ep in episodes:
+        for turn, call in ep.calls:
+            if turn.is_sidechain and ep.by != "agent":
+                if call.name == "Bash":
+                    commands.see(turn, command_of(call), call.status)
+                continue
+            evidence.see_turn_call(turn, call)
+            todos.see(turn, call.name, call.args, call.result)
+            if call.name == "Bash":
+                command = command_of(call)
+                commands.see(turn, command, call.status)
+                if call.status == "error":
+                    for check in hook_checks(command, call.result):
+                        hooks.setdefault(check, turn.uuid)
+                message = commit_message(command) if call.status == "ok" else ""
+                if message:
+                    cand = commit_candidate(turn, message)
+                    if cand is not None:
+                        out.append(cand)
+            elif call.name == "ExitPlanMode" and call.status == "ok":
+                cand = plan_candidate(turn, str(call.args.get("plan") or ""))
+                if cand is not None:
+                    out.append(cand)
+            elif call.name == "AskUserQuestion" and call.status == "ok":
+                out += answer_candidates(turn, call.result)
+            elif call.name in ("Task", "Agent", "TaskNotification") and call.status == "ok":
+                cand = report_candidate(turn, str(call.args.get("description") or ""), call.result)
+                if cand is not None:
+                    out.append(cand)
+        if not ep.calls:
+            continue
+        files = edited_paths(ep, roots)
+        topic = episode_topic(ep)
+        cand = files_candidate(ep, files, topic)
+        if cand is not None:
+            out.append(cand)
+        fixes = bug_fixes(ep)
+        out += fixes
+        used = {c.text for c in fixes} | stated
+        out += findings(ep, used)
+        committed = any(commit_message(command_of(c)) for _, c in ep.calls if c.name == "Bash")
+        said = {u for c in typed for u in c.source_uuids}
+        if not any(t.uuid in said for t in ep.replies):  # the rules read that reply already
+            cand = outcome_candidate(ep, topic, bool(files), committed)
+            if cand is not None:
+                out.append(cand)
+    out += todo_candidates(todos)
+    out += commands.candidates()
+    hook = hook_candidate(hooks)
+    if hook is not None:
+        out.append(hook)
+    for cand in out:
+        cand.origin = "work"
+    return out
+
+
+def episode_topic(ep: Episode) -> str:
+    """What an episode was about, in a short phrase: the request's first sentence that asks
+    for something (else its first sentence of substance); never a pasted command or log."""
+    if ep.request is None or ep.by != "user":
+        return ""
+    usable = []
+    for sentence in sentences(keyword_text(ep.request_text)):
+        letters = sum(ch.isalpha() or ch.isspace() for ch in sentence)
+        if is_small_talk(sentence) or letters < 0.8 * len(sentence) or sentence[0] in "❯$>#/~.":
+            continue  # a pasted command or log line says what was run, not what was asked
+        if len(content_key(sentence)) < 3:
+            continue  # "原来如此", "ok do it": says nothing about the topic
+        usable.append(sentence)
+    asks = [s for s in usable if _REQUEST.search(s)]
+    best = asks[0] if asks else usable[0] if usable else ""
+    return clip_words(best.rstrip(".?!。？！"), 100)
+
+
+def stopped_candidate(episodes: list[Episode]) -> Candidate | None:
+    """Where the work stopped: the last episode's request and outcome (the session brief's
+    progress line)."""
+    for ep in reversed(episodes):
+        outcome = ep.outcome
+        if ep.by != "user" or not outcome:
+            continue
+        if not ep.calls:
+            return None  # a chat ends the segment: no work to resume
+        said = [s for t, x in outcome for s in sentences(x)][:3]
+        if not said:
+            return None
+        topic = episode_topic(ep)
+        text = (f"Last worked on: {topic}. " if topic else "") + "Ended with: " + " ".join(said)
+        return Candidate(
+            kind="progress",
+            text=clip_words(text, 420),
+            topic=STOPPED_TOPIC,
+            importance=0.45,
+            source_uuids=[
+                u for u in (ep.request.uuid if ep.request else "", outcome[-1][0].uuid) if u
+            ],
+        )
+    return None
 
 
 _KEY_WORD = re.compile(r"[a-z0-9][a-z0-9_.+#/-]*|[\u3400-\u4dbf\u4e00-\u9fff]+")
@@ -180,6 +349,7 @@ def add_typed(
     kind: str,
     sentence: str,
     turn: Turn,
+    role: str,
     extra_patterns: tuple[str, ...],
 ) -> Candidate:
     """The candidate for ``sentence``: a new one, or the one already stating it in this segment
@@ -192,12 +362,12 @@ def add_typed(
     if cand is not None:
         if turn.uuid not in cand.source_uuids:
             cand.source_uuids.append(turn.uuid)
-        cand.importance = max(cand.importance, importance_of(kind, sentence, turn.role))
+        cand.importance = max(cand.importance, importance_of(kind, sentence, role))
         return cand
     cand = Candidate(
         kind=kind,
         text=sentence,
-        importance=importance_of(kind, sentence, turn.role),
+        importance=importance_of(kind, sentence, role),
         source_uuids=[turn.uuid],
         supersedes_hint=supersedes_hint(sentence) if kind in ("decision", "preference") else "",
     )
@@ -234,41 +404,42 @@ def _norm(text: str) -> str:
 
 
 def summary_candidate(
-    turns: list[tuple[Turn, str]],
+    episodes: list[Episode],
     typed: list[Candidate],
-    ev: Evidence,
+    files: dict[str, str],
     topic: str,
     keywords: list[str],
 ) -> Candidate | None:
     """What the session worked on, in one short line: the user's first requests (greetings,
     small talk and sentences already stored as typed memories left out) and the files edited.
 
-    It never restates the decisions, fixes and TODOs stored as their own memories: the session
-    brief prints those below it."""
+    Only the user's own words count as "Asked": a subagent's prompt is the agent's. It never
+    restates the decisions, fixes and TODOs stored as their own memories: the session brief
+    prints those below it."""
     stored = [n for n in (_norm(c.text) for c in typed) if n]
     asked: list[tuple[Turn, str]] = []
-    for t, text in turns:
-        if t.role != "user" or len(asked) >= 2:
+    for ep in episodes:
+        if ep.by != "user" or ep.request is None or len(asked) >= 2:
             continue
-        for sentence in sentences(keyword_text(text)):
+        for sentence in sentences(keyword_text(ep.request_text)):
             norm = _norm(sentence)
             if is_small_talk(sentence) or any(norm in s or s in norm for s in stored):
                 continue
             if any(same_statement(sentence, c.text) for c in typed):
                 continue
-            asked.append((t, sentence))
+            asked.append((ep.request, sentence))
             if len(asked) >= 2:
                 break
-    files = list(ev.files)[:5]
-    if not asked and not files:
+    shown = list(files)[:5]
+    if not asked and not shown:
         return None
     parts = []
     if asked:
         label = "Asked" if any(_REQUEST.search(s) for _, s in asked) else "Said"
         parts.append(f"{label}: " + clip_words(" ".join(s for _, s in asked), 240).rstrip("."))
-    if files:
-        parts.append("Files: " + ", ".join(files))
-    uuids = [t.uuid for t, _ in asked] + [ev.files[f] for f in files]
+    if shown:
+        parts.append("Files: " + ", ".join(shown))
+    uuids = [t.uuid for t, _ in asked] + [files[f] for f in shown]
     return Candidate(
         kind="summary",
         text="; ".join(parts),

@@ -219,10 +219,15 @@ _GENERIC_DONE_TEXT = (
     "an and of to with my our"
 )
 _GENERIC_DONE = frozenset(_GENERIC_DONE_TEXT.split())
-TODO_MARK = re.compile(r"\bTODO\b|\bFIXME\b|\bXXX\b")
+TODO_MARK = re.compile(
+    r"\b(?:TODO|FIXME|XXX)\b(?!(?:[- ](?:app|apps|list|lists|item|items|component|components"
+    r"|page|model|models|type|types|application)\b)|s\b)"
+)
+"""A to-do marker ("TODO: add the CI job"), not a product's name ("the TODO app")."""
 TODO = _rx(
     r"\bstill (?:need|needs|have|has) to\b|\bstill (?:missing|pending|open|to do)\b",
-    r"\b(?:next steps?|remaining work|left to do|to do next|follow[- ]up)\b",
+    r"\b(?:next steps?|remaining work|left to do|to do next)\b"
+    r"|\b(?:a|as a|needs? a|in a|separate) follow[- ]up\b(?! (?:push|batch|request|commit)\w*)",
     r"\bnot (?:yet )?(?:implemented|handled|supported|done|wired)(?: yet)?\b",
     r"待办|还没|下次|以后再|以后要|还需要|还要|待处理|后续|回头再|稍后",
 )
@@ -249,12 +254,16 @@ _FAILURE = _rx(
     r"失败|报错|崩溃|超时|卡住|泄漏|不对|异常|慢",
 )
 BUG_FIX = _rx(
-    r"\bfix(?:ed)? (?:it |this |that |the \w+ )?by\b|\bthe fix (?:is|was)\b|\bfix:",
+    r"\bfix(?:ed)? (?:it |this |that |the \w+ )?by\b|\bfix:"
+    r"|\bthe fix (?:is|was)\b(?! (?:complete|done|in place|ready|working|correct|applied|pushed"
+    r"|committed|finished)\b)",
     r"\b(?:resolved|solved) (?:it |this |the \w+ )?by\b|\bfixed (?:the|a|an|it|this|that)\b",
     r"修复|修好|解决了|改好了",
 )
 BUG_FIX_EXPLAINED = _rx(
-    r"\b(?:fix(?:ed)?|resolved|solved) (?:it |this |that |the \w+ )?by\b|\bthe fix (?:is|was)\b",
+    r"\b(?:fix(?:ed)?|resolved|solved) (?:it |this |that |the \w+ )?by\b"
+    r"|\bthe fix (?:is|was)\b(?! (?:complete|done|in place|ready|working|correct|applied|pushed"
+    r"|committed|finished)\b)",
     r"\bfix:",
     r"(?:修复|解决)[^，。]{0,6}[:：]|通过.{2,40}(?:修复|解决)",
 )

@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 TODO_DONE_MIN_COSINE = 0.6
 
 DONE_WORDS = re.compile(
-    r"\b(?:done|fixed|completed?|finished|implemented|resolved|shipped|merged|released)\b"
+    r"\b(?:done|fixed|completed?|finished|implemented|resolved|shipped|merged|released"
+    r"|committed)\b"
     r"|已完成|完成了|搞定|修好了|已修复|做完了",
     re.I,
 )
@@ -75,11 +76,46 @@ def states_done(todo: Memory, later: Memory) -> bool:
     return any(len(wanted & content_tokens(s)) >= need for s in done_sentences(later.text))
 
 
+_TODO_PREFIX = re.compile(r"^\s*(?:TODO|FIXME)\s*[:：-]?\s*", re.IGNORECASE)
+LISTED_DONE = "Completed: "
+"""How a todo list's finished items are stored (one progress memory, items split by "; ")."""
+
+
+def item_key(text: str) -> str:
+    return re.sub(r"\W+", " ", _TODO_PREFIX.sub("", text).lower()).strip()
+
+
+def listed_done(text: str) -> set[str]:
+    """The items of a "Completed: a; b" memory (a todo list's finished items), as keys."""
+    if not text.startswith(LISTED_DONE):
+        return set()
+    body = re.sub(r"\s*\(\+\d+ more\)$", "", text[len(LISTED_DONE) :])
+    return {item_key(item) for item in body.split("; ") if item.strip()}
+
+
 def _match(
     store: MemoryStore, todos: list[Memory], later: list[Memory]
 ) -> list[tuple[Memory, Memory]]:
-    """(todo, evidence) pairs: evidence created after the TODO, close in meaning (one matrix
-    product over the stored vectors), and stating it done."""
+    """(todo, evidence) pairs: the same item marked completed in a later todo list, or
+    evidence created after the TODO, close in meaning (one matrix product over the stored
+    vectors), and stating it done."""
+    found: list[tuple[Memory, Memory]] = []
+    lists = [(m, listed_done(m.text)) for m in later if m.text.startswith(LISTED_DONE)]
+    for todo in todos:
+        key = item_key(todo.text)
+        hit = next(
+            (m for m, items in lists if key in items and m.created_at >= todo.created_at), None
+        )
+        if hit is not None:
+            found.append((todo, hit))
+    closed = {t.id for t, _ in found}
+    todos = [t for t in todos if t.id not in closed]
+    return found + _match_words(store, todos, later)
+
+
+def _match_words(
+    store: MemoryStore, todos: list[Memory], later: list[Memory]
+) -> list[tuple[Memory, Memory]]:
     later = [m for m in later if done_sentences(m.text)]
     if not todos or not later:
         return []

@@ -1,0 +1,325 @@
+"""What Claude Code's own tool records say, read offline: todo lists and tasks with the state
+they ended in, approved plans, answered questions, commits, edited files and the commands that
+worked. Each reader returns candidate memories that cite the turns holding the record.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from memd.extract import vocabulary as vocab
+from memd.extract.episodes import Episode, informative, split_sentences
+from memd.extract.evidence import shell_commands, tool_path
+from memd.extract.rules import IMPORTANCE
+from memd.models import Candidate, ToolCall, Turn
+from memd.project import repo_relative
+
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+MAX_TODOS = 12
+_TODO_DONE = frozenset({"completed", "done", "cancelled", "canceled", "deleted"})
+_HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?\s*\n(.*?)\n\s*\1\b", re.DOTALL)
+_MESSAGE = re.compile(r"""(?:^|\s)(?:-m|--message)(?:=|\s+)(?:"((?:[^"\\]|\\.)*)"|'([^']*)')""")
+_LAUNCHED = re.compile(r"agent launched|agentId:|working in the background", re.IGNORECASE)
+_TASK_ID = re.compile(r"Task #(\w+) created")
+_ANSWERED = re.compile(r'"([^"]{3,300})"\s*=\s*"([^"]{1,300})"')
+_CO_AUTHOR = re.compile(r"^\s*(?:Co-Authored-By|Signed-off-by|🤖 Generated with).*$", re.I | re.M)
+_PLAN_TITLE = re.compile(r"^\s*#+\s*(?:Plan:\s*)?(.+?)\s*$", re.M)
+_PLAN_SECTION = re.compile(
+    r"^\s*#+\s*(?:solution|approach|the fix|fix|design|decision|changes?|implementation|summary)"
+    r"\b.*$",
+    re.I | re.M,
+)
+
+
+def command_of(call: ToolCall) -> str:
+    """A shell call's command (from its input, else its short summary)."""
+    command = call.args.get("command")
+    if isinstance(command, str):
+        return command
+    summary = call.summary.strip()
+    return summary[len("command:") :].strip() if summary.startswith("command:") else summary
+
+
+def path_of(call: ToolCall) -> str:
+    """An edit's or a read's file path (from its input, else its short summary)."""
+    for key in ("file_path", "notebook_path"):
+        value = call.args.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return tool_path(call.summary) or ""
+
+
+@dataclass
+class Todo:
+    content: str
+    status: str
+    uuid: str
+    first_uuid: str
+
+
+@dataclass
+class TodoList:
+    """The todos of a segment in the state they ended in (TodoWrite lists, TaskCreate/Update)."""
+
+    items: dict[str, Todo] = field(default_factory=dict)
+
+    def see(self, turn: Turn, name: str, args: dict[str, Any], result: str) -> None:
+        if name == "TodoWrite":
+            todos = args.get("todos")
+            if not isinstance(todos, list):
+                return
+            seen = set()
+            for entry in todos:
+                content = entry.get("content") if isinstance(entry, dict) else None
+                if not isinstance(content, str) or not content.strip():
+                    continue  # malformed entries exist (a bare string in the list)
+                status = str(entry.get("status") or "pending").lower()
+                key = todo_key(content)
+                seen.add(key)
+                old = self.items.get(key)
+                first = old.first_uuid if old else turn.uuid
+                uuid = turn.uuid if (old is None or old.status != status) else old.uuid
+                self.items[key] = Todo(content.strip(), status, uuid, first)
+            # A list written whole: an item left out of it was dropped, not left open.
+            for key, todo in list(self.items.items()):
+                if key not in seen and not key.startswith("#") and todo.status not in _TODO_DONE:
+                    self.items[key] = Todo(todo.content, "dropped", turn.uuid, todo.first_uuid)
+        elif name == "TaskCreate":
+            subject = str(args.get("subject") or "").strip()
+            m = _TASK_ID.search(result)
+            if subject:
+                key = f"#{m.group(1)}" if m else todo_key(subject)
+                self.items[key] = Todo(subject, "pending", turn.uuid, turn.uuid)
+        elif name == "TaskUpdate":
+            key = f"#{args.get('taskId')}"
+            status = str(args.get("status") or "").lower()
+            old = self.items.get(key)
+            if old is not None and status:
+                self.items[key] = Todo(old.content, status, turn.uuid, old.first_uuid)
+
+    def open(self) -> list[Todo]:
+        return [t for t in self.items.values() if t.status not in (*_TODO_DONE, "dropped")]
+
+    def done(self) -> list[Todo]:
+        return [t for t in self.items.values() if t.status in ("completed", "done")]
+
+
+def todo_key(content: str) -> str:
+    return re.sub(r"\W+", " ", content.lower()).strip()
+
+
+def todo_candidates(todos: TodoList) -> list[Candidate]:
+    """An open todo per item still pending at the end of the segment; one progress memory
+    listing what was completed (it also closes the todos of earlier segments: the pipeline
+    matches them by their text)."""
+    out = []
+    for todo in todos.open()[:MAX_TODOS]:
+        out.append(
+            Candidate(
+                kind="todo",
+                text=f"TODO: {todo.content}",
+                topic="todo list",
+                keywords=[],
+                importance=IMPORTANCE["todo"],
+                source_uuids=[todo.uuid],
+            )
+        )
+    done = todos.done()
+    if done:
+        shown = [t.content for t in done[:MAX_TODOS]]
+        more = f" (+{len(done) - MAX_TODOS} more)" if len(done) > MAX_TODOS else ""
+        out.append(
+            Candidate(
+                kind="progress",
+                text="Completed: " + "; ".join(shown) + more,
+                topic="todo list",
+                importance=IMPORTANCE["progress"],
+                source_uuids=list(dict.fromkeys(t.uuid for t in done[:MAX_TODOS])),
+                closes=[t.content for t in done],
+            )
+        )
+    return out
+
+
+def commit_message(command: str) -> str:
+    """The message of a ``git commit`` in a shell command (``-m "..."``, repeated ``-m``, or a
+    heredoc), trailers dropped; "" when there is none."""
+    if not re.search(r"\bgit\b[^|;&]*\bcommit\b", command):
+        return ""
+    m = _HEREDOC.search(command)
+    if m:
+        message = m.group(2)
+    else:
+        parts = [a or b for a, b in _MESSAGE.findall(command)]
+        message = "\n\n".join(p.replace('\\"', '"') for p in parts)
+    message = _CO_AUTHOR.sub("", message)
+    return message.strip()
+
+
+def commit_candidate(turn: Turn, message: str) -> Candidate | None:
+    """ "Committed "<subject>": <first paragraph of the body>" (the author's own words)."""
+    subject, _, body = message.partition("\n")
+    subject = subject.strip().strip("\"'")
+    if len(subject) < 8:
+        return None
+    para = " ".join(body.strip().split("\n\n")[0].split())
+    text = f'Committed "{subject}"' + (f": {clip(para, 320)}" if para else "")
+    return Candidate(
+        kind="progress",
+        text=text,
+        topic="commits",
+        keywords=[],
+        importance=0.55,
+        source_uuids=[turn.uuid],
+    )
+
+
+def plan_candidate(turn: Turn, plan: str) -> Candidate | None:
+    """An approved plan: its title and the start of its solution (or first) section."""
+    titles = _PLAN_TITLE.findall(plan)
+    title = titles[0].strip() if titles else ""
+    sec = _PLAN_SECTION.search(plan)
+    body = plan[sec.end() :] if sec else plan[len(title) :]
+    lines: list[str] = []
+    for line in body.split("\n"):
+        s = line.strip().lstrip("-*• ").strip()
+        if not s:
+            continue
+        if s.startswith("#"):
+            if lines:
+                break
+            continue
+        lines.append(s)
+        if sum(len(x) for x in lines) > 260:
+            break
+    detail = clip(" ".join(lines), 300)
+    if not title and not detail:
+        return None
+    text = f"Plan approved: {title}" + (f" ({detail})" if detail else "")
+    return Candidate(
+        kind="decision",
+        text=clip(text, 420),
+        topic=clip(title, 80),
+        importance=IMPORTANCE["decision"],
+        source_uuids=[turn.uuid],
+    )
+
+
+def answer_candidates(turn: Turn, result: str) -> list[Candidate]:
+    """The user's choices in an AskUserQuestion result (``"question"="answer"``)."""
+    out = []
+    for question, answer in _ANSWERED.findall(result):
+        out.append(
+            Candidate(
+                kind="decision",
+                text=clip(f"{question.strip()} Chosen: {answer.strip()}", 400),
+                topic=clip(question, 80),
+                importance=IMPORTANCE["decision"] + 0.05,
+                source_uuids=[turn.uuid],
+            )
+        )
+    return out
+
+
+def edited_paths(episode: Episode, roots: tuple[str, ...]) -> dict[str, str]:
+    """Repo-relative paths the episode edited (worktrees folded in) -> the first turn's uuid;
+    paths outside the project are left out."""
+    out: dict[str, str] = {}
+    for turn, call in episode.calls:
+        if call.name not in EDIT_TOOLS or call.status in ("error", "rejected"):
+            continue
+        path = path_of(call)
+        if not path:
+            continue
+        rel = path
+        for root in roots:
+            if root:
+                rel = repo_relative(path, root)
+                if rel != path:
+                    break
+        if not rel or rel.startswith(("/", "~", "..")):
+            continue
+        out.setdefault(rel, turn.uuid)
+    return out
+
+
+def files_candidate(episode: Episode, files: dict[str, str], topic: str) -> Candidate | None:
+    """Where the work of an episode happened, tied to what it was about."""
+    if not files or not topic:
+        return None
+    names = list(files)
+    shown = ", ".join(f"`{f}`" for f in names[:6])
+    more = f" (+{len(names) - 6} more)" if len(names) > 6 else ""
+    uuids = [episode.request.uuid] if episode.request is not None else []
+    uuids += [files[f] for f in names[:6]]
+    return Candidate(
+        kind="fact",
+        text=f"Files changed for {topic}: {shown}{more}",
+        topic="files",
+        keywords=names[:5],
+        importance=0.45,
+        source_uuids=list(dict.fromkeys(uuids)),
+    )
+
+
+@dataclass
+class Commands:
+    """The latest command of each family (test, lint, format, typecheck, build, ...) that
+    succeeded, with the turns that ran it."""
+
+    found: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+
+    def see(self, turn: Turn, command: str, status: str) -> None:
+        if status not in ("ok", ""):  # "": no result recorded (it did not fail)
+            return
+        for cmd in shell_commands(_HEREDOC.sub(" ", command)):
+            family = vocab.command_family(cmd)
+            if family:
+                _, uuids = self.found.get(family, ("", []))
+                self.found[family] = (cmd, [turn.uuid, *[u for u in uuids if u != turn.uuid]])
+
+    def candidates(self) -> list[Candidate]:
+        return [
+            Candidate(
+                kind="fact",
+                text=f"{vocab.FAMILY_TEXT[family]} with `{cmd}`",
+                topic="commands",
+                keywords=[family, cmd.split()[0]],
+                importance=0.5,
+                source_uuids=uuids[:5],
+            )
+            for family, (cmd, uuids) in self.found.items()
+        ]
+
+
+def report_candidate(turn: Turn, description: str, report: str) -> Candidate | None:
+    """A subagent's report to the parent agent: what it found, as a finding of the session
+    (a background agent's launch notice is not a report)."""
+    if _LAUNCHED.search(report[:300]):
+        return None
+    text = informative(report)
+    if not text:
+        return None
+    said = [s for s in split_sentences(text) if len(s) > 25][:4]
+    if not said:
+        return None
+    lead = f"{description.strip().rstrip('.')}: " if description.strip() else ""
+    return Candidate(
+        kind="fact",
+        text=clip(lead + " ".join(said), 420),
+        topic=clip(description, 80),
+        importance=0.45,
+        source_uuids=[turn.uuid],
+    )
+
+
+def clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut[limit // 2 :]:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:") + "…"
