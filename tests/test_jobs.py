@@ -189,13 +189,19 @@ def test_cleanup_archives_stale_to_readable_file_and_restore(
     make_app: Callable[..., App],
 ) -> None:
     app = make_app()
-    stale, fresh_low, old_important, pinned_stale = put(
+    stale, fresh_low, old_important, pinned_stale, old_fact = put(
         app.store,
         [
-            mem("The flaky test in auth_spec was skipped on Fridays", days=400, importance=0.2),
+            mem(
+                "The flaky test in auth_spec was skipped on Fridays",
+                kind="progress",
+                days=400,
+                importance=0.2,
+            ),
             mem("Lint runs with ruff in pre-commit", days=1, importance=0.04),
             mem("We chose PostgreSQL 16 for the main database", kind="decision", days=400),
             mem("Old pinned note about the VPN", days=900, importance=0.05, pinned=True),
+            mem("The staging database lives on db-3", days=400, importance=0.05),
         ],
     )
     pinned_before = by_id(app.store)[pinned_stale.id]
@@ -204,9 +210,11 @@ def test_cleanup_archives_stale_to_readable_file_and_restore(
     rows = by_id(app.store)
     assert rows[stale.id].status == "archived"
     assert rows[stale.id].history[-1]["archived"] == "stale"
-    # Recent (even with a low score), important, and pinned memories stay.
+    # Recent (even with a low score), important, and pinned memories stay; so does durable
+    # knowledge (a fact, a decision), whatever its age and score: age alone never archives it.
     assert rows[fresh_low.id].status == "active"
     assert rows[old_important.id].status == "active"
+    assert rows[old_fact.id].status == "active"
     assert rows[pinned_stale.id].to_dict() == pinned_before.to_dict()
     # The archive is a readable Markdown file that holds the text and how to restore it.
     archive_file = Path(result["archive_file"])

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from memd.errors import BudgetExceeded, ExtractionError
-from memd.models import Candidate, Memory, Segment, Source, Turn
+from memd.models import Candidate, Memory, Segment, Source, Turn, now_iso
 from memd.store.todos import close_done_by
 from memd.store.upsert import UpsertResult, upsert
 
@@ -33,6 +33,7 @@ def candidate_memories(segment: Segment, candidates: list[Candidate]) -> list[Me
         for uuid in [turn.uuid, *turn.uuids]:
             by_uuid.setdefault(uuid, turn)
     memories = []
+    learned = now_iso()
     for c in candidates:
         turns = [by_uuid[u] for u in c.source_uuids if u in by_uuid]
         if not turns:
@@ -49,7 +50,8 @@ def candidate_memories(segment: Segment, candidates: list[Candidate]) -> list[Me
                     keywords=list(c.keywords),
                     importance=c.importance,
                     sources=list(dict.fromkeys(sources)),
-                    created_at=turns[0].timestamp or "",
+                    created_at=turns[0].timestamp or learned,
+                    updated_at=learned,  # learned now: decay counts from here
                 )
             )
         except Exception as exc:  # one bad candidate never loses the others

@@ -442,7 +442,7 @@ class Signals:
         lex = self.covers(self.bridged.extend(text, have))
         if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
             lex = max(lex, crossterms.reverse_coverage(lexical.terms(text), self.reach))
-        age = age_days(memory.updated_at or memory.created_at, self.now_seconds)  # `now` once
+        age = age_days(memory.said_at(), self.now_seconds)  # `now` once
         return lex, memory_zh, math.pow(0.5, age / self.half_life)
 
 
@@ -454,8 +454,7 @@ def brief_result(memory: Memory, weights: Weights, base: float = 0.0) -> dict[st
     recall minus relevance: importance, recency and pinning, on top of its section's ``base``."""
     recency = math.pow(
         0.5,
-        age_days(memory.updated_at or memory.created_at, datetime.now(UTC))
-        / weights.recency_half_life_days,
+        age_days(memory.said_at(), datetime.now(UTC)) / weights.recency_half_life_days,
     )
     total = (
         base

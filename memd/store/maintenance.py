@@ -50,6 +50,9 @@ MIN_SCORE = 0.0001
 DEDUPE_BLOCK = 512
 UPDATE_CHUNK = 5000
 RESULT_LIST_MAX = 20
+DURABLE = frozenset({"decision", "preference", "fact", "bugfix"})
+"""Kinds that stay true until something replaces them: never archived for their age alone,
+and the last a full project gives up."""
 
 
 # ---- shared pieces
@@ -219,7 +222,8 @@ def absorb(survivor: Memory, loser: Memory) -> None:
 
 
 def cleanup(store: MemoryStore, settings: Settings, now: datetime | None = None) -> dict[str, Any]:
-    """Close done TODOs, archive stale memories, then enforce the per-project cap.
+    """Close done TODOs, archive stale memories (never the durable kinds), then enforce the
+    per-project cap (the durable kinds last).
 
     Every archived memory is first appended to ``$MEMD_HOME/archive/<YYYY-MM>.md``.
     """
@@ -251,8 +255,12 @@ def cleanup(store: MemoryStore, settings: Settings, now: datetime | None = None)
             active = [m for m in active_in(store, project) if m.id not in updates]
             scores = {m.id: effective_score(m, settings, now) for m in active if not m.pinned}
             for m in active:
-                if m.pinned or scores[m.id] >= settings.archive_score_threshold:
-                    continue
+                if (
+                    m.pinned
+                    or m.kind in DURABLE
+                    or scores[m.id] >= settings.archive_score_threshold
+                ):
+                    continue  # durable knowledge is never archived for its age alone
                 idle = idle_days(m, now)
                 if idle >= settings.archive_unused_days:
                     stale.append(m.id)
@@ -267,7 +275,7 @@ def cleanup(store: MemoryStore, settings: Settings, now: datetime | None = None)
             if excess > 0:
                 candidates = sorted(
                     (m for m in left if not m.pinned),
-                    key=lambda m: (scores[m.id], m.created_at, m.id),
+                    key=lambda m: (m.kind in DURABLE, scores[m.id], m.created_at, m.id),
                 )
                 for m in candidates[:excess]:
                     evicted.append(m.id)
