@@ -81,6 +81,13 @@ class Settings(BaseSettings):
     session_idle_seconds: float = Field(
         default=600, gt=0, description="Idle time after which an open segment is extracted."
     )
+    backfill_history: bool = Field(
+        default=True,
+        description=(
+            "At the very first start, backfill the transcripts already on disk in the "
+            "background (off: only new activity is read; `memd ingest` reads history)."
+        ),
+    )
     segment_max_turns: int = Field(
         default=400, gt=0, description="Size cap: a segment closes after this many turns."
     )

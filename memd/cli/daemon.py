@@ -154,6 +154,7 @@ def human_status(s: dict[str, Any]) -> str:
         f"transcripts: {s.get('watched_files')} files, {s.get('bytes_ingested')} bytes read, "
         f"extraction lag {'-' if lag is None else duration(lag)}"
     )
+    lines += backfill_lines(s.get("backfill"))
     lines.append(
         f"extractor:  {ext.get('backend')}: {ext.get('calls', 0)} calls, "
         f"{ext.get('tokens', 0)} tokens, {ext.get('failures', 0)} failures, "
@@ -186,6 +187,38 @@ def human_status(s: dict[str, Any]) -> str:
                 f"  {e.get('time')} {e.get('level')} {e.get('logger')}: {e.get('message')}"
             )
     return "\n".join(lines)
+
+
+def backfill_lines(job: Any) -> list[str]:
+    """The first start's backfill of existing transcripts, in one line (none once long done)."""
+    if not isinstance(job, dict):
+        return []
+    state = job.get("state")
+    total = job.get("files_total", 0)
+    if state == "skipped":
+        return [
+            f"history:    {total} transcript file(s) from before memd were skipped "
+            "(backfill_history is off); `memd ingest ~/.claude/projects` reads them"
+        ]
+    if state in ("queued", "running"):
+        if job.get("phase") == "extract":
+            done = (
+                f"extracting {job.get('segments_done', 0)}/{job.get('segments_total', 0)} segments"
+            )
+        else:
+            done = f"read {job.get('files', 0)}/{total} files"
+            eta = job.get("eta_seconds")
+            if eta is not None:
+                done += f", about {duration(eta)} left"
+        return [f"history:    backfilling {total} transcript file(s) from before memd: {done}"]
+    if state == "failed":
+        return [f"history:    the backfill of existing transcripts failed: {job.get('error')}"]
+    if state == "done":
+        return [
+            f"history:    backfilled {total} transcript file(s): "
+            f"{job.get('memories_added', 0)} memories"
+        ]
+    return []
 
 
 def duration(seconds: Any) -> str:

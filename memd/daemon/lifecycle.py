@@ -214,6 +214,47 @@ class Daemon:
             log.info("watching transcripts in %s", self.settings.transcripts_dir)
         except Exception as exc:
             log.error("the transcript tailer failed to start: %s", exc)
+            return
+        self.backfill_history()
+
+    def backfill_history(self) -> None:
+        """Backfill the transcripts that were on disk at the very first start (queued by the
+        tailer, or left unfinished by a stop), as finished sessions, with their progress in
+        state for ``memd status`` and the UI. Runs in the extraction thread."""
+        from memd.daemon.ingest import run_ingest
+        from memd.ingest.tailer import HISTORY_KEY
+
+        state, pipeline, tracker = self.workers.state, self.workers.pipeline, self.workers.tracker
+        if state is None or pipeline is None or tracker is None:
+            return
+        job = state.get(HISTORY_KEY)
+        if not isinstance(job, dict) or job.get("state") not in ("queued", "running"):
+            return
+        paths = [p for p in job.get("paths") or [] if os.path.exists(p)]
+        base = {"files_total": job.get("files_total", len(paths)), "started_at": time.time()}
+        state.set(HISTORY_KEY, {**job, **base, "state": "running"})
+        log.info("backfilling %d transcript file(s) found at the first start", len(paths))
+
+        current: dict[str, Any] = {**job, **base, "state": "running"}
+
+        def progress(update: dict[str, Any]) -> None:
+            if self.stop_requested:
+                raise InterruptedError("stopping")
+            current.update(update)
+            state.set(HISTORY_KEY, current)
+
+        try:
+            result = run_ingest(pipeline, paths, progress, tracker) if paths else {}
+        except InterruptedError:
+            return  # resumed at the next start: uuid dedupe makes the second read cheap
+        except Exception as exc:
+            log.error("backfilling the existing transcripts failed: %s", exc)
+            state.set(HISTORY_KEY, {**base, "state": "failed", "error": str(exc)[:300]})
+            return
+        state.set(HISTORY_KEY, {**base, **result, "state": "done", "finished_at": time.time()})
+        log.info(
+            "backfill done: %s memories from %d file(s)", result.get("memories_added"), len(paths)
+        )
 
     def segments_closed(self, keys: list[str]) -> None:
         """Called by the tracker (from any thread) when segments became pending."""

@@ -115,7 +115,24 @@ def ingest(state: State | None, tailer: Tailer | None) -> dict[str, Any]:
             log.warning("tailer offsets failed: %s", exc)
     out["tailer_running"] = tailer is not None and tailer.started
     out["extraction_lag_seconds"] = extraction_lag(state)
+    out["backfill"] = history(state)
     return out
+
+
+def history(state: State | None) -> dict[str, Any] | None:
+    """The first start's backfill of existing transcripts (None when there was none)."""
+    if state is None:
+        return None
+    try:
+        from memd.ingest.tailer import HISTORY_KEY
+
+        job = state.get(HISTORY_KEY)
+    except Exception as exc:
+        log.warning("backfill progress failed: %s", exc)
+        return None
+    if not isinstance(job, dict):
+        return None
+    return {k: v for k, v in job.items() if k != "paths"}
 
 
 def extraction_lag(state: State | None) -> float | None:

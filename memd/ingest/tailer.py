@@ -13,8 +13,10 @@ from 0; uuid dedupe keeps repeated lines out. Deleted files lose their offsets. 
 thread closes segments idle for ``session_idle_seconds`` (checked every 30 s).
 
 On the very first start (no ``tailer.initialized`` key in state), existing files that have been
-quiet for ``session_idle_seconds`` are marked as read: history is what ``memd ingest`` is for.
-Files that are still active, and every file that appears later, are read from the start.
+quiet for ``session_idle_seconds`` are history: the tailer marks them read and lists them in
+:attr:`Tailer.history`, which the daemon backfills as finished sessions in the background
+(``settings.backfill_history``; :data:`HISTORY_KEY` keeps its progress). Files that are still
+active, and every file that appears later, are read from the start.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ CHUNK_BYTES = 4 << 20
 MAX_DEPTH = 4
 """``<project>/<sid>/subagents/agent-*.jsonl`` is the deepest layout Claude Code writes."""
 INITIALIZED_KEY = "tailer.initialized"
+HISTORY_KEY = "backfill.history"
+"""State key: the first start's backfill of existing transcripts, ``{"state": "queued" |
+"running" | "done" | "failed", "files_total", "paths"?, ...progress}``."""
 BATCH_FILES = 64
 """Queued files read in one transaction (one fsync), e.g. after a restart or a burst."""
 IDLE_CHECK_SECONDS = 30.0
@@ -226,6 +231,8 @@ class Tailer:
         self._observer: Observer | None = None  # type: ignore[valid-type]
         self._watching = False
         self._threads: list[threading.Thread] = []
+        self.history: list[str] = []
+        """Files that were already quiet at the very first start (to backfill)."""
 
     # --- lifecycle
 
@@ -324,6 +331,16 @@ class Tailer:
                     continue
                 if st.st_mtime < quiet_before and self.state.get_offset(path) is None:
                     self.state.set_offset(path, st.st_ino, st.st_size, st.st_size)
+                    self.history.append(path)
+        if self.history:
+            self.state.set(
+                HISTORY_KEY,
+                {
+                    "state": "queued" if self.settings.backfill_history else "skipped",
+                    "files_total": len(self.history),
+                    "paths": self.history if self.settings.backfill_history else [],
+                },
+            )
         self.state.set(INITIALIZED_KEY, time.time())
 
     def _watch(self) -> None:
