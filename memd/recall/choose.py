@@ -148,7 +148,7 @@ def choose(
             if r["kind"] == "summary" and repeats(display, kept):
                 plan.left_out.append(left(r, "repeats what the items below say"))
                 continue
-        section = "pinned" if r.get("pinned") and brief else r["kind"]
+        section = "pinned" if r.get("pinned") and brief else r.get("section") or r["kind"]
         item = Item(r, section, priority(r), display, turns_shown, day=day)
         is_pinned = brief and bool(r.get("pinned"))
         footer = overflow(pinned_total - pinned_shown - (1 if is_pinned else 0))
@@ -294,7 +294,10 @@ class Disagreements:
 
 
 def stamp(item: Item) -> str:
-    return str(item.memory.get("updated_at") or item.memory.get("created_at") or "")
+    """When the item's statement was made (its newest source turn), never when memd stored it:
+    an older session ingested after a newer one stays the older."""
+    said = [str(s.get("timestamp") or "") for s in item.memory.get("sources") or []]
+    return max(said, default="") or str(item.memory.get("created_at") or "")
 
 
 @lru_cache(maxsize=8192)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memd.models import USER_SCOPE, Memory
+from memd.names import STOPPED_TOPIC
 from memd.project import resolve_project
 from memd.recall import bridge, dictionary, lexical, retrieve
 from memd.recall.block import render
@@ -42,9 +43,17 @@ HARD_CAP = 10_000
 """Claude Code's cap on hook output, in characters."""
 SEARCH_DEPTH = 24
 
-BRIEF_LIMITS = {"todo": 8, "decision": 8, "preference": 6, "summary": 1}
-"""How many of each kind a session-start brief considers before the budget trims it."""
-BRIEF_BASE = {"pinned": 4.0, "summary": 3.0, "todo": 2.5, "decision": 2.0, "preference": 1.5}
+BRIEF_LIMITS = {"todo": 8, "decision": 8, "preference": 6, "summary": 1, "progress": 1}
+"""How many of each kind a session-start brief considers before the budget trims it (the one
+progress memory is where the last session's work stopped)."""
+BRIEF_BASE = {
+    "pinned": 4.0,
+    "summary": 3.0,
+    "progress": 2.9,
+    "todo": 2.5,
+    "decision": 2.0,
+    "preference": 1.5,
+}
 
 
 @dataclass
@@ -172,7 +181,7 @@ class Injector:
             match(pinned=True) | match(kind=kinds)
         )
         memories = self.app.store.query(where)
-        memories.sort(key=lambda m: m.updated_at or m.created_at, reverse=True)
+        memories.sort(key=lambda m: m.said_at(), reverse=True)
         weights = retrieve.weights_from(self.settings)
         out: list[dict[str, Any]] = []
         taken: dict[str, int] = {}
@@ -183,12 +192,17 @@ class Injector:
             if not m.pinned:
                 if m.project == USER_SCOPE and m.kind != "preference":
                     continue
-                if m.kind == "summary" and session_id and own_summary(m, session_id):
+                if m.kind == "progress" and m.topic != STOPPED_TOPIC:
+                    continue  # of progress, only where the work stopped
+                if m.kind in ("summary", "progress") and session_id and own_summary(m, session_id):
                     continue  # this session's own summary is not "the last session"
                 if taken.get(m.kind, 0) >= BRIEF_LIMITS[m.kind]:
                     continue
                 taken[m.kind] = taken.get(m.kind, 0) + 1
-            out.append(retrieve.brief_result(m, weights, BRIEF_BASE[section]))
+            result = retrieve.brief_result(m, weights, BRIEF_BASE[section])
+            if m.kind == "progress" and not m.pinned:
+                result["section"] = "summary"  # shown under "Last session"
+            out.append(result)
         return out
 
     def finish(
