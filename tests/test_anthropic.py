@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,12 +19,8 @@ from memd.errors import BudgetExceeded, ExtractionError
 from memd.extract import get_extractor
 from memd.extract.anthropic import AnthropicExtractor
 from memd.extract.base import LEDGER_KEY, MemoryState
-from memd.extract.prompt import (
-    CANDIDATE_SCHEMA,
-    MEMD_EXTRACTION_PROMPT_MARKER,
-    TOOL_NAME,
-    parse_candidates,
-)
+from memd.extract.prompt import MEMD_EXTRACTION_PROMPT_MARKER
+from memd.extract.reply import CANDIDATE_SCHEMA, TOOL_NAME, parse_candidates
 from memd.models import KINDS, Segment, ToolCall, Turn
 from memd.settings import Settings
 
@@ -46,6 +45,9 @@ MEMORIES = {
         {"kind": "summary", "text": "Formatting switch and a retry fix", "topic": "formatter"},
     ]
 }
+
+
+REAL = Path(__file__).parent / "real_sessions" / "transcripts"
 
 
 def segment() -> Segment:
@@ -216,7 +218,8 @@ def test_structured_output_through_a_forced_tool(server: MessagesServer) -> None
     assert body["tools"][0]["input_schema"] == CANDIDATE_SCHEMA
     prompt = body["messages"][0]["content"]
     assert prompt.startswith(MEMD_EXTRACTION_PROMPT_MARKER)
-    assert "[t1] user: Switch formatting from ruff to black." in prompt
+    assert "[t1] user asks: Switch formatting from ruff to black." in prompt
+    assert "[t2] claude work: ran `pytest -q`" in prompt  # the episode's work, a line per call
     # Defensive redaction: the unredacted key in the turn never reaches the wire.
     assert SECRET not in req["raw"].decode()
     assert "[REDACTED:anthropic_key]" in prompt
@@ -371,19 +374,19 @@ def test_unparseable_replies_raise_extraction_error(server: MessagesServer, repl
 
 def test_daily_budget_stops_calls_and_persists(server: MessagesServer) -> None:
     state = MemoryState()
-    server.script = [tool_reply(tokens_in=900, tokens_out=200)]
-    ext = extractor_for(server, state=state, llm_daily_token_budget=1000)
+    server.script = [tool_reply(tokens_in=1900, tokens_out=200)]
+    ext = extractor_for(server, state=state, llm_daily_token_budget=2000)
     ext.extract(segment())
-    assert state.get(LEDGER_KEY)["tokens"] == 1100
+    assert state.get(LEDGER_KEY)["tokens"] == 2100
     with pytest.raises(BudgetExceeded):
         ext.extract(segment())
     assert len(server.requests) == 1  # refused before calling
     stats = ext.stats()
     assert stats["budget_exhausted"] is True and stats["fallbacks"] == 1
-    assert stats["tokens_today"] == 1100 and stats["daily_budget"] == 1000
+    assert stats["tokens_today"] == 2100 and stats["daily_budget"] == 2000
 
     # A new extractor with the same state (a daemon restart) still refuses ...
-    again = extractor_for(server, state=state, llm_daily_token_budget=1000)
+    again = extractor_for(server, state=state, llm_daily_token_budget=2000)
     with pytest.raises(BudgetExceeded):
         again.extract(segment())
     # ... until the UTC day changes.
@@ -408,7 +411,9 @@ def test_parse_candidates_rejects_garbage() -> None:
 
 
 def test_prompt_stays_bounded_for_huge_segments() -> None:
-    from memd.extract.prompt import PROMPT_CHARS, build_prompt
+    """A long segment is read in batches of episodes, each prompt within the budget, every
+    turn that said something cited in one of them."""
+    from memd.extract.prompt import PROMPT_CHARS, build_prompts
 
     turns = [
         Turn(
@@ -416,12 +421,63 @@ def test_prompt_stays_bounded_for_huge_segments() -> None:
         )
         for i in range(400)
     ]
-    prompt, ids = build_prompt(Segment(session_id="s", project="/p", turns=turns))
-    assert prompt.startswith(MEMD_EXTRACTION_PROMPT_MARKER)
-    assert len(prompt) < PROMPT_CHARS + 6000  # instructions and schema on top of the budget
-    assert "turns omitted" in prompt
-    assert "[t1] assistant:" in prompt and "[t400] user:" in prompt
-    assert ids["t400"] == "u399"
+    prompts, ids = build_prompts(Segment(session_id="s", project="/p", turns=turns))
+    assert len(prompts) > 1
+    for prompt in prompts:
+        assert prompt.startswith(MEMD_EXTRACTION_PROMPT_MARKER)
+        assert len(prompt) < PROMPT_CHARS + 7000  # instructions and schema on top of the budget
+    cited = {tid for p in prompts for tid in re.findall(r"^\[(t\d+)\]", p, re.M)}
+    assert cited == set(ids) and len(ids) == 400
+    assert {ids[t] for t in cited} == {f"u{i}" for i in range(400)}
+
+
+def test_a_recorded_answer_on_a_real_session(server: MessagesServer) -> None:
+    """The LLM reads a real session's episodes: a recorded answer to the prompt memd builds for
+    the spotter OpenTelemetry session (its ids as the prompt numbered them) gives grounded,
+    typed memories, and a memory citing a turn that does not say it is dropped."""
+    from memd.extract.prompt import build_prompts
+    from memd.ingest.transcript import parse_lines
+
+    path = REAL / "marot-spotter__ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz"
+    with gzip.open(path, "rb") as fh:
+        turns = parse_lines(fh)
+    seg = Segment(session_id="s", project="/home/USER/projects/spotter", turns=turns)
+    prompts, ids = build_prompts(seg)
+    text = "\n".join(prompts)
+    body = "\n".join(p.split("<transcript>")[1] for p in prompts)
+    assert "agent (not the user)" not in body  # the user asked, not a subagent
+    assert "Let me " not in body  # the agent's narration never reaches the model
+    tid = next(
+        t
+        for t in ids
+        if re.search(rf"^\[{t}\] claude says while working: So `current_span_ctx", text, re.M)
+    )
+    commit = next(
+        t
+        for t in ids
+        if re.search(rf"^\[{t}\] claude work: ran `git add -A && git commit", text, re.M)
+    )
+    recorded = {
+        "memories": [
+            {
+                "kind": "bugfix",
+                "text": "current_span_ctx() returns a span context directly, not {:ok, ctx}",
+                "sources": [tid],
+            },
+            {"kind": "progress", "text": "Committed the OTEL dependencies", "sources": [commit]},
+            {
+                "kind": "fact",
+                "text": "The deploy runs on Kubernetes in eu-west-1",
+                "sources": [tid],
+            },
+        ]
+    }
+    server.script = [tool_reply(recorded) for _ in prompts]
+    cands = extractor_for(server, llm_daily_token_budget=10**7).extract(seg)
+    assert len(server.requests) == len(prompts)
+    typed = [c.text for c in cands if c.kind != "excerpt"]
+    assert any("current_span_ctx" in t for t in typed)
+    assert not any("Kubernetes" in t for t in typed)  # ungrounded: dropped
 
 
 def test_ledger_persists_in_memd_state(server: MessagesServer, tmp_path: Any) -> None:
@@ -429,15 +485,15 @@ def test_ledger_persists_in_memd_state(server: MessagesServer, tmp_path: Any) ->
 
     state = State(tmp_path / "state.db")
     try:
-        server.script = [tool_reply(tokens_in=700, tokens_out=100)]
-        extractor_for(server, state=state, llm_daily_token_budget=1300).extract(segment())
+        server.script = [tool_reply(tokens_in=900, tokens_out=100)]
+        extractor_for(server, state=state, llm_daily_token_budget=1800).extract(segment())
     finally:
         state.close()
     reopened = State(tmp_path / "state.db")  # a daemon restart
     try:
-        again = extractor_for(server, state=reopened, llm_daily_token_budget=1300)
-        assert again.stats()["tokens_today"] == 800
-        with pytest.raises(BudgetExceeded):  # 800 spent + a ~600-token prompt > 1300
+        again = extractor_for(server, state=reopened, llm_daily_token_budget=1800)
+        assert again.stats()["tokens_today"] == 1000
+        with pytest.raises(BudgetExceeded):  # 1000 spent + a ~1000-token prompt > 1800
             again.extract(segment())
         assert len(server.requests) == 1
     finally:
@@ -497,7 +553,7 @@ def test_ungrounded_llm_memories_are_dropped(server: MessagesServer) -> None:
 
 
 def test_one_pydantic_model_gives_the_schema_and_the_lenient_reader() -> None:
-    from memd.extract.prompt import LLM_KINDS, LlmMemory
+    from memd.extract.reply import LLM_KINDS, LlmMemory
 
     item = CANDIDATE_SCHEMA["properties"]["memories"]["items"]
     assert CANDIDATE_SCHEMA["required"] == ["memories"]

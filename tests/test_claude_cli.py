@@ -18,7 +18,8 @@ from memd.errors import BudgetExceeded, ExtractionError
 from memd.extract import get_extractor
 from memd.extract.base import LEDGER_KEY, MemoryState
 from memd.extract.claude_cli import ClaudeCliExtractor
-from memd.extract.prompt import CANDIDATE_SCHEMA, MEMD_EXTRACTION_PROMPT_MARKER
+from memd.extract.prompt import MEMD_EXTRACTION_PROMPT_MARKER
+from memd.extract.reply import CANDIDATE_SCHEMA
 from memd.models import Segment, ToolCall, Turn
 from memd.settings import Settings
 
@@ -77,7 +78,7 @@ with open(RECORD, "a") as f:
     f.write(json.dumps({"argv": args, "prompt": prompt, "cwd": os.getcwd(), "pid": os.getpid(),
                         "pgid": os.getpgid(0), "sid": os.getsid(0), "start": time.time()}) + "\n")
 import re
-ids = re.findall(r"^\[(t\d+)\] (?:user|assistant):", prompt, re.M)
+ids = re.findall(r"^\[(t\d+)\] ", prompt, re.M)
 memories = [
     {"kind": "decision", "text": "Use pnpm instead of npm", "topic": "packages",
      "keywords": ["pnpm"], "importance": 0.8, "sources": [ids[0]]},
@@ -318,8 +319,8 @@ def test_concurrency_limit(fake: Any, tmp_path: Path) -> None:
 def test_budget_refuses_before_spawning(fake: Any, tmp_path: Path) -> None:
     fake("ok")
     state = MemoryState()
-    ext = ClaudeCliExtractor(settings(llm_daily_token_budget=1000), state=state)
-    ext.extract(segment())  # spends 400 tokens; the next prompt (~600) would pass 1000
+    ext = ClaudeCliExtractor(settings(llm_daily_token_budget=1300), state=state)
+    ext.extract(segment())  # spends 400 tokens; the next prompt (~1000) would pass 1300
     with pytest.raises(BudgetExceeded):
         ext.extract(segment())
     assert len(records(tmp_path)) == 1

@@ -10,7 +10,8 @@ import anthropic
 
 from memd.errors import ExtractionError
 from memd.extract.base import BackendStats, KeyValueState, TokenLedger, usage_tokens
-from memd.extract.prompt import CANDIDATE_SCHEMA, TOOL_NAME, extract_with_llm
+from memd.extract.prompt import extract_with_llm
+from memd.extract.reply import CANDIDATE_SCHEMA, TOOL_NAME
 from memd.models import Candidate, Segment
 
 if TYPE_CHECKING:

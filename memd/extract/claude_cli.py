@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from memd.errors import ExtractionError
 from memd.extract.base import BackendStats, KeyValueState, TokenLedger, usage_tokens
-from memd.extract.prompt import CANDIDATE_SCHEMA, extract_with_llm, load_lenient
+from memd.extract.prompt import extract_with_llm
 from memd.extract.redact import redact
+from memd.extract.reply import CANDIDATE_SCHEMA, load_lenient
 from memd.models import Candidate, Segment
 
 if TYPE_CHECKING:
