@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from memd.extract import vocabulary as vocab
+from memd.extract.compaction import summary_candidates
 from memd.extract.episodes import Episode, build, informative
 from memd.extract.evidence import Evidence, fact_candidates
 from memd.extract.excerpts import excerpt_candidates
@@ -41,9 +42,11 @@ from memd.extract.records import (
     TodoList,
     answer_candidates,
     command_of,
+    commands_candidate,
     commit_candidate,
     commit_message,
     edited_paths,
+    edits,
     files_candidate,
     plan_candidate,
     report_candidate,
@@ -213,20 +216,26 @@ def work_candidates(
     for ep in episodes:
         for turn, call in ep.calls:
             if turn.is_sidechain and ep.by != "agent":
+                # A subagent's work: its commands and commits count, its todo list is its own.
                 if call.name == "Bash":
-                    commands.see(turn, command_of(call), call.status)
+                    command = command_of(call)
+                    commands.see(turn, command, call.status, call.result)
+                    message = commit_message(command) if call.status == "ok" else ""
+                    cand = commit_candidate(turn, message, call.result) if message else None
+                    if cand is not None:
+                        out.append(cand)
                 continue
             evidence.see_turn_call(turn, call)
             todos.see(turn, call.name, call.args, call.result)
             if call.name == "Bash":
                 command = command_of(call)
-                commands.see(turn, command, call.status)
+                commands.see(turn, command, call.status, call.result)
                 if call.status == "error":
                     for check in hook_checks(command, call.result):
                         hooks.setdefault(check, turn.uuid)
                 message = commit_message(command) if call.status == "ok" else ""
                 if message:
-                    cand = commit_candidate(turn, message)
+                    cand = commit_candidate(turn, message, call.result)
                     if cand is not None:
                         out.append(cand)
             elif call.name == "ExitPlanMode" and call.status == "ok":
@@ -241,11 +250,12 @@ def work_candidates(
                     out.append(cand)
         if not ep.calls:
             continue
-        files = edited_paths(ep, roots)
+        changed = edits(ep, roots)
+        files = {path: uuid for path, (uuid, _) in changed.items()}
         topic = episode_topic(ep)
-        cand = files_candidate(ep, files, topic)
-        if cand is not None:
-            out.append(cand)
+        for cand in (files_candidate(ep, changed, topic), commands_candidate(ep, topic)):
+            if cand is not None:
+                out.append(cand)
         fixes = bug_fixes(ep)
         out += fixes
         used = {c.text for c in fixes} | stated
@@ -258,6 +268,10 @@ def work_candidates(
                 out.append(cand)
     out += todo_candidates(todos)
     out += commands.candidates()
+    out += commands.failing()
+    for turn in segment.turns:
+        if turn.is_compact_summary:
+            out += summary_candidates(turn)
     hook = hook_candidate(hooks)
     if hook is not None:
         out.append(hook)

@@ -158,14 +158,20 @@ def commit_message(command: str) -> str:
     return message.strip()
 
 
-def commit_candidate(turn: Turn, message: str) -> Candidate | None:
-    """ "Committed "<subject>": <first paragraph of the body>" (the author's own words)."""
+_COMMITTED = re.compile(r"^\[[^\]\s]+(?: \([^)]*\))? ([0-9a-f]{7,12})\]", re.M)
+
+
+def commit_candidate(turn: Turn, message: str, result: str = "") -> Candidate | None:
+    """ "Committed <hash> "<subject>": <first paragraph of the body>" (the author's own
+    words; the hash from git's answer "[branch 9877e04] subject")."""
     subject, _, body = message.partition("\n")
     subject = subject.strip().strip("\"'")
     if len(subject) < 8:
         return None
     para = " ".join(body.strip().split("\n\n")[0].split())
-    text = f'Committed "{subject}"' + (f": {clip(para, 320)}" if para else "")
+    sha = _COMMITTED.search(result)
+    head = f"Committed {sha.group(1)}" if sha else "Committed"
+    text = f'{head} "{subject}"' + (f": {clip(para, 320)}" if para else "")
     return Candidate(
         kind="progress",
         text=text,
@@ -226,7 +232,14 @@ def answer_candidates(turn: Turn, result: str) -> list[Candidate]:
 def edited_paths(episode: Episode, roots: tuple[str, ...]) -> dict[str, str]:
     """Repo-relative paths the episode edited (worktrees folded in) -> the first turn's uuid;
     paths outside the project are left out."""
-    out: dict[str, str] = {}
+    return {path: uuid for path, (uuid, _) in edits(episode, roots).items()}
+
+
+def edits(episode: Episode, roots: tuple[str, ...]) -> dict[str, tuple[str, list[str]]]:
+    """Repo-relative paths the episode edited -> (the turn cited, the code names added by the
+    first of its edits that added any: the memory says only what the turn it cites holds),
+    in order; paths outside the project are left out."""
+    out: dict[str, tuple[str, list[str]]] = {}
     for turn, call in episode.calls:
         if call.name not in EDIT_TOOLS or call.status in ("error", "rejected"):
             continue
@@ -241,26 +254,87 @@ def edited_paths(episode: Episode, roots: tuple[str, ...]) -> dict[str, str]:
                     break
         if not rel or rel.startswith(("/", "~", "..")):
             continue
-        out.setdefault(rel, turn.uuid)
+        uuid, added = out.get(rel, (turn.uuid, []))
+        if not added:
+            new = [a for a in call.args.get("added") or [] if isinstance(a, str)]
+            if new:
+                uuid, added = turn.uuid, new
+        out[rel] = (uuid, added)
     return out
 
 
-def files_candidate(episode: Episode, files: dict[str, str], topic: str) -> Candidate | None:
-    """Where the work of an episode happened, tied to what it was about."""
-    if not files or not topic:
+def files_candidate(
+    episode: Episode, changed: dict[str, tuple[str, list[str]]], topic: str
+) -> Candidate | None:
+    """Where the work of an episode happened, tied to what it was about, with the names each
+    file gained (``ci.yml`` (pull_request, continue-on-error))."""
+    if not changed or not topic:
         return None
-    names = list(files)
-    shown = ", ".join(f"`{f}`" for f in names[:6])
+    names = list(changed)
+    parts = []
+    for path in names[:6]:
+        added = changed[path][1][:5]
+        parts.append(f"`{path}`" + (f" ({', '.join(added)})" if added else ""))
     more = f" (+{len(names) - 6} more)" if len(names) > 6 else ""
     uuids = [episode.request.uuid] if episode.request is not None else []
-    uuids += [files[f] for f in names[:6]]
+    uuids += [changed[f][0] for f in names[:6]]
     return Candidate(
         kind="fact",
-        text=f"Files changed for {topic}: {shown}{more}",
+        text=clip(f"Files changed for {topic}: {'; '.join(parts)}{more}", 600),
         topic="files",
         keywords=names[:5],
         importance=0.45,
         source_uuids=list(dict.fromkeys(uuids)),
+    )
+
+
+_TRIVIAL_COMMAND = re.compile(
+    r"^(?:ls|cat|head|tail|grep|rg|find|echo|pwd|cd|wc|which|sleep|sed -n|awk|sort|uniq|tree"
+    r"|file|stat|du|df|ps|kill|true|false|test|\[|git (?:-C \S+ )?(?:status|diff|log|show|branch|rev-parse"
+    r"|fetch|stash list|remote|ls-files|blame)|gh (?:pr view|pr checks|run view|api))\b"
+)
+_RUN_SUMMARY = re.compile(
+    r"(?:\b\d+ (?:passed|failed|errors?|skipped)\b[^\n]{0,60})|(?:^(?:FAIL|ok|PASS)\s+\S+[^\n]{0,40})"
+    r"|(?:Tests?:\s+[^\n]{0,80})",
+    re.M,
+)
+
+
+def run_summary(result: str) -> str:
+    """A test or check run's verdict line ("5 failed, 6 passed in 0.37s"), else ""."""
+    found = _RUN_SUMMARY.findall(result)
+    return clip(found[-1].strip(" =").strip(), 80) if found else ""
+
+
+def commands_candidate(episode: Episode, topic: str) -> Candidate | None:
+    """The commands an episode ran that say how the work is done here (builds, tests, tools
+    of the project, not ls or git status), with how the last run of each ended."""
+    runs: dict[str, tuple[str, str, str]] = {}
+    for turn, call in episode.calls:
+        if call.name != "Bash" or call.status == "rejected":
+            continue
+        for cmd in shell_commands(_HEREDOC.sub(" ", command_of(call))):
+            if _TRIVIAL_COMMAND.match(cmd) or commit_message(cmd) or len(cmd) < 6:
+                continue
+            if re.match(r"(?:for|while|if|until|case|do|done|then|fi|else|esac)\b", cmd):
+                continue  # a piece of a shell loop or test: not a command of the project
+            verdict = run_summary(call.result) or ("failed" if call.status == "error" else "")
+            runs.pop(cmd, None)
+            runs[cmd] = (turn.uuid, call.status, verdict)
+    if not runs or not topic:
+        return None
+    shown = list(runs.items())[-5:]
+    parts = [
+        f"`{clip(cmd, 110)}`" + (f" ({verdict})" if verdict else "")
+        for cmd, (_, _, verdict) in shown
+    ]
+    uuids = [episode.request.uuid] if episode.request is not None else []
+    return Candidate(
+        kind="fact",
+        text=clip(f"Commands run for {topic}: {'; '.join(parts)}", 600),
+        topic="commands run",
+        importance=0.4,
+        source_uuids=list(dict.fromkeys([*uuids, *(u for _, (u, _, _) in shown)])),
     )
 
 
@@ -270,8 +344,16 @@ class Commands:
     succeeded, with the turns that ran it."""
 
     found: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    last: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    """Per family, the last run: (command, turn uuid, its failure verdict or "")."""
 
-    def see(self, turn: Turn, command: str, status: str) -> None:
+    def see(self, turn: Turn, command: str, status: str, result: str = "") -> None:
+        for cmd in shell_commands(_HEREDOC.sub(" ", command)):
+            family = vocab.command_family(cmd)
+            if family and family != "format":
+                failed = status == "error" or bool(re.search(r"\b[1-9]\d* failed\b", result))
+                verdict = (run_summary(result) or "failed") if failed else ""
+                self.last[family] = (cmd, turn.uuid, verdict)
         if status not in ("ok", ""):  # "": no result recorded (it did not fail)
             return
         for cmd in shell_commands(_HEREDOC.sub(" ", command)):
@@ -279,6 +361,24 @@ class Commands:
             if family:
                 _, uuids = self.found.get(family, ("", []))
                 self.found[family] = (cmd, [turn.uuid, *[u for u in uuids if u != turn.uuid]])
+
+    def failing(self) -> list[Candidate]:
+        """A todo for each check whose last run in the segment failed: left broken."""
+        out = []
+        for family, (cmd, uuid, verdict) in self.last.items():
+            if not verdict:
+                continue
+            out.append(
+                Candidate(
+                    kind="todo",
+                    text=f"Still failing at the end of the session: `{cmd}` ({verdict})",
+                    topic="failing checks",
+                    keywords=[family],
+                    importance=IMPORTANCE["todo"],
+                    source_uuids=[uuid],
+                )
+            )
+        return out
 
     def candidates(self) -> list[Candidate]:
         return [

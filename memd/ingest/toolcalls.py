@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from memd.extract.codenames import code_names
 from memd.models import ToolCall, Turn
 
 MAX_TOOL_SUMMARY_CHARS = 200
@@ -43,6 +44,9 @@ TOOL_ARGS: dict[str, dict[str, int]] = {
 list or dict field is kept as JSON-able data within that many characters of JSON)."""
 RESULT_CHARS = {"Bash": 1200, "Task": 1500, "Agent": 1500, "AskUserQuestion": 800}
 """Characters of a call's result kept (its start and its end); other tools keep 300."""
+USER_SHELL_ID = "user-shell"
+"""The id of a command the user ran in Claude Code's shell mode; its output joins it."""
+_SHELL_PART = re.compile(r"<bash-(input|stdout|stderr)>(.*?)(?:</bash-\1>|\Z)", re.DOTALL)
 REJECTED = "doesn't want to proceed with this tool use"
 """In a refused call's result: the user said no (and maybe what to do instead)."""
 
@@ -79,6 +83,39 @@ def attach_result(turn: Turn, result: ToolCall) -> None:
             return
 
 
+def user_shell(text: str) -> list[ToolCall]:
+    """A command the user ran in shell mode (``<bash-input>``) as a Bash call, or its output
+    (``<bash-stdout>``, ``<bash-stderr>``) as that call's result: the user's action, never a
+    prompt to the agent."""
+    parts = {kind: body.strip() for kind, body in _SHELL_PART.findall(text)}
+    out = []
+    if parts.get("input"):
+        command = parts["input"]
+        out.append(
+            ToolCall(
+                name="Bash",
+                summary=short(command),
+                id=USER_SHELL_ID,
+                args={"command": command[:1500], "description": "run by the user"},
+            )
+        )
+    if "stdout" in parts or "stderr" in parts:
+        output = "\n".join(p for p in (parts.get("stdout"), parts.get("stderr")) if p)
+        failed = bool(parts.get("stderr")) or bool(_FAILED_RUN.search(output))
+        out.append(
+            ToolCall(
+                name="",
+                id=USER_SHELL_ID,
+                result=_head_tail(output, RESULT_CHARS["Bash"]),
+                status="error" if failed else "ok",
+            )
+        )
+    return out
+
+
+_FAILED_RUN = re.compile(r"\b\d+ failed\b|^FAIL\b|\bERROR\b|Traceback \(most recent", re.M)
+
+
 def agent_report(text: str) -> ToolCall | None:
     """A ``<task-notification>`` (a background subagent came to rest) as a finished call of
     its own, ``TaskNotification``: the subagent's report is the agent's, never the user's."""
@@ -95,12 +132,42 @@ def agent_report(text: str) -> ToolCall | None:
     )
 
 
+EDITS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+MAX_ADDED = 12
+
+
+def added_names(name: str, raw_input: dict[str, Any]) -> list[str]:
+    """What an edit added: the code names of its new text that its old text lacked (a Write,
+    a whole new file: every name), at most :data:`MAX_ADDED`."""
+    pairs: list[tuple[str, str]] = []
+    if name == "Write":
+        pairs = [("", str(raw_input.get("content") or ""))]
+    elif name == "Edit":
+        pairs = [(str(raw_input.get("old_string") or ""), str(raw_input.get("new_string") or ""))]
+    elif name == "MultiEdit":
+        for edit in raw_input.get("edits") or []:
+            if isinstance(edit, dict):
+                pairs.append((str(edit.get("old_string") or ""), str(edit.get("new_string") or "")))
+    elif name == "NotebookEdit":
+        pairs = [("", str(raw_input.get("new_source") or ""))]
+    out: list[str] = []
+    for old, new in pairs:
+        before = set(code_names(old[:20000]))
+        out += [n for n in code_names(new[:20000]) if n not in before and len(n) <= 80]
+    return list(dict.fromkeys(out))[:MAX_ADDED]
+
+
 def tool_args(name: str, raw_input: Any) -> dict[str, Any]:
-    """The fields of :data:`TOOL_ARGS` for ``name``, trimmed; {} for other tools."""
+    """The fields of :data:`TOOL_ARGS` for ``name``, trimmed; {} for other tools. An edit
+    also keeps the code names it added (``added``)."""
     keep = TOOL_ARGS.get(name)
     if not keep or not isinstance(raw_input, dict):
         return {}
     out: dict[str, Any] = {}
+    if name in EDITS:
+        added = added_names(name, raw_input)
+        if added:
+            out["added"] = added
     for key, limit in keep.items():
         value = raw_input.get(key)
         if isinstance(value, str):

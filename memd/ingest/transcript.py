@@ -22,11 +22,13 @@ from typing import Any
 
 from memd.ingest.toolcalls import (
     SYSTEM_TEXTS,
+    USER_SHELL_ID,
     agent_report,
     attach_result,
     pending_result,
     tool_args,
     tool_summary,
+    user_shell,
 )
 from memd.models import ToolCall, Turn
 
@@ -241,6 +243,8 @@ def fold(turns: list[Turn], item: Turn, lookback: int = 24) -> Turn:
         item.role = "user"
     if any(not call.name for call in item.tools):
         item.tools = [call for call in item.tools if call.name]  # results without their call
+    if item.tools and not item.text and all(c.id == USER_SHELL_ID for c in item.tools):
+        item.tools = []  # a command the user ran before anything was said: nothing to join
     turns.append(item)
     return item
 
@@ -371,6 +375,9 @@ def _conversation_line(
                     report = agent_report(btext)
                     if report is not None:
                         tools.append(report)
+                    continue
+                if btext.lstrip().startswith(("<bash-input>", "<bash-stdout>", "<bash-stderr>")):
+                    tools += user_shell(btext)  # the user ran a command (! in Claude Code)
                     continue
                 btext = strip_injected(btext)
                 if is_noise(btext) or btext in SYSTEM_TEXTS:

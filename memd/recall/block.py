@@ -268,6 +268,33 @@ def cut_turn(line: str, weights: dict[str, float]) -> str:
     return (f"{speaker}: " if speaker else "") + chosen
 
 
+_PIECE_END = re.compile(r"(?<=[.!?;])\s+")
+
+
+def cut_item(text: str, weights: dict[str, float]) -> str:
+    """A typed memory for the block: whole when short; a long one (an episode's files, its
+    commands, a report) cut to its first piece, which names what it is about, and the pieces
+    that match the prompt, within ``MAX_ITEM_CHARS``."""
+    text = " ".join(text.split())
+    if len(text) <= MAX_ITEM_CHARS or not weights:
+        return clip(text)
+    pieces = _PIECE_END.split(text)
+    scores = [lexical.weighted_match(weights, p) for p in pieces]
+    best = max(scores[1:], default=0.0)
+    keep = [0, *(i for i, sc in enumerate(scores) if i and sc > 0 and sc >= KEEP_SHARE * best)]
+    shown = ""
+    last = -1
+    for i in keep:
+        part = ("" if i == last + 1 or not shown else "… ") + pieces[i]
+        if len(shown) + len(part) + 1 > MAX_ITEM_CHARS:
+            break
+        shown = f"{shown} {part}".strip()
+        last = i
+    if last < len(pieces) - 1:
+        shown += " …"
+    return shown if len(shown) > 40 else clip(text)
+
+
 def overflow(more: int) -> str:
     if more <= 0:
         return ""

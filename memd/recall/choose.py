@@ -17,7 +17,7 @@ from memd.recall import lexical
 from memd.recall.block import (
     BlockSize,
     Item,
-    clip,
+    cut_item,
     day_of,
     excerpt_turns,
     ordered,
@@ -144,7 +144,7 @@ def choose(
             if r["kind"] != "summary" and turns_shown and turns_shown <= covered:
                 plan.left_out.append(left(r, "its turns are already shown"))
                 continue
-            display, day = clip(r["text"]), ""
+            display, day = cut_item(r["text"], weights), ""
             if r["kind"] == "summary" and repeats(display, kept):
                 plan.left_out.append(left(r, "repeats what the items below say"))
                 continue
