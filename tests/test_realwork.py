@@ -221,3 +221,72 @@ def test_the_realwork_bench_reads_its_labels() -> None:
     assert realwork.found(["current_span_ctx"], "`current_span_ctx()` returns")
     assert realwork.found(["shadow branch", "shadow-branch"], "the Shadow  Branch")
     assert not realwork.found(["dialyzer"], "credo only")
+
+
+def test_a_command_the_user_ran_is_a_bash_call_with_its_output() -> None:
+    """Claude Code's shell mode (!cmd): the user's command and its output are a Bash call of
+    the work, read by the records (a failing test run is a check left failing), never text the
+    user said."""
+    from memd.ingest.transcript import parse_lines
+
+    def line(n: int, kind: str, content: object, **kw: object) -> str:
+        message = {"role": kind, "content": content}
+        if kind == "assistant":
+            message["id"] = f"msg-{n}"
+        return json.dumps(
+            {"type": kind, "uuid": f"u{n}", "sessionId": "s", "cwd": "/p", "message": message, **kw}
+        )
+
+    turns = parse_lines(
+        [
+            line(1, "user", "Make the display name use the least nested path."),
+            line(
+                2, "assistant", [{"type": "text", "text": "Done: it now takes the least nested."}]
+            ),
+            line(3, "user", "<bash-input>uv run pytest test/test_names.py</bash-input>"),
+            line(
+                4,
+                "user",
+                "<bash-stdout>== 5 failed, 6 passed in 0.37s ==</bash-stdout><bash-stderr></bash-stderr>",
+            ),
+        ]
+    )
+    assert [t.role for t in turns] == ["user", "assistant"]
+    (call,) = turns[1].tools
+    assert call.name == "Bash" and call.args["command"] == "uv run pytest test/test_names.py"
+    assert call.status == "error" and "5 failed" in call.result
+    segment = Segment("s", "/p", turns)
+    texts = [c.text for c in HeuristicExtractor().extract(segment)]
+    assert (
+        "Still failing at the end of the session: `uv run pytest test/test_names.py` (5 failed, 6 passed in 0.37s)"
+        in texts
+    )
+    assert not any("bash-input" in t for t in texts)
+
+
+def test_a_compaction_summary_gives_its_fixes_and_key_concepts() -> None:
+    """Claude Code's own summary of a compacted session: the errors it says were fixed, and
+    the key concepts that name code; never its pending tasks or current work."""
+    from memd.extract.compaction import summary_candidates
+    from memd.models import Turn
+
+    text = (
+        "This session is being continued from a previous conversation.\n"
+        "Summary:\n1. Key Technical Concepts:\n"
+        "   - SPOTTER_OTEL_ENABLED environment variable for opt-out\n"
+        "   - Graceful degradation everywhere\n"
+        "2. Errors and fixes:\n"
+        "   - BadMapError with processor config format - fixed by using `traces_exporter: :stdout`\n"
+        "   - Dialyzer false positive - tried @spec, none worked\n"
+        "3. Pending Tasks:\n   - spotter-4te.4: enable opentelemetry_ash\n"
+    )
+    turn = Turn(uuid="c1", session_id="s", role="user", text=text, is_compact_summary=True)
+    cands = summary_candidates(turn)
+    assert [(c.kind, c.text) for c in cands] == [
+        (
+            "bugfix",
+            "BadMapError with processor config format - fixed by using `traces_exporter: :stdout`",
+        ),
+        ("fact", "SPOTTER_OTEL_ENABLED environment variable for opt-out"),
+    ]
+    assert all(c.source_uuids == ["c1"] for c in cands)

@@ -36,7 +36,8 @@ def summary_candidates(turn: Turn) -> list[Candidate]:
     concepts: list[Candidate] = []
     section = ""
     for raw in turn.text.split("\n"):
-        heading = _SECTION.match(raw.replace("#", "").strip()) if not _BULLET.match(raw) else None
+        bare = raw.replace("#", "").strip()
+        heading = _SECTION.match(bare) if bare.endswith(":") or not _BULLET.match(raw) else None
         if heading:
             section = heading.group(1).lower()
             continue

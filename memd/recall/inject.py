@@ -43,18 +43,9 @@ HARD_CAP = 10_000
 """Claude Code's cap on hook output, in characters."""
 SEARCH_DEPTH = 24
 
-BRIEF_LIMITS = {
-    "todo": 8,
-    "decision": 8,
-    "preference": 6,
-    "summary": 1,
-    "progress": 1,
-    "bugfix": 4,
-    "fact": 6,
-}
+BRIEF_LIMITS = {"todo": 8, "decision": 8, "preference": 6, "summary": 1, "progress": 1}
 """How many of each kind a session-start brief considers before the budget trims it (the one
-progress memory is where the last session's work stopped; facts are the project's own, not
-an episode's list of files or commands)."""
+progress memory is where the last session's work stopped)."""
 BRIEF_BASE = {
     "pinned": 4.0,
     "summary": 3.0,
@@ -62,11 +53,7 @@ BRIEF_BASE = {
     "todo": 2.5,
     "decision": 2.0,
     "preference": 1.5,
-    "bugfix": 1.2,
-    "fact": 1.0,
 }
-EPISODE_RECORDS = frozenset({"files", "commands run"})
-"""Topics of facts that list one request's files or commands: found by a prompt, not briefed."""
 
 
 @dataclass
@@ -207,8 +194,6 @@ class Injector:
                     continue
                 if m.kind == "progress" and m.topic != STOPPED_TOPIC:
                     continue  # of progress, only where the work stopped
-                if m.kind == "fact" and m.topic in EPISODE_RECORDS:
-                    continue
                 if m.kind in ("summary", "progress") and session_id and own_summary(m, session_id):
                     continue  # this session's own summary is not "the last session"
                 if taken.get(m.kind, 0) >= BRIEF_LIMITS[m.kind]:
