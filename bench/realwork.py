@@ -23,7 +23,9 @@ socket) and reports:
 A key term is a list of spellings; it is found when one of them occurs in the text, compared in
 lower case with backticks, asterisks and runs of white space folded.
 
-Usage: ``.venv/bin/python bench/realwork.py [--split tuning|heldout] [--details FILE] [--record]``.
+Usage: ``.venv/bin/python bench/realwork.py [--split tuning|heldout] [--details FILE] [--record]``;
+``MEMD_BENCH_CHECKOUT=/path/to/other/checkout`` runs that checkout's daemon instead (the figures
+before a change).
 Details (every probe's block and the terms it missed) are written only with ``--details``: for
 the held-out split, read them only after the last change they could influence.
 """
@@ -129,8 +131,13 @@ class Daemon:
         self.socket = str(self.home / "memd.sock")
         self.log_path = work / "daemon.log"
         self.log = self.log_path.open("ab")
+        command = [str(MEMD), "serve"]
+        other = os.environ.get("MEMD_BENCH_CHECKOUT")
+        if other:  # another checkout's memd (e.g. main before a change), with this venv's deps
+            self.env["PYTHONPATH"] = other
+            command = [sys.executable, "-c", "from memd.cli import main; main()", "serve"]
         self.proc = subprocess.Popen(
-            [str(MEMD), "serve"], env=self.env, stdout=self.log, stderr=self.log
+            command, env=self.env, stdout=self.log, stderr=self.log, cwd=work
         )
         wait_for_daemon(self.socket, self.proc, self.log_path, timeout=120)
 
