@@ -14,7 +14,8 @@ PIP := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip --quie
 # neither site nor `memd-hook` pays for an import finder at start (12 ms of every hook call).
 # New modules appear after a reinstall, hence the source directories as prerequisites.
 # `make serve` installs the daemon's dependencies only; `make test` adds the test tools.
-$(STAMP): pyproject.toml memd memd/cli memd/extract memd/ui memd/ui/templates memd/ui/static
+PACKAGE_DIRS := $(shell find memd -type d ! -name __pycache__)
+$(STAMP): pyproject.toml $(PACKAGE_DIRS)
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "memd needs Python 3.11 or newer"'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing memd into $(VENV) (the daemon's dependencies)"
