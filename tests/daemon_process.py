@@ -110,7 +110,26 @@ class DaemonProcess:
 
     def memd(self, *args: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [self.program, *args], env=self.env, cwd=cwd, capture_output=True, text=True, timeout=120
+            [self.program, *args],
+            env=self.env,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    def run_memd(
+        self, args: list[str], input: str | None = None, cwd: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`memd ARGS` with ``input`` on stdin (an answer to a question it asks)."""
+        return subprocess.run(
+            [self.program, *args],
+            env=self.env,
+            cwd=cwd,
+            input=input or "",
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
 
     def hook(
