@@ -1,7 +1,9 @@
 """`memd mcp`: a stdio MCP server (the official ``mcp`` SDK), thin over the daemon's socket.
 
 Each tool is one socket request to the running daemon (the same commands `memd search`, `add`,
-`forget`, `pin`, `show`, `list` and `status` send). It never opens the store itself: a stopped
+`forget`, `restore`, `pin`, `show`, `list` and `status` send). `memory_forget` archives, like
+`memd forget`; given a description instead of an id it forgets nothing and answers the
+candidates, so the exact memory is confirmed before a second call acts. It never opens the store itself: a stopped
 daemon is reported at once as a tool error saying how to start it, never waited on. The project
 is the first ``file://`` root the client offers, else the server's working directory (Claude Code
 starts MCP servers in the session's directory).
@@ -23,6 +25,8 @@ from memd import __version__, protocol
 from memd.models import KINDS, USER_SCOPE
 
 REQUEST_TIMEOUT = 30.0
+FORGET_CANDIDATES = 5
+"""A forget by description answers this many candidates, for the user to choose from."""
 ROOTS_TIMEOUT = 2.0
 INSTRUCTIONS = (
     "memd is the user's long-term memory of earlier Claude Code sessions: decisions, "
@@ -172,10 +176,46 @@ def build_server(socket_path: str) -> MCPServer:
         return {"action": reply["result"]["action"], "memory": brief(reply["memory"])}
 
     @server.tool()
-    async def memory_forget(id: str) -> dict[str, Any]:
-        """Delete memory ID for good (any unique prefix of 4+ characters)."""
-        reply = await daemon.acall("forget", id=id)
-        return {"forgotten": reply["forgotten"], "text": reply.get("text", "")}
+    async def memory_forget(
+        id: str = "", query: str = "", ctx: Context | None = None
+    ) -> dict[str, Any]:
+        """Forget a memory: archive it, so no session brief, prompt or search offers it again
+        (the user can undo it with `memd restore ID`; nothing is deleted for good).
+
+        id: the memory's id (any unique prefix of 4+ characters): archives it.
+        query: a description instead: nothing is forgotten; the candidates come back, and you
+        must show them to the user, ask which one they mean, and call again with its id.
+        """
+        if id.strip():
+            reply = await daemon.acall("forget", id=id.strip(), reason="forgotten through MCP")
+            return {
+                "forgotten": reply["forgotten"],
+                "text": reply.get("text", ""),
+                "status": "archived",
+                "undo": f"memd restore {reply['forgotten']}",
+            }
+        if not query.strip():
+            raise ToolError("give the id of the memory to forget, or a query to find it")
+        found = await daemon.acall(
+            "search", query=query, cwd=await project_dir(ctx), limit=FORGET_CANDIDATES
+        )
+        candidates = [brief(r, r.get("score")) for r in found["results"]]
+        return {
+            "forgotten": None,
+            "candidates": candidates,
+            "next": (
+                "Nothing was forgotten. Show these to the user, ask which one to forget, "
+                "then call memory_forget with that id."
+                if candidates
+                else "Nothing was forgotten: no memory matches. Ask the user for other words."
+            ),
+        }
+
+    @server.tool()
+    async def memory_restore(id: str) -> dict[str, Any]:
+        """Bring back a forgotten (archived) or superseded memory ID (a prefix of 4+ characters)."""
+        reply = await daemon.acall("restore", id=id)
+        return {"memory": brief(reply["memory"])}
 
     @server.tool()
     async def memory_pin(id: str, pinned: bool = True) -> dict[str, Any]:

@@ -67,9 +67,11 @@ class DaemonProcess:
         log_path: Path,
         socket: str | None = None,
         cwd: str | None = None,
+        program: str = MEMD,
     ) -> None:
         """``socket``: where it listens, when the environment does not say (a config file);
-        ``cwd``: the daemon's working directory."""
+        ``cwd``: the daemon's working directory; ``program``: the `memd` it runs (and its CLI)."""
+        self.program = program
         self.env = env
         self.socket = socket or env["MEMD_SOCKET"]
         self.log_path = log_path
@@ -79,7 +81,7 @@ class DaemonProcess:
     def start(self, timeout: float = 60.0) -> DaemonProcess:
         self.log_file = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [MEMD, "serve", "--log-level", "DEBUG"],
+            [self.program, "serve", "--log-level", "DEBUG"],
             env=self.env,
             cwd=self.cwd,
             stdin=subprocess.DEVNULL,
@@ -108,7 +110,26 @@ class DaemonProcess:
 
     def memd(self, *args: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [MEMD, *args], env=self.env, cwd=cwd, capture_output=True, text=True, timeout=120
+            [self.program, *args],
+            env=self.env,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    def run_memd(
+        self, args: list[str], input: str | None = None, cwd: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`memd ARGS` with ``input`` on stdin (an answer to a question it asks)."""
+        return subprocess.run(
+            [self.program, *args],
+            env=self.env,
+            cwd=cwd,
+            input=input or "",
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
 
     def hook(

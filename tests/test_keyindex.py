@@ -143,8 +143,8 @@ def test_pages_counts_and_projects_match_the_table_after_every_write(daemon: dic
     ok({"cmd": "pin", "id": ids["locks"], "pinned": False})
     check(proc, env)
     ok({"cmd": "restore", "id": ids["xss"]})
-    ok({"cmd": "forget", "id": added})
-    ok({"cmd": "forget", "id": ids["excerpt"]})
+    ok({"cmd": "forget", "id": added, "purge": True})
+    ok({"cmd": "forget", "id": ids["excerpt"], "purge": True})
     last = check(proc, env)
     assert len(last) == 1202
     assert "/demo/reports" not in ok({"cmd": "projects"})["projects"]  # no memory left there

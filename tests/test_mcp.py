@@ -21,6 +21,7 @@ TOOLS = {
     "memory_search",
     "memory_add",
     "memory_forget",
+    "memory_restore",
     "memory_pin",
     "memory_show",
     "memory_timeline",
@@ -99,7 +100,7 @@ def test_add_search_show_pin_forget(daemon: DaemonProcess) -> None:
     (elsewhere,) = call(daemon.env, blog, [("memory_search", {"query": "pnpm npm"})])
     assert all("pnpm" not in m["text"] for m in data(elsewhere)["memories"])
 
-    shown, pinned, forgotten, gone = call(
+    shown, pinned, forgotten, archived, again = call(
         daemon.env,
         shop,
         [
@@ -107,12 +108,57 @@ def test_add_search_show_pin_forget(daemon: DaemonProcess) -> None:
             ("memory_pin", {"id": memory["id"]}),
             ("memory_forget", {"id": memory["id"]}),
             ("memory_show", {"id": memory["id"]}),
+            ("memory_search", {"query": "pnpm or npm in the shop", "limit": 5}),
         ],
     )
     assert data(shown)["id"] == memory["id"] and "history" in data(shown)
     assert data(pinned)["memory"]["pinned"] is True
     assert data(forgotten)["forgotten"] == memory["id"]
-    assert gone.is_error and memory["id"][:8] in gone.content[0].text  # type: ignore[union-attr]
+    assert data(forgotten)["undo"] == f"memd restore {memory['id']}"
+    assert data(archived)["status"] == "archived"  # forget archives: it is still there
+    assert memory["id"] not in [m["id"] for m in data(again)["memories"]]
+    # `memd restore` (the CLI) undoes an MCP forget.
+    restored = daemon.memd("restore", memory["id"][:8])
+    assert restored.returncode == 0, restored.stderr
+    (found,) = call(daemon.env, shop, [("memory_search", {"query": "pnpm or npm in the shop"})])
+    assert data(found)["memories"][0]["id"] == memory["id"]
+
+
+def test_forget_by_description_asks_first_then_forgets_the_chosen_id(
+    daemon: DaemonProcess,
+) -> None:
+    shop = daemon.root / "shop"  # type: ignore[attr-defined]
+    texts = ["The staging database is on port 5433.", "The staging cache is Redis on 6380."]
+    added = call(daemon.env, shop, [("memory_add", {"text": t}) for t in texts])
+    ids = [data(r)["memory"]["id"] for r in added]
+    asked, listed = call(
+        daemon.env,
+        shop,
+        [
+            ("memory_forget", {"query": "staging database port"}),
+            ("memory_search", {"query": "staging database port"}),
+        ],
+    )
+    answer = data(asked)
+    assert answer["forgotten"] is None and "ask which one" in answer["next"]
+    assert answer["candidates"][0]["id"] == ids[0]
+    assert ids[0] in [m["id"] for m in data(listed)["memories"]]  # nothing was forgotten
+    chosen, shown, restored, none, blank = call(
+        daemon.env,
+        shop,
+        [
+            ("memory_forget", {"id": answer["candidates"][0]["id"]}),
+            ("memory_show", {"id": ids[0]}),
+            ("memory_restore", {"id": ids[0]}),
+            ("memory_forget", {"query": "zebra migration flight times"}),
+            ("memory_forget", {}),
+        ],
+    )
+    assert data(chosen)["forgotten"] == ids[0]
+    assert data(shown)["status"] == "archived"
+    assert data(restored)["memory"]["status"] == "active"
+    assert data(none)["candidates"] == [] and data(none)["forgotten"] is None
+    assert blank.is_error and "give the id" in blank.content[0].text  # type: ignore[union-attr]
 
 
 def test_project_comes_from_the_client_roots(daemon: DaemonProcess) -> None:

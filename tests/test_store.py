@@ -160,6 +160,8 @@ def test_id_prefix_pin_forget(app: App) -> None:
     added = app.add("Deploys go through GitHub Actions", kind="fact")["memory"]
     assert app.pin(added["id"][:6])["memory"]["pinned"] is True
     assert app.forget(added["id"][:8])["forgotten"] == added["id"]
+    assert app.show(added["id"])["memory"]["status"] == "archived"  # forget archives
+    assert app.forget(added["id"][:8], purge=True)["purged"] is True
     with pytest.raises(NotFound):
         app.show(added["id"])
 
@@ -175,7 +177,7 @@ def test_secrets_redacted_on_add(app: App) -> None:
 def test_rebuild_from_journal_after_damage(app: App) -> None:
     texts = ["Releases are tagged vX.Y.Z", "The build system is make", "CI runs on every push"]
     ids = [app.add(t)["memory"]["id"] for t in texts]
-    app.forget(ids[0])
+    app.forget(ids[0], purge=True)
     app.pin(ids[1])
     store_dir = app.settings.home / "store"
     # Simulate a power cut: every manifest zero bytes.

@@ -55,6 +55,9 @@ def jobs_list(ctx: click.Context, as_json: bool) -> None:
         )
         if job.get("last_result"):
             click.echo(f"          {summary(job['last_result'])}")
+            run = job["last_result"].get("run") if isinstance(job["last_result"], dict) else None
+            if run:
+                click.echo(f"          undo this run: memd restore --run {run}")
 
 
 @jobs_list.command(name="run")
@@ -69,7 +72,10 @@ def jobs_run(ctx: click.Context, name: str, as_json: bool) -> None:
     if as_json:
         echo_json(record)
     else:
-        click.echo(f"{name}: {record.get('last_status')} {summary(record.get('last_result'))}")
+        result = record.get("last_result")
+        click.echo(f"{name}: {record.get('last_status')} {summary(result)}")
+        if isinstance(result, dict) and result.get("run"):
+            click.echo(f"undo this run: memd restore --run {result['run']}")
     if str(record.get("last_status", "")).startswith("error"):
         sys.exit(1)
 

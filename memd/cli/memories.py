@@ -210,23 +210,100 @@ def _id_command(name: str, cmd: str, verb: str, help: str, **fixed: Any) -> clic
     @click.pass_context
     @handle_errors
     def command(ctx: click.Context, id: str) -> None:
-        reply = client.run(target_from(ctx), cmd, writer=True, id=id, **fixed)
-        memory = reply.get("memory") or {
-            "id": reply.get("forgotten", id),
-            "text": reply.get("text", ""),
-        }
+        memory = client.run(target_from(ctx), cmd, writer=True, id=id, **fixed)["memory"]
         click.echo(f"{verb} {memory['id'][:10]}  {memory['text']}")
 
     command.callback.__name__ = f"memories_{name}"  # type: ignore[union-attr]
     return command
 
 
-memories_forget = _id_command("forget", "forget", "forgot", "Delete memory ID for good.")
 memories_pin = _id_command("pin", "pin", "pinned", "Pin memory ID: always in the session brief.")
 memories_unpin = _id_command("unpin", "pin", "unpinned", "Unpin memory ID.", pinned=False)
-memories_restore = _id_command(
-    "restore", "restore", "restored", "Bring an archived or superseded memory ID back."
+
+
+def id_args(ids: tuple[str, ...]) -> dict[str, Any]:
+    """One id as ``id`` (its errors name it), several as ``ids`` (one write for all)."""
+    return {"id": ids[0]} if len(ids) == 1 else {"ids": list(ids)}
+
+
+@click.command(name="forget")
+@click.argument("ids", nargs=-1, required=True)
+@click.option("--purge", is_flag=True, help="Delete for good instead (asks first).")
+@click.option("--yes", "-y", is_flag=True, help="With --purge: do not ask.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def memories_forget(
+    ctx: click.Context, ids: tuple[str, ...], purge: bool, yes: bool, as_json: bool
+) -> None:
+    """Forget memories ID...: archive them, so no hook, brief or search offers them again;
+    `memd restore ID` brings one back. --purge deletes them for good. An ID may be any unique
+    prefix of 4+ characters."""
+    target = target_from(ctx)
+    if purge and not yes:
+        shown = [client.run(target, "show", writer=False, id=i)["memory"] for i in ids]
+        for memory in shown:
+            click.echo(short(memory))
+        n = count(len(shown), "memory", "memories")
+        click.confirm(f"Delete {n} for good? This cannot be undone", abort=True, err=True)
+        ids = tuple(m["id"] for m in shown)
+    reply = client.run(target, "forget", writer=True, purge=purge, **id_args(ids))
+    reply.pop("ok", None)
+    if as_json:
+        echo_json(reply)
+        return
+    if len(ids) == 1:
+        gone = [{"id": reply["forgotten"], "text": reply["text"]}]
+    else:
+        gone = reply["memories"]
+        for mid in reply.get("already", []):
+            click.echo(f"already archived: {mid[:10]}")
+    for memory in gone:
+        click.echo(f"{'deleted' if purge else 'forgot'} {memory['id'][:10]}  {memory['text']}")
+    if gone and not purge:
+        restore = " ".join(m["id"][:10] for m in gone[:20])
+        click.echo(f"archived, not deleted: `memd restore {restore}` brings it back")
+
+
+@click.command(name="restore")
+@click.argument("ids", nargs=-1)
+@click.option(
+    "--project", type=click.Path(file_okay=False), help="Every archived memory of this project."
 )
+@click.option("--session", help="Every archived memory learned in this session.")
+@click.option(
+    "--run", help="Every memory archived by this cleanup run (`memd jobs` shows it; 'last')."
+)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def memories_restore(
+    ctx: click.Context,
+    ids: tuple[str, ...],
+    project: str | None,
+    session: str | None,
+    run: str | None,
+    as_json: bool,
+) -> None:
+    """Bring memories back: IDs (archived or superseded), or every archived memory of a
+    project, a session or a cleanup run. An ID may be any unique prefix of 4+ characters."""
+    if bool(ids) == bool(project or session or run):
+        raise click.UsageError("give IDs, or --project, --session or --run (not both)")
+    args = id_args(ids) if ids else {"project": project_dir(project), "session": session}
+    if run:
+        args["run"] = run
+    reply = client.run(target_from(ctx), "restore", writer=True, **args)
+    reply.pop("ok", None)
+    if as_json:
+        echo_json(reply)
+        return
+    restored = [reply["memory"]] if "memory" in reply else reply["memories"]
+    for mid in reply.get("already", []):
+        click.echo(f"already active: {mid[:10]}")
+    for memory in restored:
+        click.echo(f"restored {short(memory)}")
+    if len(restored) > 1:
+        click.echo(f"restored {count(len(restored), 'memory', 'memories')}")
 
 
 @click.command(name="import")

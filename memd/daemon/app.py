@@ -280,11 +280,42 @@ class App:
         result = upsert(self.store, [memory])[0]
         return {"memory": self.store.get(result.target).to_dict(), "result": result.to_dict()}
 
-    def forget(self, id: str) -> dict[str, Any]:
+    def forget(
+        self,
+        id: str | None = None,
+        ids: list[str] | None = None,
+        purge: bool = False,
+        reason: str = "forgotten by hand",
+    ) -> dict[str, Any]:
+        """Archive memory ``id`` (or every one of ``ids``): out of every brief and search,
+        into the readable archive; ``restore`` brings it back. ``purge`` deletes for good."""
+        from memd.store import forgetting
+
         self._need_writer()
-        memory = self.store.get(id)
-        self.store.delete([memory.id])
-        return {"forgotten": memory.id, "text": memory.text}
+        refs = forgetting.wanted_ids(id, ids)
+        already: list[Memory] = []
+        if purge:
+            gone = forgetting.purge(self.store, refs)
+        else:
+            gone, already = forgetting.archive_memories(
+                self.store, self.settings.home, refs, reason
+            )
+            if id is not None and already:
+                raise UserError(
+                    f"memory {already[0].id} is already archived (`memd restore "
+                    f"{already[0].id}` brings it back; `memd forget --purge` deletes it)"
+                )
+        if id is not None:  # the reply existing clients read: the id and its text
+            out: dict[str, Any] = {"forgotten": gone[0].id, "text": gone[0].text}
+            if not purge:
+                out["memory"] = gone[0].to_dict()
+            return {**out, "purged": purge}
+        return {
+            "forgotten": [m.id for m in gone],
+            "memories": [forgetting.brief(m) for m in gone],
+            "already": [m.id for m in already],
+            "purged": purge,
+        }
 
     def pin(self, id: str, pinned: bool = True) -> dict[str, Any]:
         self._need_writer()
@@ -314,26 +345,42 @@ class App:
         return {"memory": memory.to_dict()}
 
     def archive(self, id: str, reason: str = "archived by hand") -> dict[str, Any]:
-        """Out of the active set (and into the readable archive); ``restore`` brings it back."""
-        from memd.store import curate
+        """`forget` of one memory with a reason of the caller's (the viewer's first form)."""
+        reply = self.forget(id=id, reason=reason)
+        return {"memory": reply["memory"]}
+
+    def restore(
+        self,
+        id: str | None = None,
+        ids: list[str] | None = None,
+        project: str | None = None,
+        session: str | None = None,
+        run: str | None = None,
+    ) -> dict[str, Any]:
+        """Make memory ``id`` (or ``ids``) active again, archived or superseded; or, in bulk,
+        every archived memory of ``project``, of ``session`` or of cleanup run ``run`` (the
+        ``at`` of its history event; ``last``: the latest run)."""
+        from memd.store import forgetting
 
         self._need_writer()
-        memory = curate.archive_by_hand(self.store, self.settings.home, id, reason)
-        return {"memory": memory.to_dict()}
-
-    def restore(self, id: str) -> dict[str, Any]:
-        self._need_writer()
-        with self.store.write_lock:  # the status checked is the status changed
-            memory = self.store.get(id)
-            if memory.status == "active":
-                raise UserError(f"memory {memory.id} is already active")
-            fields: dict[str, Any] = {
-                "status": "active",
-                "superseded_by": "",
-                "updated_at": now_iso(),
-            }
-            self.store.update_fields({memory.id: fields})
-        return {"memory": self.store.get(memory.id).to_dict()}
+        if id is not None or ids is not None:
+            if project or session or run:
+                raise UserError("restore either ids or a project, session or run, not both")
+            done, already = forgetting.restore_refs(self.store, forgetting.wanted_ids(id, ids))
+            if id is not None:
+                if already:
+                    raise UserError(f"memory {already[0].id} is already active")
+                return {"memory": self.store.get(done[0].id).to_dict()}
+        else:
+            if run == "last":
+                run = self.last_cleanup_run()
+            scope = project_of(None, project) if project else None
+            done, already = forgetting.restore_archived(self.store, scope, session, run), []
+        return {
+            "restored": [m.id for m in done],
+            "memories": [forgetting.brief(m) for m in done],
+            "already": [m.id for m in already],
+        }
 
     def import_memories(self, path: str, cwd: str | None = None) -> dict[str, Any]:
         from memd.store import export
@@ -437,6 +484,15 @@ class App:
             return {"jobs": scheduler.jobs_status(), "scheduled": True, "via": self.via}
         with self._state() as state:
             return {"jobs": jobs_status(state), "scheduled": False, "via": self.via}
+
+    def last_cleanup_run(self) -> str:
+        """The id of the cleanup job's last run that archived something (``memd jobs``)."""
+        jobs: list[dict[str, Any]] = self.jobs()["jobs"]
+        cleanup = next((j for j in jobs if j["name"] == "cleanup"), {})
+        run = (cleanup.get("last_result") or {}).get("run")
+        if not run:
+            raise UserError("the cleanup job's last run archived nothing (see `memd jobs`)")
+        return str(run)
 
     def jobs_run(self, name: str) -> dict[str, Any]:
         """Run job ``name`` now and record it: in the daemon's scheduler, else in this process

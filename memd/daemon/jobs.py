@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from memd.errors import UserError
 from memd.models import JOB_NAMES, now_iso
+from memd.store.forgetting import archived_in_run
 from memd.store.maintenance import JOBS, JobFunction
 from memd.timestamps import parse_time
 
@@ -220,6 +221,8 @@ class Scheduler:
             started = time.monotonic()
             try:
                 result = self.functions[name](self.app.store, self.settings) or {}
+                if name == "cleanup":
+                    result = with_run_id(self.app.store, result)
                 status = "ok"
             except Exception as exc:
                 log.exception("job %s failed", name)
@@ -281,3 +284,16 @@ class Scheduler:
         for row in rows:
             row["running"] = row["name"] == self.running_job
         return rows
+
+
+def with_run_id(store: Any, result: dict[str, Any]) -> dict[str, Any]:
+    """A cleanup result with ``run``: the ``at`` stamp the run wrote into the history of every
+    memory it archived, which `memd restore --run` takes (read back from the first of them)."""
+    if result.get("run") or not result.get("ids"):
+        return result
+    try:
+        run = archived_in_run(store.get(str(result["ids"][0])))
+    except Exception:  # the result stands without it
+        log.exception("could not read the id of the cleanup run")
+        return result
+    return {**result, "run": run} if run else result

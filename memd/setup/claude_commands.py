@@ -34,13 +34,16 @@ Search memd with the `{p}memory_search` tool, query: $ARGUMENTS
 Show the results as a short list: kind, text, date, and the first 8 characters of the id. If nothing was found, say so plainly.
 """,
     "forget": """---
-description: Forget a memd memory by its id, or find the one to forget
-argument-hint: "ID or TOPIC"
-allowed-tools: {p}memory_search, {p}memory_forget
+description: Forget a memd memory (archive it; `memd restore ID` undoes it) by its id, or find the one to forget
+argument-hint: "ID or DESCRIPTION"
+allowed-tools: {p}memory_forget
 ---
 Arguments: $ARGUMENTS
 
-If the arguments are a memory id (4 or more hex characters), delete it with the `{p}memory_forget` tool. Otherwise search with `{p}memory_search`, list the matches with their ids, and delete one only when exactly one clearly matches what was described; say which one was deleted.
+Forgetting archives a memory: memd stops offering it, and `memd restore ID` brings it back. Nothing is deleted for good.
+
+- If the arguments are a memory id (4 or more hex characters), forget it with the `{p}memory_forget` tool (id=the arguments), then say in one line what was forgotten and that `memd restore ID` undoes it.
+- Otherwise they describe the memory: call `{p}memory_forget` with query=the arguments. That forgets nothing; it returns the candidates. Show them to the user as a numbered list (text and the first 8 characters of the id) and ask which one to forget. Call `{p}memory_forget` with the chosen id only after the user has named it in their reply. Never choose for the user, even when only one candidate matches.
 """,
 }
 

@@ -1,13 +1,12 @@
-"""Browsing and curating memories by hand: pages of a filtered list, edits, archiving, excerpts.
+"""Browsing and curating memories by hand: pages of a filtered list, edits, excerpts.
 
-``App`` calls these (``list``, ``edit``, ``archive``, ``show``); ``memd ui`` reaches them over the
+``App`` calls these (``list``, ``edit``, ``show``; archiving is :mod:`memd.store.forgetting`); ``memd ui`` reaches them over the
 socket. A page reads the sort keys of the matching rows only, then the full rows of one page, so
 paging through 100k memories never materialises them all.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -16,7 +15,6 @@ import pyarrow.compute as pc
 from memd.errors import UserError
 from memd.extract.redact import redact
 from memd.models import STATUSES, USER_SCOPE, Memory, check_kind, now_iso
-from memd.store import archive
 from memd.store.filters import Filter, all_of, is_in, match
 from memd.store.table import MemoryStore
 
@@ -186,23 +184,6 @@ def edit(
         if "text" not in old:
             vectors = {memory.id: store.rows_with_vectors([memory.id])[memory.id]["vector"]}
         store.write([memory], vectors)  # a missing vector is embedded from the new text
-        return memory
-
-
-def archive_by_hand(store: MemoryStore, home: Any, id: str, reason: str) -> Memory:
-    """Take a memory out of the active set, with a readable trace; ``restore`` brings it back."""
-    with store.write_lock:
-        memory = store.get(id)
-        if memory.status == "archived":
-            raise UserError(f"memory {memory.id} is already archived")
-        now = datetime.now(UTC)
-        at = now_iso()
-        archive.append(home, [archive.ArchiveEntry(memory, reason)], now, at)
-        memory.status = "archived"
-        memory.updated_at = at
-        memory.history.append({"at": at, "by": "hand", "archived": reason})
-        vector = store.rows_with_vectors([memory.id])[memory.id]["vector"]
-        store.write([memory], {memory.id: vector})
         return memory
 
 

@@ -227,11 +227,11 @@ class UI:
         elif action in ("pin", "unpin"):
             await self.daemon("pin", id=mid, pinned=action == "pin")
         elif action == "forget":
-            await self.daemon("archive", id=mid, reason="forgotten in memd ui")
+            await self.daemon("forget", id=mid, reason="forgotten in memd ui")
         elif action == "restore":
             await self.daemon("restore", id=mid)
         elif action == "delete":
-            reply = await self.daemon("forget", id=mid)
+            reply = await self.daemon("forget", id=mid, purge=True)
             return self.render(
                 "deleted.html", request, forgotten=reply["forgotten"], text=reply.get("text", "")
             )

@@ -147,7 +147,11 @@ def test_remember_recall_forget_commands(world: World) -> None:
         call_then_answer("memory_forget", forget, {"id": memory["id"][:8]}, "toolu_forget")
     )
     world.session(f"/forget {memory['id'][:8]}", tools=(WAIT,)).check()
-    assert not [m for m in world.memories() if "pnpm" in m["text"]]
+    (forgotten,) = [m for m in world.memories() if "pnpm" in m["text"]]
+    assert forgotten["status"] == "archived"  # forget archives; `memd restore` undoes it
+    world.memd_ok("restore", memory["id"][:8])
+    (back,) = [m for m in world.memories() if "pnpm" in m["text"]]
+    assert back["status"] == "active"
 
 
 def test_global_remember_reaches_another_project(world: World) -> None:

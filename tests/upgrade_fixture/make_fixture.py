@@ -139,7 +139,7 @@ def build(out: Path) -> None:
         app.pin(m.id)
     store.touch([m.id for m in everything[::5]])
     store.touch([m.id for m in everything[::10]])
-    app.forget(everything[7].id)
+    app.forget(everything[7].id, purge=True)
     superseded = [m for m in store.query("status = 'superseded'")]
     superseded.sort(key=lambda m: m.id)
     if superseded:
