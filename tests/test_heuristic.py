@@ -291,9 +291,10 @@ def test_excerpt_windows_carry_the_turn_date() -> None:
 
 
 def test_excerpt_lines_keep_the_evidence_next_to_the_turn() -> None:
-    """LoCoMo's case: in a dialogue every turn is a statement. A turn and the other speaker's
-    answer form one excerpt, each line a whole turn (whitespace collapsed) until the excerpt
-    passes WINDOW_CHARS; then every turn is cut in proportion, keeping its start."""
+    """LoCoMo's case: a long turn before the evidence was clipped at 400 characters, just
+    before what answered the question. Now each line is one whole turn (whitespace collapsed)
+    until the window passes WINDOW_CHARS; then every turn is cut in proportion, the turn
+    before keeping its end."""
     story = (
         "Caroline: I spent the weekend at the shelter helping with intake forms.\n\n"
         + "We sorted donations and talked to new volunteers for hours. " * 8
@@ -306,23 +307,25 @@ def test_excerpt_lines_keep_the_evidence_next_to_the_turn() -> None:
     )
     excerpts = by_kind(HeuristicExtractor().extract(segment), "excerpt")
     first = excerpts[0].text.splitlines()
-    assert first[0] == "user: " + " ".join(story.split())  # whole: the excerpt fits
-    assert first[1] == "assistant: Melanie: That's big news! Which agency are you looking at?"
-    assert excerpts[1].text == "user: Caroline: One that supports LGBTQ+ parents."
-    long_story = "Some chatter about the weather and the garden today. " * 40
+    assert first[0] == "user: " + " ".join(story.split())  # whole: the window fits
+    # A window that does not fit: the turn before keeps its end (next to the evidence).
+    long_before = "Some chatter about the weather and the garden today. " * 40 + (
+        "Researching adoption agencies is what I am doing now."
+    )
     answer = "Melanie: That's great! " + "I hope the process goes smoothly for you. " * 20
     segment = seg(
-        turn(1, "user", "Caroline: " + long_story),
-        turn(2, "assistant", answer),
-        turn(3, "assistant", "Melanie: I see you have been busy, good luck with it all!"),
+        turn(1, "user", "Caroline: hi"),
+        turn(2, "user", long_before),
+        turn(3, "assistant", answer),
+        turn(4, "user", "Caroline: Thanks, Mel."),
     )
-    (excerpt,) = by_kind(HeuristicExtractor().extract(segment), "excerpt")
-    question, reply, more = excerpt.text.splitlines()
-    assert question.startswith("user: Caroline: Some chatter") and question.endswith("…")
-    assert reply.startswith("assistant: Melanie: That's great!") and reply.endswith("…")
-    # In a dialogue a turn is never narration, even when it reads like it ("I see ...").
-    assert more == "assistant: Melanie: I see you have been busy, good luck with it all!"
-    assert len(excerpt.text) <= WINDOW_CHARS + 40
+    excerpts = by_kind(HeuristicExtractor().extract(segment), "excerpt")
+    window = next(e for e in excerpts if e.source_uuids[1] == segment.turns[2].uuid)
+    before, focus, after = window.text.splitlines()
+    assert before.startswith("user: …") and before.endswith("what I am doing now.")
+    assert focus.startswith("assistant: Melanie: That's great!") and focus.endswith("…")
+    assert after == "user: Caroline: Thanks, Mel."
+    assert len(window.text) <= WINDOW_CHARS + 40
 
 
 def test_secrets_never_reach_candidates() -> None:

@@ -14,6 +14,8 @@ from memd.extract.redact import redact
 from memd.extract.rules import clean_text, is_substantive
 from memd.models import Candidate, Segment, Turn
 
+WINDOW_BEFORE = 1
+WINDOW_AFTER = 1
 WINDOW_CHARS = 1500
 """An excerpt longer than this has each of its turns cut in proportion."""
 MIN_TURN_CHARS = 120
@@ -102,8 +104,14 @@ def excerpt_candidates(
     that closed it, never with the agent's attempts in between.
     """
     typed_turns = typed_turns or set()
+    episodes = episodes if episodes is not None else build(segment)
+    if not any(ep.calls for ep in episodes):
+        # A dialogue (LoCoMo's kind): the neighbour often holds the question or the answer,
+        # and no narration or attempt sits between them (budgeted recall on LoCoMo half A was
+        # 0.627 with episode excerpts against 0.713 with these windows).
+        return window_candidates(segment, topic, extra_patterns, typed_turns)
     out: list[Candidate] = []
-    for episode in episodes if episodes is not None else build(segment):
+    for episode in episodes:
         shown = [(who, t, x) for who, t, x in excerpt_turns(episode) if x.strip()]
         if not shown or not any(is_substantive(x) for _, _, x in shown):
             continue
@@ -123,6 +131,62 @@ def excerpt_candidates(
                 keywords=top_keywords([x for _, _, x in shown], 5),
                 importance=round(importance, 2),
                 source_uuids=[t.uuid for _, t, _ in shown],
+            )
+        )
+    return out
+
+
+def window_candidates(
+    segment: Segment,
+    topic: str = "",
+    extra_patterns: tuple[str, ...] = (),
+    typed_turns: set[str] | None = None,
+    turns: list[tuple[Turn, str]] | None = None,
+) -> list[Candidate]:
+    """A dialogue's excerpts (no tool call in the segment: every turn is a statement): one per
+    substantive turn, a window of that turn with the turn before and the turn after, dated,
+    citing all three.
+
+    Contract (the injector relies on it): each line of the text is exactly one turn, in the
+    order of ``source_uuids`` (line i is ``source_uuids[i]``), as ``role: text`` with the
+    turn's whitespace collapsed; the first line may start with ``[YYYY-MM-DD] ``. A window
+    longer than ``WINDOW_CHARS`` has each turn cut in proportion, at sentence boundaries.
+
+    The neighbour often holds the question or the answer: on LoCoMo these windows lifted
+    evidence recall@5 from 0.49 to 0.70 (bench/locomo.py). The LLM backends add these too,
+    so nothing said is unreachable whatever the backend.
+    """
+    typed_turns = typed_turns or set()
+    said = [(t, x) for t, x in (turns if turns is not None else usable_turns(segment)) if x.strip()]
+    clean: dict[int, tuple[str, str]] = {}  # redacted before any cut: no half secret survives
+
+    def shown(j: int) -> tuple[str, str]:
+        if j not in clean:
+            t, x = said[j]
+            clean[j] = (t.role, " ".join(redact(x, extra_patterns).split()))
+        return clean[j]
+
+    out: list[Candidate] = []
+    for i, (turn, text) in enumerate(said):
+        if not is_substantive(text):
+            continue
+        first, last = max(0, i - WINDOW_BEFORE), min(len(said), i + 1 + WINDOW_AFTER)
+        window = said[first:last]
+        if out and out[-1].source_uuids == [t.uuid for t, _ in window]:
+            continue  # the same window as the previous turn's (a two-turn stretch)
+        lines = excerpt_lines([shown(j) for j in range(first, last)], focus=i - first)
+        day = turn.timestamp[:10]
+        importance = 0.35 if turn.role == "user" else 0.3
+        if turn.uuid in typed_turns:
+            importance += 0.1
+        out.append(
+            Candidate(
+                kind="excerpt",
+                text=(f"[{day}] " if day else "") + "\n".join(lines),
+                topic=topic,
+                keywords=top_keywords([text], 5),
+                importance=round(importance, 2),
+                source_uuids=[t.uuid for t, _ in window],
             )
         )
     return out
