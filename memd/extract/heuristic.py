@@ -60,6 +60,7 @@ from memd.extract.rules import (
     REFERS_BACK,
     SENTENCE_MAX,
     clean_text,
+    clip_words,
     importance_of,
     is_small_talk,
     sentences,
@@ -462,14 +463,3 @@ def summary_candidate(
         importance=IMPORTANCE["summary"],
         source_uuids=list(dict.fromkeys(uuids)),
     )
-
-
-def clip_words(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters at a word boundary, with "…" when cut."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    if " " in cut[limit // 2 :]:
-        cut = cut.rsplit(" ", 1)[0]
-    return cut.rstrip(" ,;:") + "…"

@@ -13,6 +13,7 @@ from memd.extract import vocabulary as vocab
 from memd.extract.episodes import Episode, informative, split_sentences
 from memd.extract.evidence import shell_commands, tool_path
 from memd.extract.rules import IMPORTANCE
+from memd.extract.rules import clip_words as clip
 from memd.models import Candidate, ToolCall, Turn
 from memd.project import repo_relative
 
@@ -413,13 +414,3 @@ def report_candidate(turn: Turn, description: str, report: str) -> Candidate | N
         importance=0.45,
         source_uuids=[turn.uuid],
     )
-
-
-def clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    if " " in cut[limit // 2 :]:
-        cut = cut.rsplit(" ", 1)[0]
-    return cut.rstrip(" ,;:") + "…"

@@ -464,3 +464,14 @@ def importance_of(kind: str, sentence: str, role: str) -> float:
     if kind in ("preference", "decision") and _STRONG.search(sentence):
         base += 0.1
     return round(min(1.0, base), 2)
+
+
+def clip_words(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters at a word boundary, with "…" when cut."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut[limit // 2 :]:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:") + "…"

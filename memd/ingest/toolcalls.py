@@ -208,7 +208,7 @@ def _trim_data(value: Any, limit: int) -> Any:
 
 def pending_result(block: dict[str, Any]) -> ToolCall:
     """A tool_result block as a result waiting for its call (``name`` empty)."""
-    text = _full_result_text(block.get("content"))
+    text = full_result_text(block.get("content"))
     if block.get("is_error"):
         status = "rejected" if REJECTED in text else "error"
     else:
@@ -221,7 +221,7 @@ def pending_result(block: dict[str, Any]) -> ToolCall:
     )
 
 
-def _full_result_text(content: Any) -> str:
+def full_result_text(content: Any) -> str:
     if isinstance(content, str):
         return content.strip()
     if isinstance(content, list):

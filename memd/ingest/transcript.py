@@ -25,6 +25,7 @@ from memd.ingest.toolcalls import (
     USER_SHELL_ID,
     agent_report,
     attach_result,
+    full_result_text,
     pending_result,
     tool_args,
     tool_summary,
@@ -434,19 +435,7 @@ def _conversation_line(
 
 
 def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list):
-        parts = []
-        for b in content:
-            if isinstance(b, dict) and b.get("type") == "text":
-                parts.append(_str(b.get("text")))
-            elif isinstance(b, str):
-                parts.append(b)
-        text = "\n".join(p for p in parts if p)
-    else:
-        return ""
-    text = text.strip()
+    text = full_result_text(content)
     if len(text) > MAX_TOOL_OUTPUT_CHARS:
         text = text[: MAX_TOOL_OUTPUT_CHARS - 1] + "…"
     return text
