@@ -242,8 +242,18 @@ def test_add_forget_and_concurrent_edits_converge(devices: tuple[Device, Device,
     a.sync()
     assert a.app.show(mid)["memory"]["pinned"] is True
 
-    # A forget on B removes it on A, and a stale round cannot bring it back.
+    # A forget on B archives it on A too, and a restore brings it back on both.
     b.app.forget(mid)
+    b.sync()
+    a.sync()
+    assert a.app.show(mid)["memory"]["status"] == "archived"
+    b.app.restore(mid)
+    b.sync()
+    a.sync()
+    assert a.app.show(mid)["memory"]["status"] == "active"
+
+    # A purge on B removes it on A (a tombstone), and a stale round cannot bring it back.
+    b.app.forget(mid, purge=True)
     b.sync()
     assert a.sync()["deleted"] == 1
     assert a.texts() == []
@@ -279,7 +289,7 @@ def test_a_late_device_catches_up_from_the_bucket_alone(
     a.sync()
     b.app.add("The staging database is rebuilt nightly", project=b.project)
     b.sync()
-    a.app.forget(ids[0])
+    a.app.forget(ids[0], purge=True)
     a.sync()
     a.close()  # A is gone: C learns everything from the shared tables
     c = Device(tmp_path / "c", uri, "ssh://git@github.com:22/acme/widgets.git")
@@ -527,7 +537,7 @@ def test_compaction_drops_only_superseded_rows_and_readers_lose_nothing(
     gone = a.app.add("The old staging host is stage-1", project=a.project)["memory"]["id"]
     a.sync()
     b.sync()  # B has read version 1 of both
-    a.app.forget(gone)
+    a.app.forget(gone, purge=True)  # a purge is a tombstone (a forget archives)
     compacted = 0
     for minutes in (4, 5, 6, 7):
         a.app.edit(mid, text=f"The build takes {minutes} minutes")

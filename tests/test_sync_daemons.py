@@ -155,7 +155,7 @@ def test_a_memory_added_on_a_reaches_bs_hook_and_a_forget_on_b_reaches_a(
     assert status["projects"][0]["area"] == "team"
     assert f"s3://{BUCKET}/memd/team" in b.memd("status").stdout
 
-    forgot = b.memd("forget", mid)
+    forgot = b.memd("forget", "--purge", "--yes", mid)  # a forget archives; a purge deletes
     assert forgot.returncode == 0, forgot.stderr
     b.sync()
     assert a.sync()["deleted"] == 1
