@@ -193,8 +193,14 @@ def session_of(memory: dict[str, Any]) -> set[str]:
 
 
 def user_typed(line: dict[str, Any] | None) -> bool:
-    """Whether a transcript line is text the user typed (main thread, not a tool result)."""
-    if not line or line.get("type") != "user" or line.get("isSidechain") or line.get("isMeta"):
+    """Whether a transcript line is text the user typed (main thread, not a tool result; a
+    message typed while the agent worked is a ``queued_command`` attachment)."""
+    if not line or line.get("isSidechain") or line.get("isMeta"):
+        return False
+    queued = line.get("attachment") if line.get("type") == "attachment" else None
+    if isinstance(queued, dict):
+        return queued.get("type") == "queued_command" and queued.get("commandMode") == "prompt"
+    if line.get("type") != "user":
         return False
     content = (line.get("message") or {}).get("content")
     if isinstance(content, str):

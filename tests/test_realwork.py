@@ -290,3 +290,35 @@ def test_a_compaction_summary_gives_its_fixes_and_key_concepts() -> None:
         ("fact", "SPOTTER_OTEL_ENABLED environment variable for opt-out"),
     ]
     assert all(c.source_uuids == ["c1"] for c in cands)
+
+
+def test_a_message_queued_while_the_agent_worked_is_the_users() -> None:
+    """Claude Code 2.1.1xx writes what the user typed during the agent's work as an
+    ``attachment`` (queued_command): it is the user's message; a queued task notification is
+    a subagent's report, never the user's words."""
+    from memd.ingest.transcript import parse_line
+
+    base = {"type": "attachment", "uuid": "q1", "sessionId": "s", "cwd": "/p"}
+    typed = {"type": "queued_command", "prompt": "also check it works with GitHub?",
+             "commandMode": "prompt"}  # fmt: skip
+    turn = parse_line(json.dumps({**base, "attachment": typed}))
+    assert turn is not None and turn.role == "user"
+    assert turn.text == "also check it works with GitHub?" and turn.uuid == "q1"
+    note = {
+        "type": "queued_command",
+        "commandMode": "task-notification",
+        "prompt": '<task-notification><summary>Agent "Find" came to rest</summary>'
+        "<result>The limit is 25000 commands.</result></task-notification>",
+    }
+    report = parse_line(json.dumps({**base, "uuid": "q2", "attachment": note}))
+    assert report is not None and report.text == "" and report.tools[0].name == "TaskNotification"
+    other = {**base, "uuid": "q3", "attachment": {"type": "hook_success", "content": "x"}}
+    assert parse_line(json.dumps(other)) is None
+
+
+def test_the_words_inside_code_names_count_for_relevance() -> None:
+    from memd.recall.lexical import term_set, terms
+
+    have = term_set("BadMapError - fixed by using `traces_exporter: :stdout`; SPOTTER_OTEL_ENABLED")
+    assert {"bad", "map", "error", "trace", "exporter", "otel"} <= have
+    assert set(terms("a map error at boot")) & have == {"map", "error"}

@@ -145,6 +145,11 @@ def parse_line(
     if not data:
         return None
     top = _top_level_type(data)
+    if top in (None, "attachment") and _QUEUED in data:
+        queued = _queued_command(data, session_hint)
+        if queued is not None:
+            st.turns += 1
+            return queued
     if top is not None and top in SKIP_TYPES:
         st.skipped_lines += 1
         return None
@@ -188,6 +193,28 @@ def parse_line(
         return None
     st.bad_lines += 1
     return None
+
+
+_QUEUED = b'"queued_command"'
+
+
+def _queued_command(data: bytes, session_hint: str) -> Turn | None:
+    """A message the user typed while the agent worked (Claude Code 2.1.1xx records it as an
+    ``attachment`` of type ``queued_command``), as the user line it stands for; a queued
+    ``<task-notification>`` becomes the subagent's report. None for anything else."""
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        return None
+    attachment = obj.get("attachment") if isinstance(obj, dict) else None
+    if not isinstance(attachment, dict) or attachment.get("type") != "queued_command":
+        return None
+    prompt = attachment.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        return None
+    line = {**obj, "type": "user", "message": {"role": "user", "content": prompt}}
+    result = _conversation_line(line, "user", data, session_hint)
+    return result if isinstance(result, Turn) else None
 
 
 def parse_items(

@@ -159,11 +159,30 @@ def _word_term(token: str) -> str | None:
     return _stem(token)
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[_.:/-]+[A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z]+[A-Z][A-Za-z0-9]*")
+_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+@lru_cache(maxsize=8192)
+def subword_terms(text: str) -> frozenset[str]:
+    """The words inside a text's code names, as terms: ``BadMapError`` gives bad, map, error;
+    ``SPOTTER_OTEL_ENABLED`` spotter, otel, enabled; ``traces_exporter`` trace, exporter. A
+    prompt says "a map error" where the memory wrote the exception's name."""
+    out: set[str] = set()
+    for name in _IDENTIFIER.findall(text):
+        for part in _PART.findall(name):
+            term = _word_term(part.lower())
+            if term is not None and len(part) > 2:
+                out.add(term)
+    return frozenset(out)
+
+
 @lru_cache(maxsize=8192)
 def term_set(text: str) -> frozenset[str]:
-    """The distinct terms of ``text``, cached: a hook scores the same candidate texts prompt
-    after prompt (~40 per prompt), and a set costs more to build than to look up."""
-    return frozenset(terms(text))
+    """The distinct terms of ``text`` and of the words inside its code names, cached: a hook
+    scores the same candidate texts prompt after prompt (~40 per prompt), and a set costs more
+    to build than to look up."""
+    return frozenset(terms(text)) | subword_terms(text)
 
 
 def idf_weights(n_docs: int, counts: dict[str, int]) -> dict[str, float]:
