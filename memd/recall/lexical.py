@@ -159,15 +159,21 @@ def _word_term(token: str) -> str | None:
     return _stem(token)
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[_.:/-]+[A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z]+[A-Z][A-Za-z0-9]*")
+_IDENTIFIER = re.compile(
+    r"[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z]+[A-Z][A-Za-z0-9]*"
+)
+"""A code name made of words: ``snake_case``, ``CONSTANT_CASE``, ``camelCase``, ``PascalCase``.
+A path or a hyphenated word stays whole within one language ("export" does not meet
+"/api/export"; :mod:`memd.recall.crossterms` splits those for a prompt in the other one)."""
 _PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
 @lru_cache(maxsize=8192)
 def subword_terms(text: str) -> frozenset[str]:
-    """The words inside a text's code names, as terms: ``BadMapError`` gives bad, map, error;
-    ``SPOTTER_OTEL_ENABLED`` spotter, otel, enabled; ``traces_exporter`` trace, exporter. A
-    prompt says "a map error" where the memory wrote the exception's name."""
+    """The words inside a text's code names (:data:`_IDENTIFIER`), as terms: ``BadMapError``
+    gives bad, map, error; ``SPOTTER_OTEL_ENABLED`` spotter, otel, enabled;
+    ``traces_exporter`` trace, exporter. A prompt says "a map error" where the memory wrote
+    the exception's name."""
     out: set[str] = set()
     for name in _IDENTIFIER.findall(text):
         for part in _PART.findall(name):
