@@ -35,10 +35,10 @@ def distinctive(token: str) -> bool:
     return any(a.islower() and b.isupper() for a, b in itertools.pairwise(token))
 
 
-def code_names(text: str) -> list[str]:
-    """The names a piece of code defines (``def x``, ``class Y``, ``key:``), then the other
-    distinctive names it uses, each once, in order."""
+def code_names(text: str, used: bool = True) -> list[str]:
+    """The names a piece of code defines (``def x``, ``class Y``, ``key:``), then (with
+    ``used``) the other distinctive names it uses, each once, in order."""
     defined = [m.group(1) for m in _DEFINES.finditer(text)]
     keys = [k for k in _KEY_LINE.findall(text) if distinctive(k) or "-" in k.strip("-")]
-    used = [t for t in _CODE_TOKEN.findall(text) if distinctive(t)]
-    return list(dict.fromkeys([*defined, *keys, *used]))
+    names = [t for t in _CODE_TOKEN.findall(text) if distinctive(t)] if used else []
+    return list(dict.fromkeys([*defined, *keys, *names]))

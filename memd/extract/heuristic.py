@@ -42,7 +42,6 @@ from memd.extract.records import (
     TodoList,
     answer_candidates,
     command_of,
-    commands_candidate,
     commit_candidate,
     commit_message,
     edited_paths,
@@ -254,9 +253,9 @@ def work_candidates(
         changed = edits(ep, roots)
         files = {path: uuid for path, (uuid, _) in changed.items()}
         topic = episode_topic(ep)
-        for cand in (files_candidate(ep, changed, topic), commands_candidate(ep, topic)):
-            if cand is not None:
-                out.append(cand)
+        cand = files_candidate(ep, changed, topic)
+        if cand is not None:
+            out.append(cand)
         fixes = bug_fixes(ep)
         out += fixes
         used = {c.text for c in fixes} | stated

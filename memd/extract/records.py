@@ -289,11 +289,6 @@ def files_candidate(
     )
 
 
-_TRIVIAL_COMMAND = re.compile(
-    r"^(?:ls|cat|head|tail|grep|rg|find|echo|pwd|cd|wc|which|sleep|sed -n|awk|sort|uniq|tree"
-    r"|file|stat|du|df|ps|kill|true|false|test|\[|git (?:-C \S+ )?(?:status|diff|log|show|branch|rev-parse"
-    r"|fetch|stash list|remote|ls-files|blame)|gh (?:pr view|pr checks|run view|api))\b"
-)
 _RUN_SUMMARY = re.compile(
     r"(?:\b\d+ (?:passed|failed|errors?|skipped)\b[^\n]{0,60})|(?:^(?:FAIL|ok|PASS)\s+\S+[^\n]{0,40})"
     r"|(?:Tests?:\s+[^\n]{0,80})",
@@ -305,38 +300,6 @@ def run_summary(result: str) -> str:
     """A test or check run's verdict line ("5 failed, 6 passed in 0.37s"), else ""."""
     found = _RUN_SUMMARY.findall(result)
     return clip(found[-1].strip(" =").strip(), 80) if found else ""
-
-
-def commands_candidate(episode: Episode, topic: str) -> Candidate | None:
-    """The commands an episode ran that say how the work is done here (builds, tests, tools
-    of the project, not ls or git status), with how the last run of each ended."""
-    runs: dict[str, tuple[str, str, str]] = {}
-    for turn, call in episode.calls:
-        if call.name != "Bash" or call.status == "rejected":
-            continue
-        for cmd in shell_commands(_HEREDOC.sub(" ", command_of(call))):
-            if _TRIVIAL_COMMAND.match(cmd) or commit_message(cmd) or len(cmd) < 6:
-                continue
-            if re.match(r"(?:for|while|if|until|case|do|done|then|fi|else|esac)\b", cmd):
-                continue  # a piece of a shell loop or test: not a command of the project
-            verdict = run_summary(call.result) or ("failed" if call.status == "error" else "")
-            runs.pop(cmd, None)
-            runs[cmd] = (turn.uuid, call.status, verdict)
-    if not runs or not topic:
-        return None
-    shown = list(runs.items())[-5:]
-    parts = [
-        f"`{clip(cmd, 110)}`" + (f" ({verdict})" if verdict else "")
-        for cmd, (_, _, verdict) in shown
-    ]
-    uuids = [episode.request.uuid] if episode.request is not None else []
-    return Candidate(
-        kind="fact",
-        text=clip(f"Commands run for {topic}: {'; '.join(parts)}", 600),
-        topic="commands run",
-        importance=0.4,
-        source_uuids=list(dict.fromkeys([*uuids, *(u for _, (u, _, _) in shown)])),
-    )
 
 
 @dataclass

@@ -151,9 +151,9 @@ def added_names(name: str, raw_input: dict[str, Any]) -> list[str]:
     elif name == "NotebookEdit":
         pairs = [("", str(raw_input.get("new_source") or ""))]
     out: list[str] = []
-    for old, new in pairs:
-        before = set(code_names(old[:20000]))
-        out += [n for n in code_names(new[:20000]) if n not in before and len(n) <= 80]
+    for old, new in pairs:  # what the edit defines (functions, types, keys), not every call
+        before = set(code_names(old[:20000], used=False))
+        out += [n for n in code_names(new[:20000], used=False) if n not in before and len(n) <= 80]
     return list(dict.fromkeys(out))[:MAX_ADDED]
 
 
