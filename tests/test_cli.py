@@ -283,9 +283,10 @@ def test_show_and_list_read_like_prose(served: tuple[DaemonProcess, Path]) -> No
     shown = proc.memd("show", added["memory"]["id"], cwd=str(repo)).stdout
     assert "  importance: 0.7\n" in shown
     listed = proc.memd("list", cwd=str(repo)).stdout
-    assert listed.rstrip().endswith("\n1 memory")
+    where = f" in {os.path.realpath(repo)} (and user-wide)"
+    assert listed.rstrip().endswith("\n1 memory" + where)
     proc.memd("add", "The queue is RabbitMQ 3", cwd=str(repo))
-    assert proc.memd("list", cwd=str(repo)).stdout.rstrip().endswith("\n2 memories")
+    assert proc.memd("list", cwd=str(repo)).stdout.rstrip().endswith("\n2 memories" + where)
 
 
 def test_status_without_the_daemon_shows_the_store_read_only(

@@ -1,4 +1,4 @@
-"""Memory commands: search, add, list, show, forget, pin, restore, import, export, reindex, config."""
+"""Memory commands: add, list, show, forget, pin, restore, import, export, reindex, config."""
 
 from __future__ import annotations
 
@@ -38,56 +38,6 @@ def short(memory: dict[str, Any]) -> str:
     pin = " [pinned]" if memory.get("pinned") else ""
     status = "" if memory.get("status", "active") == "active" else f" ({memory['status']})"
     return f"{memory['id'][:10]}  {memory['kind']:<10} {memory['text']}{pin}{status}"
-
-
-@click.command(name="search")
-@click.argument("query", nargs=-1, required=True)
-@click.option("--project", type=click.Path(file_okay=False), help="Project dir (default: cwd).")
-@click.option("--limit", "-n", type=click.IntRange(1, 1000), default=None, help="Results.")
-@click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS), help="Only these kinds.")
-@click.option("--all", "include_all", is_flag=True, help="Include superseded and archived.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--explain", is_flag=True, help="Show why each result was chosen.")
-@click.pass_context
-@handle_errors
-def memories_search(
-    ctx: click.Context,
-    query: tuple[str, ...],
-    project: str | None,
-    limit: int | None,
-    kinds: tuple[str, ...],
-    include_all: bool,
-    as_json: bool,
-    explain: bool,
-) -> None:
-    """Search memories of this project (and user-wide ones)."""
-    reply = client.run(
-        target_from(ctx),
-        "search",
-        writer=False,
-        query=" ".join(query),
-        cwd=cwd(),
-        project=project_dir(project),
-        limit=limit,
-        kinds=list(kinds) or None,
-        include_all=include_all,
-    )
-    results = reply["results"]
-    if as_json:
-        echo_json(results)
-        return
-    if not results:
-        click.echo("no memories found")
-    for r in results:
-        click.echo(f"{r['score']:.3f}  {short(r)}")
-        if explain:
-            from memd.recall.retrieve import explain as explain_line
-
-            click.echo(f"       why: {explain_line(r)}")
-            for s in r["sources"][:3]:
-                click.echo(
-                    f"       from: session {s['session_id']} line {s['uuid']} {s['timestamp']}"
-                )
 
 
 @click.command(name="add")
@@ -135,6 +85,7 @@ def memories_add(
 @click.option("--kind", type=click.Choice(KINDS), default=None)
 @click.option("--all", "include_all", is_flag=True, help="Include superseded and archived.")
 @click.option("--all-projects", is_flag=True, help="Every project, not just this one.")
+@click.option("--limit", "-n", type=click.IntRange(1, 1000), default=1000, help="At most N.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 @handle_errors
@@ -144,9 +95,13 @@ def memories_list(
     kind: str | None,
     include_all: bool,
     all_projects: bool,
+    limit: int,
     as_json: bool,
 ) -> None:
-    """List memories of this project (and user-wide ones)."""
+    """List memories of this project (and user-wide ones), or of --all-projects."""
+    if all_projects and project:
+        raise click.UsageError("give --project or --all-projects, not both")
+    here = project_dir(project or cwd())
     reply = client.run(
         target_from(ctx),
         "list",
@@ -156,13 +111,22 @@ def memories_list(
         kind=kind,
         include_all=include_all,
         all_projects=all_projects,
+        limit=limit,
     )
+    memories = reply["memories"]
     if as_json:
-        echo_json(reply["memories"])
+        echo_json(memories)
         return
-    for m in reply["memories"]:
-        click.echo(short(m))
-    click.echo(count(reply["total"], "memory", "memories"))
+    for m in memories:
+        tag = "" if m["project"] == here else f"  [{m['project']}]"
+        click.echo(short(m) + tag.replace(f"[{USER_SCOPE}]", "[user-wide]"))
+    total = reply["total"]
+    shown = f"{len(memories)} of " if len(memories) < total else ""
+    scope = "" if all_projects else f" in {here} (and user-wide)"
+    click.echo(f"{shown}{count(total, 'memory', 'memories')}{scope}")
+    if not total and reply.get("elsewhere"):
+        n = count(reply["elsewhere"], "memory", "memories")
+        click.echo(f"other projects hold {n}: memd list --all-projects (or --project DIR)")
 
 
 @click.command(name="show")
@@ -382,7 +346,6 @@ def config_show(ctx: click.Context, as_json: bool, example: bool) -> None:
 
 def register(group: click.Group) -> None:
     for command in (
-        memories_search,
         memories_add,
         memories_list,
         memories_show,

@@ -129,23 +129,24 @@ class App:
         limit: int | None = None,
         kinds: list[str] | None = None,
         include_all: bool = False,
+        all_projects: bool = False,
+        explain: bool = False,
     ) -> dict[str, Any]:
-        if not query or not query.strip():
-            raise UserError("the search query is empty")
-        statuses = ("active", "superseded", "archived") if include_all else ("active",)
-        vectors, queries = self._recall or (None, None)
-        results = retrieve.search(
-            self.store,
+        """The relevant memories of the project (and user-wide ones), or of ``all_projects``;
+        an empty answer says where else there are matches (and, with ``explain``, the nearest
+        candidates that missed): :mod:`memd.daemon.scoped`."""
+        from memd.daemon import scoped
+
+        return scoped.search(
+            self,
             query,
-            [project_of(cwd, project)],
+            project_of(cwd, project),
             limit=limit or self.settings.search_limit,
             kinds=kinds,
-            statuses=statuses,
-            weights=retrieve.weights_from(self.settings),
-            cache=vectors,
-            embed_later=queries.submit if queries is not None else None,
+            include_all=include_all,
+            all_projects=all_projects,
+            explain=explain,
         )
-        return {"results": results}
 
     def find(
         self,
@@ -202,7 +203,12 @@ class App:
         memories, total = curate.list_page(
             self.store, projects, kind or None, status, pinned, offset, limit, order
         )
-        return {"memories": [m.to_dict() for m in memories], "total": total}
+        out = {"memories": [m.to_dict() for m in memories], "total": total}
+        if not total and projects is not None:
+            from memd.daemon.scoped import elsewhere_count
+
+            out["elsewhere"] = elsewhere_count(self, kind or None, status, pinned)
+        return out
 
     def show(self, id: str, excerpts: bool = False) -> dict[str, Any]:
         memory = self.store.get(id)
@@ -292,30 +298,7 @@ class App:
         from memd.store import forgetting
 
         self._need_writer()
-        refs = forgetting.wanted_ids(id, ids)
-        already: list[Memory] = []
-        if purge:
-            gone = forgetting.purge(self.store, refs)
-        else:
-            gone, already = forgetting.archive_memories(
-                self.store, self.settings.home, refs, reason
-            )
-            if id is not None and already:
-                raise UserError(
-                    f"memory {already[0].id} is already archived (`memd restore "
-                    f"{already[0].id}` brings it back; `memd forget --purge` deletes it)"
-                )
-        if id is not None:  # the reply existing clients read: the id and its text
-            out: dict[str, Any] = {"forgotten": gone[0].id, "text": gone[0].text}
-            if not purge:
-                out["memory"] = gone[0].to_dict()
-            return {**out, "purged": purge}
-        return {
-            "forgotten": [m.id for m in gone],
-            "memories": [forgetting.brief(m) for m in gone],
-            "already": [m.id for m in already],
-            "purged": purge,
-        }
+        return forgetting.forget(self.store, self.settings.home, id, ids, purge, reason)
 
     def pin(self, id: str, pinned: bool = True) -> dict[str, Any]:
         self._need_writer()
@@ -363,24 +346,10 @@ class App:
         from memd.store import forgetting
 
         self._need_writer()
-        if id is not None or ids is not None:
-            if project or session or run:
-                raise UserError("restore either ids or a project, session or run, not both")
-            done, already = forgetting.restore_refs(self.store, forgetting.wanted_ids(id, ids))
-            if id is not None:
-                if already:
-                    raise UserError(f"memory {already[0].id} is already active")
-                return {"memory": self.store.get(done[0].id).to_dict()}
-        else:
-            if run == "last":
-                run = self.last_cleanup_run()
-            scope = project_of(None, project) if project else None
-            done, already = forgetting.restore_archived(self.store, scope, session, run), []
-        return {
-            "restored": [m.id for m in done],
-            "memories": [forgetting.brief(m) for m in done],
-            "already": [m.id for m in already],
-        }
+        if run == "last":
+            run = self.last_cleanup_run()
+        scope = project_of(None, project) if project else None
+        return forgetting.restore(self.store, id, ids, scope, session, run)
 
     def import_memories(self, path: str, cwd: str | None = None) -> dict[str, Any]:
         from memd.store import export
