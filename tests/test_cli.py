@@ -102,10 +102,10 @@ def test_import_jsonl_reports_bad_lines(repo: Path, tmp_path: Path) -> None:
         + "\n"
     )
     out = json.loads(memd("import", str(path), "--json", cwd=repo).stdout)
-    assert out["read"] == 3 and out["inserted"] == 3
-    assert [e.split(":")[1] for e in out["errors"]] == ["2", "4", "5"]
+    assert (out["read"], out["added"], out["skipped"]) == (6, 3, 3)
+    assert [e.split(":")[0] for e in out["errors"]] == ["line 2", "line 4", "line 5"]
     again = json.loads(memd("import", str(path), "--json", cwd=repo).stdout)
-    assert again.get("inserted", 0) == 0  # importing twice adds nothing
+    assert again["added"] == 0 and again["unchanged"] == 3  # importing twice adds nothing
     listed = json.loads(memd("list", "--json", cwd=repo).stdout)
     assert len(listed) == 3
 

@@ -12,6 +12,9 @@ from memd import client
 from memd.cli import handle_errors, settings_from, target_from
 from memd.names import KINDS, USER_SCOPE
 
+IMPORT_ERRORS_SHOWN = 5
+"""`memd import` names this many bad lines (`--json` more)."""
+
 
 def echo_json(obj: Any) -> None:
     click.echo(json.dumps(obj, ensure_ascii=False, indent=2))
@@ -276,7 +279,9 @@ def memories_restore(
 @click.pass_context
 @handle_errors
 def memories_import(ctx: click.Context, path: str, as_json: bool) -> None:
-    """Import a JSONL file (one memory per line) or a directory written by `memd export`."""
+    """Import a JSONL file (one memory per line) or a directory written by `memd export`.
+    Anything else is refused with one error; a file with no valid line imports nothing and
+    exits 1."""
     reply = client.run(
         target_from(ctx), "import_memories", writer=True, path=os.path.abspath(path), cwd=cwd()
     )
@@ -284,10 +289,18 @@ def memories_import(ctx: click.Context, path: str, as_json: bool) -> None:
     if as_json:
         echo_json(reply)
         return
-    errors = reply.pop("errors", [])
-    click.echo(", ".join(f"{k}: {v}" for k, v in reply.items()))
-    for err in errors:
+    read = count(
+        reply["read"],
+        *(("line", "lines") if reply.get("kind") == "jsonl" else ("memory", "memories")),
+    )
+    counts = ", ".join(f"{reply[k]} {k}" for k in ("added", "updated", "unchanged", "skipped"))
+    click.echo(f"read {read} from {path}: {counts}")
+    errors = reply.get("errors", [])
+    for err in errors[:IMPORT_ERRORS_SHOWN]:
         click.echo(f"skipped {err}", err=True)
+    if reply["skipped"] > IMPORT_ERRORS_SHOWN:
+        more = reply["skipped"] - IMPORT_ERRORS_SHOWN
+        click.echo(f"... and {more} more skipped (--json lists the first {len(errors)})", err=True)
 
 
 @click.command(name="export")

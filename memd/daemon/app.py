@@ -352,15 +352,14 @@ class App:
         return forgetting.restore(self.store, id, ids, scope, session, run)
 
     def import_memories(self, path: str, cwd: str | None = None) -> dict[str, Any]:
-        from memd.store import export
+        """`memd import`: an export directory or a JSONL file, recognised first
+        (:mod:`memd.store.importing`); anything else is refused and nothing is imported."""
+        from memd.store import importing
 
         self._need_writer()
-        target = Path(path).expanduser()
-        if target.is_dir():
-            return export.import_dir(self.store, target, self.settings.redact_patterns)
-        return export.import_jsonl(
+        return importing.import_path(
             self.store,
-            target,
+            Path(path).expanduser(),
             project_of(cwd),
             self.settings.redact_patterns,
             resident=self.resident,
