@@ -46,7 +46,9 @@ def short(memory: dict[str, Any]) -> str:
 @click.command(name="add")
 @click.argument("text", nargs=-1, required=True)
 @click.option("--project", type=click.Path(file_okay=False), help="Project dir, or 'user:global'.")
-@click.option("--kind", type=click.Choice(KINDS), default="fact", show_default=True)
+@click.option(
+    "--kind", type=click.Choice(KINDS), default=None, help="Default: inferred from the text."
+)
 @click.option("--pin", is_flag=True, help="Pin it: always in the session-start brief.")
 @click.option("--topic", default="", help="Topic heading for export.")
 @click.option("--json", "as_json", is_flag=True)
@@ -56,29 +58,37 @@ def memories_add(
     ctx: click.Context,
     text: tuple[str, ...],
     project: str | None,
-    kind: str,
+    kind: str | None,
     pin: bool,
     topic: str,
     as_json: bool,
 ) -> None:
-    """Remember TEXT (secrets are redacted first)."""
+    """Remember TEXT (secrets are redacted first). Without --kind, the kind is inferred from
+    the text ("TODO: ..." a todo, "We decided ..." a decision, "Always ..." a preference, ...)."""
+    from memd.phrasing import kind_of
+
+    words = " ".join(text)
+    inferred = kind is None
     reply = client.run(
         target_from(ctx),
         "add",
         writer=True,
-        text=" ".join(text),
+        text=words,
         cwd=cwd(),
         project=project_dir(project),
-        kind=kind,
+        kind=kind or kind_of(words),
         pin=pin,
         topic=topic,
     )
     if as_json:
-        echo_json(reply)
+        echo_json({**reply, "kind_inferred": inferred})
         return
     result = reply["result"]
     verb = {"inserted": "added", "merged": "merged into", "unchanged": "already known:"}
     click.echo(f"{verb.get(result['action'], result['action'])} {short(reply['memory'])}")
+    if inferred and result["action"] == "inserted":
+        chosen = reply["memory"]["kind"]
+        click.echo(f"kind: {chosen}, inferred from the text (--kind sets another)")
     for old in result.get("superseded", []):
         click.echo(f"supersedes {old[:10]}")
 
@@ -167,8 +177,11 @@ def memories_show(ctx: click.Context, id: str, as_json: bool) -> None:
         click.echo(f"  supersedes {old['id']}: {old['text']}")
     for s in memory.get("sources", []):
         click.echo(f"  source: session {s['session_id']} line {s['uuid']} at {s['timestamp']}")
-    for h in memory.get("history", []):
-        click.echo(f"  history: {json.dumps(h, ensure_ascii=False)}")
+    from memd.timeline import lines
+
+    click.echo("  history:")
+    for line in lines(memory):
+        click.echo(f"    {line}")
 
 
 def _id_command(name: str, cmd: str, verb: str, help: str, **fixed: Any) -> click.Command:

@@ -210,8 +210,9 @@ def collect(store: MemoryStore, home: Path, top: int = 5) -> dict[str, Any]:
         "used": int(pc.sum(pc.greater(hits, 0)).as_py() or 0),
         "buckets": hit_buckets(hits),
     }
+    used_ones = table.filter(pc.greater(hits, 0))  # "most used": never a memory with 0 hits
     out["most_used"] = brief(
-        store, top_ids(table, top, [("hits", "descending"), ("updated_at", "descending")])
+        store, top_ids(used_ones, top, [("hits", "descending"), ("updated_at", "descending")])
     )
     active = table.filter(pc.equal(table.column("status"), "active"))
     out["least_used"] = brief(
