@@ -156,9 +156,11 @@ class App:
         status: str | None = "active",
         pinned: bool | None = None,
         limit: int = 50,
+        kinds: list[str] | None = None,
     ) -> dict[str, Any]:
-        """`search` over one project or all of them (``project`` None), with the list's filters;
-        the results carry the same ``score_breakdown`` as `memd search --explain`."""
+        """`search` over one project or all of them (``project`` None), with the list's filters
+        (``kinds``: any of several); the results carry the same ``score_breakdown`` as `memd
+        search --explain`."""
         from memd.models import STATUSES
         from memd.store import curate
 
@@ -172,7 +174,7 @@ class App:
             query,
             projects or [USER_SCOPE],
             limit=limit if pinned is None else max(limit * 4, 100),
-            kinds=[kind] if kind else None,
+            kinds=[kind] if kind else kinds or None,
             statuses=(status,) if status else STATUSES,
             cache=None,  # the hooks' cache: rebuilding it for every project costs more here
         )
@@ -192,25 +194,30 @@ class App:
         status: str | None = None,
         pinned: bool | None = None,
         order: str = "kind",
+        kinds: list[str] | None = None,
     ) -> dict[str, Any]:
         """One page of memories; ``status`` (else active, or every status with ``include_all``),
-        ``pinned`` and ``order`` (kind, recent, hits) narrow and sort it."""
+        ``pinned``, ``kind`` (or ``kinds``, any of several) and ``order`` (kind, recent, hits)
+        narrow and sort it."""
         from memd.store import curate
 
         if status is None and not include_all:
             status = "active"
         projects = None if all_projects else [project_of(cwd, project), USER_SCOPE]
+        which = kind or (tuple(kinds) if isinstance(kinds, list) else None)
         memories, total = curate.list_page(
-            self.store, projects, kind or None, status, pinned, offset, limit, order
+            self.store, projects, which, status, pinned, offset, limit, order
         )
         out = {"memories": [m.to_dict() for m in memories], "total": total}
         if not total and projects is not None:
             from memd.daemon.scoped import elsewhere_count
 
-            out["elsewhere"] = elsewhere_count(self, kind or None, status, pinned)
+            out["elsewhere"] = elsewhere_count(self, which, status, pinned)
         return out
 
-    def show(self, id: str, excerpts: bool = False) -> dict[str, Any]:
+    def show(self, id: str, excerpts: bool = False, turns: bool = False) -> dict[str, Any]:
+        """One memory with what it replaced; ``excerpts``: the excerpts citing its lines;
+        ``turns``: what was said in its source turns (:mod:`memd.daemon.sourceturns`)."""
         memory = self.store.get(id)
         out = memory.to_dict()
         if memory.superseded_by:
@@ -222,6 +229,15 @@ class App:
             from memd.store import curate
 
             out["excerpts"] = curate.excerpts_for(self.store, memory)
+        if turns:
+            from memd.daemon.sourceturns import source_turns
+
+            with self._state() as state:
+                read = list(state.offsets())
+            said = source_turns(
+                out["sources"], read, self.settings.transcripts_dir, self.settings.redact_patterns
+            )
+            out["turns"], out["turns_missing"] = said["turns"], said["missing"]
         return {"memory": out}
 
     def stats(self, fresh: bool = True) -> dict[str, Any]:
@@ -300,11 +316,21 @@ class App:
         self._need_writer()
         return forgetting.forget(self.store, self.settings.home, id, ids, purge, reason)
 
-    def pin(self, id: str, pinned: bool = True) -> dict[str, Any]:
+    def pin(
+        self, id: str | None = None, pinned: bool = True, ids: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Pin (or unpin) memory ``id``, or every one of ``ids`` in one write."""
+        from memd.store import forgetting
+
         self._need_writer()
-        memory = self.store.get(id)
-        self.store.update_fields({memory.id: {"pinned": pinned, "updated_at": now_iso()}})
-        return {"memory": self.store.get(memory.id).to_dict()}
+        memories = forgetting.resolve(self.store, forgetting.wanted_ids(id, ids))
+        at = now_iso()
+        self.store.update_fields(
+            {m.id: {"pinned": bool(pinned), "updated_at": at} for m in memories}
+        )
+        if id is not None:
+            return {"memory": self.store.get(memories[0].id).to_dict()}
+        return {"pinned": bool(pinned), "ids": [m.id for m in memories]}
 
     def edit(
         self,

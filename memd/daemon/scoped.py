@@ -41,7 +41,6 @@ def search(
         raise UserError("the search query is empty")
     statuses = STATUSES if include_all else ("active",)
     weights = retrieve.weights_from(app.settings)
-    missed: list[dict[str, Any]] | None = [] if explain else None
     if all_projects:
         scope = curate.projects_of(app.store) or [USER_SCOPE]
         vectors = queries = None  # the hooks' cache holds few projects: the table, as `find` does
@@ -58,13 +57,22 @@ def search(
         weights=weights,
         cache=vectors,
         embed_later=queries.submit if queries is not None else None,
-        missed=missed,
     )
     out: dict[str, Any] = {"results": results, "project": None if all_projects else project}
     if results:
         return out
-    if missed:
-        out["missed"] = missed[:MISSES_SHOWN]
+    if explain:  # the same recall (and depth) as search, read for the candidates that missed
+        found = retrieve.recall(
+            app.store,
+            query,
+            scope,
+            depth=max(limit * 4, 40),
+            kinds=kinds,
+            statuses=statuses,
+            weights=weights,
+        )
+        missed = [r for r in found if not r["relevant"]][:MISSES_SHOWN]
+        out["missed"] = retrieve.complete(app.store, missed)
     if not all_projects:
         others = [p for p in curate.projects_of(app.store) if p not in (project, USER_SCOPE)]
         if others:
@@ -78,6 +86,8 @@ def search(
     return out
 
 
-def elsewhere_count(app: App, kind: str | None, status: str | None, pinned: bool | None) -> int:
+def elsewhere_count(
+    app: App, kind: str | tuple[str, ...] | None, status: str | None, pinned: bool | None
+) -> int:
     """How many memories with these filters the other projects hold (for an empty `list`)."""
     return curate.list_page(app.store, None, kind, status, pinned, 0, 0)[1]

@@ -300,11 +300,8 @@ def search(
     cache: VectorCache | None = None,
     embed_query: Callable[[str], list[float]] | None = None,
     embed_later: Callable[[str], Future[list[float]]] | None = None,
-    missed: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """The relevant memories for ``query``, best first, in the DESIGN.md shape. ``missed``,
-    when given, receives the best candidates that failed the relevance decision (for
-    `memd search --explain`: why nothing was found)."""
+    """The relevant memories for ``query``, best first, in the DESIGN.md shape."""
     found = recall(
         store,
         query,
@@ -318,8 +315,6 @@ def search(
         embed_query=embed_query,
         embed_later=embed_later,
     )
-    if missed is not None:
-        missed.extend(complete(store, [r for r in found if not r["relevant"]][:limit]))
     return complete(store, [r for r in found if r["relevant"]][:limit])
 
 
