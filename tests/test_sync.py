@@ -242,11 +242,16 @@ def test_add_forget_and_concurrent_edits_converge(devices: tuple[Device, Device,
     a.sync()
     assert a.app.show(mid)["memory"]["pinned"] is True
 
-    # A forget on B removes it on A, and a stale round cannot bring it back.
+    # A forget on B archives it on A too (its status travels); a purge on B deletes it on A
+    # (a tombstone), and a stale round cannot bring it back.
     b.app.forget(mid)
     b.sync()
+    assert a.sync()["applied"] == 1
+    assert a.app.show(mid)["memory"]["status"] == "archived" and a.texts() == []
+    b.app.forget(mid, purge=True)
+    b.sync()
     assert a.sync()["deleted"] == 1
-    assert a.texts() == []
+    assert a.texts(include_all=True) == []
     a.sync()
     b.sync()
     assert a.texts() == b.texts() == []
@@ -527,7 +532,7 @@ def test_compaction_drops_only_superseded_rows_and_readers_lose_nothing(
     gone = a.app.add("The old staging host is stage-1", project=a.project)["memory"]["id"]
     a.sync()
     b.sync()  # B has read version 1 of both
-    a.app.forget(gone)
+    a.app.forget(gone, purge=True)
     compacted = 0
     for minutes in (4, 5, 6, 7):
         a.app.edit(mid, text=f"The build takes {minutes} minutes")

@@ -232,8 +232,9 @@ class App:
         if turns:
             from memd.daemon.sourceturns import source_turns
 
-            with self._state() as state:
-                read = list(state.offsets())
+            read: list[str] = []
+            with contextlib.suppress(UserError), self._state() as state:
+                read = list(state.offsets())  # the files read (else the transcripts dir only)
             said = source_turns(
                 out["sources"], read, self.settings.transcripts_dir, self.settings.redact_patterns
             )
