@@ -62,7 +62,19 @@ def read_url(proc: subprocess.Popen[str], timeout: float = 60.0) -> str:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def private_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """This process (the model, Playwright's driver, Chromium) writes caches under HOME: a
+    private one for the whole module (the autouse fixture only covers each test)."""
+    home = tmp_path_factory.mktemp("browser-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+            mp.setenv(name, str(home / name.lower()))
+        yield home
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, private_home: Path) -> Iterator[dict[str, Any]]:
     from playwright.sync_api import sync_playwright
 
     root = tmp_path_factory.mktemp("uibrowser")
