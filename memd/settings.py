@@ -305,8 +305,22 @@ def read_config_file(path: Path) -> dict[str, Any]:
         data = {**{k: v for k, v in data.items() if k != "memd"}, **data["memd"]}
     unknown = sorted(set(data) - set(Settings.model_fields))
     if unknown:
-        raise ConfigError(f"config file {path}: unknown key {unknown[0]!r}")
+        raise ConfigError(f"config file {path}: unknown key {unknown[0]!r}{suggest(unknown[0])}")
     return data
+
+
+def suggest(key: str) -> str:
+    """``; did you mean 'x'?`` for the setting nearest to a misspelt ``key`` (or nothing)."""
+    import difflib
+
+    names = list(Settings.model_fields)
+    folded = key.strip().lower().replace("-", "_")
+    if folded in names:
+        return f"; did you mean {folded!r}?"
+    close = difflib.get_close_matches(folded, names, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return " (`memd config --example` lists every setting)"
 
 
 def load_settings(**overrides: Any) -> Settings:

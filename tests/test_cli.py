@@ -102,10 +102,10 @@ def test_import_jsonl_reports_bad_lines(repo: Path, tmp_path: Path) -> None:
         + "\n"
     )
     out = json.loads(memd("import", str(path), "--json", cwd=repo).stdout)
-    assert out["read"] == 3 and out["inserted"] == 3
-    assert [e.split(":")[1] for e in out["errors"]] == ["2", "4", "5"]
+    assert (out["read"], out["added"], out["skipped"]) == (6, 3, 3)
+    assert [e.split(":")[0] for e in out["errors"]] == ["line 2", "line 4", "line 5"]
     again = json.loads(memd("import", str(path), "--json", cwd=repo).stdout)
-    assert again.get("inserted", 0) == 0  # importing twice adds nothing
+    assert again["added"] == 0 and again["unchanged"] == 3  # importing twice adds nothing
     listed = json.loads(memd("list", "--json", cwd=repo).stdout)
     assert len(listed) == 3
 
@@ -283,9 +283,10 @@ def test_show_and_list_read_like_prose(served: tuple[DaemonProcess, Path]) -> No
     shown = proc.memd("show", added["memory"]["id"], cwd=str(repo)).stdout
     assert "  importance: 0.7\n" in shown
     listed = proc.memd("list", cwd=str(repo)).stdout
-    assert listed.rstrip().endswith("\n1 memory")
+    where = f" in {os.path.realpath(repo)} (and user-wide)"
+    assert listed.rstrip().endswith("\n1 memory" + where)
     proc.memd("add", "The queue is RabbitMQ 3", cwd=str(repo))
-    assert proc.memd("list", cwd=str(repo)).stdout.rstrip().endswith("\n2 memories")
+    assert proc.memd("list", cwd=str(repo)).stdout.rstrip().endswith("\n2 memories" + where)
 
 
 def test_status_without_the_daemon_shows_the_store_read_only(

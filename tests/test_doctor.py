@@ -359,18 +359,46 @@ def test_inotify_limit_too_low(tmp_path: Path) -> None:
     assert doctor_for().check_inotify(watches).level == "ok"
 
 
-def test_inotify_limit_scales_with_transcripts(tmp_path: Path) -> None:
+def test_inotify_limit_scales_with_directories_and_files_count_files(tmp_path: Path) -> None:
+    """The watcher takes one inotify watch per directory; the transcripts check counts files."""
     root = load_settings().transcripts_dir
     for i in range(60):
         d = root / f"p{i}"
         d.mkdir(parents=True)
         for j in range(100):
             (d / f"{j}.jsonl").touch()
+        (d / f"{i}" / "subagents").mkdir(parents=True)
     watches = tmp_path / "max_user_watches"
     watches.write_text("8192\n")
     check = doctor_for().check_inotify(watches)
+    assert check.level == "ok" and "(181 directories to watch)" in check.detail, check
+    transcripts = doctor_for().check_transcripts()
+    assert transcripts.detail.endswith("(6000 transcript files)"), transcripts
+    for i in range(5500):
+        (root / "p0" / f"s{i}").mkdir()
+    check = doctor_for().check_inotify(watches)
     assert check.level == "fail"
-    assert "6060 transcript files need at least 9090" in check.detail
+    assert "5681 directories to watch need at least 8521" in check.detail
+    assert doctor_for().check_transcripts().detail.endswith("(6000 transcript files)")
+
+
+def test_a_daemon_in_a_terminal_without_the_service_is_a_note(
+    daemon: StandInDaemon, fake_systemctl: Path
+) -> None:
+    """The README's quick start runs `memd serve` in a terminal: no service is not a failure
+    while a daemon answers; without a daemon it is."""
+    doc = doctor_for()
+    assert doc.check_daemon().level == "ok"
+    check = doc.check_service()
+    assert check.level == "note" and check.ok, check
+    assert f"the daemon (pid {os.getpid()}) runs outside it" in check.detail
+    assert check.fix == "memd install --service"
+    user_service.install_service(load_settings(), system="Linux")
+    (fake_systemctl / "bus").touch()  # installed but not enabled: a note too
+    check = doc.check_service()
+    assert check.level == "note" and "systemctl --user enable --now" in check.fix, check
+    result = CliRunner().invoke(main, ["doctor"])
+    assert "note  service" in result.output and "to change it: systemctl" in result.output
 
 
 def test_low_disk_warns_then_fails(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -497,3 +525,33 @@ def test_model_check_says_which_languages_the_model_covers(
     assert check.level == "ok", check.detail
     assert check.detail.startswith(f"{E5_MODEL}-centred@")
     assert "Chinese and English" in check.detail
+
+
+@pytest.mark.slow
+def test_doctor_after_the_readme_quick_start_exits_zero(tmp_path: Path) -> None:
+    """`make serve` (a real `memd serve` in the foreground), then `memd install` as the README
+    says, where no systemd user session answers: `memd doctor` exits 0. With the hooks only
+    (no service at all) too: the service line is a note."""
+    sock = short_socket_path()
+    env = daemon_env(tmp_path / "qs", sock)
+    transcript = Path(env["HOME"]) / ".claude" / "projects" / "-p" / "s.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text("{}\n")
+    proc = DaemonProcess(env, tmp_path / "serve.log")
+    try:
+        proc.start()
+        hooks_only = proc.memd("install", "--hooks")
+        assert hooks_only.returncode == 0, hooks_only.stderr
+        doctor_run = proc.memd("doctor")
+        assert doctor_run.returncode == 0, doctor_run.stdout
+        assert "note  service" in doctor_run.stdout
+        assert doctor_run.stdout.rstrip().endswith("all checks passed")
+        everything = proc.memd("install")
+        assert everything.returncode == 0, everything.stderr
+        report = proc.memd("doctor", "--json")
+        assert report.returncode == 0, report.stdout
+        levels = {c["name"]: c["level"] for c in json.loads(report.stdout)["checks"]}
+        assert "fail" not in levels.values(), levels
+    finally:
+        proc.stop()
+        remove_socket_dir(sock)

@@ -155,12 +155,16 @@ def test_a_memory_added_on_a_reaches_bs_hook_and_a_forget_on_b_reaches_a(
     assert status["projects"][0]["area"] == "team"
     assert f"s3://{BUCKET}/memd/team" in b.memd("status").stdout
 
-    forgot = b.memd("forget", "--purge", "--yes", mid)  # a forget archives; a purge deletes
+    forgot = b.memd("forget", mid)  # archives: the status reaches A, whose hook drops it
     assert forgot.returncode == 0, forgot.stderr
+    b.sync()
+    assert a.sync()["applied"] == 1
+    assert mid in a.memories() and text not in a.prompt_hook(prompt)
+    purged = b.memd("forget", "--purge", "--yes", mid)  # deletes: a tombstone
+    assert purged.returncode == 0, purged.stderr
     b.sync()
     assert a.sync()["deleted"] == 1
     assert mid not in a.memories()
-    assert text not in a.prompt_hook(prompt)
 
 
 def test_concurrent_edits_end_the_same_on_both(machines: tuple[Machine, Machine]) -> None:

@@ -12,12 +12,14 @@ from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from daemon_process import DaemonProcess, remove_socket_dir, short_socket_path
 from starlette.testclient import TestClient
-from ui_data import EXCERPT_TEXT, LINE, SESSION, SHOP, build_home
+from ui_data import EXCERPT_TEXT, LINE, SAID_CLAUDE, SAID_USER, SESSION, SHOP, build_home
 
+from memd.models import KINDS
 from memd.settings import load_settings
 from memd.ui.security import COOKIE, Guard
 from memd.ui.web import create_app
@@ -239,8 +241,19 @@ def test_memories_are_paginated_and_filtered(stack: dict[str, Any]):
     second = client.get(f"/memories?project={SHOP}&status=active&order=recent&page=2").text
     ids_2 = re.findall(r'data-id="([0-9a-f]+)"', second)
     assert len(ids_1) == 50 and ids_2 and not set(ids_1) & set(ids_2)
-    listed = stack["proc"].request({"cmd": "list", "project": SHOP, "status": "active", "limit": 1})
+    knowledge = [k for k in KINDS if k != "excerpt"]  # the default view hides the excerpts
+    listed = stack["proc"].request(
+        {"cmd": "list", "project": SHOP, "status": "active", "limit": 1, "kinds": knowledge}
+    )
     assert listed["total"] == total  # same count as the daemon (project + user-wide scope)
+    assert "excerpts (raw turns) hidden" in first and "kind-excerpt" not in first
+    every = client.get(f"/memories?project={SHOP}&status=active&excerpts=1").text
+    with_excerpts = int(re.search(r"(\d+) memories", every).group(1))  # type: ignore[union-attr]
+    everything = stack["proc"].request({"cmd": "list", "project": SHOP, "status": "active"})
+    assert with_excerpts == everything["total"] > total
+    only = client.get(f"/memories?project={SHOP}&kind=excerpt").text
+    rows = re.findall(r'<tr class="memory-row".*?</tr>', only, re.S)
+    assert rows and all("kind-excerpt" in r for r in rows)
     archived = client.get("/memories?status=archived&kind=todo").text
     rows = re.findall(r'<tr class="memory-row".*?</tr>', archived, re.S)
     assert rows and all(">archived<" in r and "kind-todo" in r for r in rows)
@@ -265,6 +278,86 @@ def test_memory_page_shows_provenance_and_the_source_excerpt(stack: dict[str, An
     assert "Excerpt of the source turns" in html
     assert "Postgres advisory locks are simpler here" in html
     assert EXCERPT_TEXT.splitlines()[0] in html
+    # What was said, read back from the session's transcript on disk.
+    said = html.split('id="source-turns"')[1].split("</ol>")[0]
+    assert SAID_USER in said and SAID_CLAUDE in said
+    assert said.index(SAID_USER) < said.index(SAID_CLAUDE)
+    shown = stack["proc"].request({"cmd": "show", "id": stack["ids"]["locks"], "turns": True})
+    assert [t["role"] for t in shown["memory"]["turns"]] == ["user", "assistant"]
+    assert shown["memory"]["turns_missing"] == []
+
+
+def test_a_source_whose_transcript_is_gone_says_so(stack: dict[str, Any]):
+    reply = stack["proc"].request(
+        {
+            "cmd": "add",
+            "text": "Nightly exports are written to the reports bucket",
+            "project": SHOP,
+            "kind": "fact",
+        }
+    )
+    assert reply["ok"], reply
+    page = client_for(stack).get(f"/memories/{reply['memory']['id']}").text
+    assert "Added by hand" in page and "source-turns" not in page
+
+
+def bulk(stack: dict[str, Any], client: TestClient, action: str, ids: list[str], back: str) -> Any:
+    form = [("csrf", stack["guard"].csrf), ("action", action), ("back", back)]
+    form += [("id", i) for i in ids]
+    return client.post(
+        "/memories/bulk",
+        content=urlencode(form),
+        headers={"content-type": "application/x-www-form-urlencoded"},
+        follow_redirects=False,
+    )
+
+
+def test_bulk_forget_restore_pin_in_one_request_each(stack: dict[str, Any]):
+    client = client_for(stack)
+    page = client.get(f"/memories?project={SHOP}&status=active&order=recent").text
+    ids = re.findall(r'name="id" value="([0-9a-f]+)"', page)[:3]
+    assert len(ids) == 3
+    back = f"/memories?project={SHOP}&status=active&order=recent"
+    reply = bulk(stack, client, "forget", ids, back)
+    assert reply.status_code == 303
+    location = reply.headers["location"]
+    assert location.startswith("/memories?project=%2Fdemo%2Fshop&status=active&order=recent&")
+    assert location.endswith("&done=forget&n=3")
+    assert [show(stack, i)["status"] for i in ids] == ["archived"] * 3
+    landed = client.get(reply.headers["location"]).text
+    assert "Forgot 3 memories: archived, not deleted" in landed
+    reply = bulk(stack, client, "restore", ids, back)
+    assert reply.headers["location"].endswith("done=restore&n=3")
+    assert [show(stack, i)["status"] for i in ids] == ["active"] * 3
+    bulk(stack, client, "pin", ids[:2], back)
+    assert [show(stack, i)["pinned"] for i in ids] == [True, True, show(stack, ids[2])["pinned"]]
+    bulk(stack, client, "unpin", ids[:2], back)
+    assert [show(stack, i)["pinned"] for i in ids[:2]] == [False, False]
+    nothing = bulk(stack, client, "forget", [], "https://evil.example/")
+    assert nothing.headers["location"] == "/memories?done=none&n=0"
+    assert bulk(stack, client, "explode", ids, back).status_code == 400
+    bad = bulk(stack, client, "forget", [ids[0], "deadbeef"], back)
+    assert bad.status_code == 404 and show(stack, ids[0])["status"] == "active"
+
+
+def test_restore_a_session_from_the_sessions_page(stack: dict[str, Any]):
+    client = client_for(stack)
+    html = client.get(f"/sessions?project={SHOP}").text
+    found = re.search(r'name="session" value="([^"]+)"', html)
+    assert found, "no session with archived memories on the first page"
+    session = found.group(1)
+    before = stack["proc"].request({"cmd": "restore", "session": "no-such-session"})
+    assert before["ok"] is False and "no archived memory matches session" in before["error"]
+    reply = client.post(
+        "/restore",
+        data={"csrf": stack["guard"].csrf, "session": session, "back": f"/sessions?project={SHOP}"},
+        follow_redirects=False,
+    )
+    assert reply.status_code == 303 and "done=restore" in reply.headers["location"]
+    again = stack["proc"].request({"cmd": "restore", "session": session})
+    assert again["ok"] is False  # nothing of that session is archived any more
+    empty = client.post("/restore", data={"csrf": stack["guard"].csrf})
+    assert empty.status_code == 400 and "name a project, a session or a cleanup run" in empty.text
 
 
 def test_edit_pin_forget_restore_through_the_pages(stack: dict[str, Any]):
@@ -320,6 +413,12 @@ def test_sessions_timeline_lists_what_each_session_taught(stack: dict[str, Any])
     html = client.get(f"/sessions?project={SHOP}").text
     assert "sessions taught memd something" in html
     assert 'id="s-sess-demo-locks"' in html and "Postgres advisory locks" in html
+    known = html.split('id="s-sess-demo-locks"')[1].split("</li>\n</ol>")[0].split('<li id="s-')[0]
+    learned, folded = known.split('<details class="excerpts">')
+    assert "We chose Postgres advisory locks" in learned  # the typed memory leads
+    assert "1 learned, 1 excerpts" in learned
+    assert "<summary>1 excerpt (raw turns)</summary>" in folded
+    assert "Postgres advisory locks are simpler here" in folded  # the excerpt, folded
     every = client.get("/sessions").text
     assert "page 1 of 5" in every  # 2,000 memories in sessions of 25, + the known one
     assert every.count('<li id="s-') == 20

@@ -1,8 +1,10 @@
 """`memd ui` in a real headless Chromium (Debian's package, driven by Playwright for Python).
 
 A real daemon over 3,000 memories, the real `memd ui --port 0 --no-browser` process: open the
-printed URL, search, open a memory, edit, pin, forget, restore, delete, preview an injection, and
-check each result through `memd show` and the daemon. Screenshots of every page go to
+printed URL, search, open a memory (and what was said in its source turns), edit, pin, forget,
+restore, delete, preview an injection, hide and show excerpts, forget and restore in bulk, undo a
+cleanup run, restore a project, read the Sessions page, use it all at 420 px wide, and check each
+result through `memd show` and the daemon. Screenshots of every page go to
 ``$MEMD_UI_SCREENSHOTS`` (else a temporary directory).
 
 Skipped when Chromium or Playwright is missing, except under CI=true, where that is a failure.
@@ -21,7 +23,7 @@ from typing import Any
 
 import pytest
 from daemon_process import MEMD, DaemonProcess, remove_socket_dir, short_socket_path
-from ui_data import SHOP, XSS_TEXT, build_home
+from ui_data import SAID_CLAUDE, SAID_USER, SHOP, XSS_TEXT, build_home
 
 CHROMIUM = os.environ.get("MEMD_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
@@ -60,7 +62,19 @@ def read_url(proc: subprocess.Popen[str], timeout: float = 60.0) -> str:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def private_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """This process (the model, Playwright's driver, Chromium) writes caches under HOME: a
+    private one for the whole module (the autouse fixture only covers each test)."""
+    home = tmp_path_factory.mktemp("browser-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+            mp.setenv(name, str(home / name.lower()))
+        yield home
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, private_home: Path) -> Iterator[dict[str, Any]]:
     from playwright.sync_api import sync_playwright
 
     root = tmp_path_factory.mktemp("uibrowser")
@@ -68,6 +82,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     shots.mkdir(parents=True, exist_ok=True)
     sock = short_socket_path()
     env, ids = build_home(root, sock, 3000)
+    env["MEMD_PROJECT_CAP"] = "500"  # a cleanup run (run by one test only) archives some
     daemon = DaemonProcess(env, root / "serve.log").start()
     ui_log = open(root / "ui.log", "wb")
     ui = subprocess.Popen(
@@ -232,6 +247,125 @@ def test_sessions_and_health_pages(stack: dict[str, Any]):
     page.goto(f"{stack['base']}/memories?project={SHOP}")
     assert "page 1 of" in page.locator(".pager").first.inner_text()
     shot(stack, "memories")
+
+
+def result_count(stack: dict[str, Any]) -> int:
+    return int(stack["page"].locator("#result-count").inner_text().split()[0])
+
+
+def test_the_knowledge_view_hides_excerpts_until_asked(stack: dict[str, Any]):
+    page = stack["page"]
+    page.goto(f"{stack['base']}/memories?project={SHOP}&status=active")
+    kinds = page.locator("td.cell-kind").all_inner_texts()
+    assert kinds and "excerpt" not in [k.strip() for k in kinds]
+    assert "excerpts (raw turns) hidden" in page.locator("#result-count").inner_text()
+    knowledge = result_count(stack)
+    page.check("#show-excerpts")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url("**excerpts=1*")
+    everything = stack["daemon"].request({"cmd": "list", "project": SHOP, "status": "active"})
+    assert result_count(stack) == everything["total"] > knowledge
+    assert "hidden" not in page.locator("#result-count").inner_text()
+
+
+def test_bulk_select_forget_then_restore(stack: dict[str, Any]):
+    page = stack["page"]
+    page.goto(f"{stack['base']}/memories?project={SHOP}&status=active&order=recent")
+    boxes = page.locator("input.pick[name=id]")
+    ids = [str(boxes.nth(i).get_attribute("value")) for i in range(3)]
+    for i in range(3):
+        boxes.nth(i).check()
+    assert page.locator("#selected-count").inner_text() == "3 selected"
+    shot(stack, "bulk")
+    page.click("#bulk-forget")
+    page.wait_for_url("**done=forget*")
+    assert "Forgot 3 memories" in page.locator("#notice").inner_text()
+    assert [show(stack, i)["status"] for i in ids] == ["archived"] * 3
+    page.goto(f"{stack['base']}/memories?project={SHOP}&status=archived&order=recent")
+    for mid in ids:
+        page.check(f"input.pick[value='{mid}']")
+    page.click("#bulk-restore")
+    page.wait_for_url("**done=restore*")
+    assert page.locator("#notice").inner_text() == "Restored 3 memories."
+    assert [show(stack, i)["status"] for i in ids] == ["active"] * 3
+    page.check("#select-all")
+    rows = page.locator("input.pick[name=id]").count()
+    checked = page.locator("input.pick[name=id]:checked").count()
+    assert (
+        rows == checked > 0 and page.locator("#selected-count").inner_text() == f"{rows} selected"
+    )
+    page.uncheck("#select-all")
+    assert page.locator("input.pick[name=id]:checked").count() == 0
+
+
+def test_a_memory_page_shows_what_was_said(stack: dict[str, Any]):
+    page = stack["page"]
+    page.goto(f"{stack['base']}/memories/{stack['ids']['locks']}")
+    said = page.locator("#source-turns").inner_text()
+    assert SAID_USER in said and SAID_CLAUDE in said
+    assert said.index("user") < said.index(SAID_USER) < said.index("claude")
+
+
+def test_sessions_lead_with_what_was_learned(stack: dict[str, Any]):
+    page = stack["page"]
+    page.goto(f"{stack['base']}/sessions?project={SHOP}")
+    item = page.locator("#s-sess-demo-locks")
+    assert "Postgres advisory locks" in item.locator("ul.learned").inner_text()
+    excerpt = item.locator("details.excerpts li").first
+    assert not excerpt.is_visible()  # folded
+    item.locator("details.excerpts summary").click()
+    assert excerpt.is_visible() and "simpler here" in excerpt.inner_text()
+
+
+def test_the_narrow_layout_at_420px(stack: dict[str, Any]):
+    page = stack["page"]
+    page.set_viewport_size({"width": 420, "height": 860})
+    try:
+        page.goto(f"{stack['base']}/memories?project={SHOP}&status=active")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 420
+        row = page.locator("tr.memory-row").first
+        for cell in ("td.cell-kind", "td.cell-project", "td.cell-status"):
+            box = row.locator(cell).bounding_box()
+            assert row.locator(cell).is_visible() and box is not None, cell
+            assert box["x"] >= 0 and box["x"] + box["width"] <= 420, (cell, box)
+        assert row.locator("td.cell-status").inner_text().strip().endswith("active")
+        shot(stack, "narrow-memories")
+        mid = str(row.locator("input.pick").get_attribute("value"))
+        row.locator("input.pick").check()
+        page.click("#bulk-pin")  # a bulk action works at this width too
+        page.wait_for_url("**done=pin*")
+        assert show(stack, mid)["pinned"] is True
+        for path in (f"/memories/{stack['ids']['locks']}", f"/sessions?project={SHOP}", "/health"):
+            page.goto(stack["base"] + path)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 420, path
+        shot(stack, "narrow-health")
+    finally:
+        page.set_viewport_size({"width": 1200, "height": 760})
+
+
+def test_undo_a_cleanup_run_then_restore_a_project(stack: dict[str, Any]):
+    daemon, page = stack["daemon"], stack["page"]
+    ran = daemon.request({"cmd": "jobs_run", "name": "cleanup"}, timeout=120)
+    result = ran["last_result"]
+    archived = result["todos_closed"] + result["archived_stale"] + result["archived_cap"]
+    assert archived > 0 and result["run"], result
+    page.goto(f"{stack['base']}/health")
+    page.click("#undo-run-cleanup")
+    page.wait_for_url("**/health?done=restore*")
+    assert page.locator("#notice").inner_text() == f"Restored {archived} memories."
+    again = daemon.request({"cmd": "restore", "run": result["run"]})
+    assert again["ok"] is False and "no archived memory matches" in again["error"]
+    page.goto(f"{stack['base']}/memories?project={SHOP}&status=archived&excerpts=1")
+    left = result_count(stack)
+    assert left > 0
+    page.click("#restore-project")
+    page.wait_for_url("**done=restore*")
+    # The list shows the project with the user-wide scope; the button restores the project's.
+    listed = daemon.request({"cmd": "list", "project": SHOP, "status": "archived"})
+    assert all(m["project"] == "user:global" for m in listed["memories"])
+    restored = left - listed["total"]
+    assert restored > 0
+    assert page.locator("#notice").inner_text() == f"Restored {restored} memories."
 
 
 def test_hostile_text_stays_text_and_delete_for_good(stack: dict[str, Any]):

@@ -8,8 +8,12 @@ embeddings (``App.add``) on top.
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -100,13 +104,59 @@ EXCERPT_TEXT = (
 )
 SESSION = "sess-demo-locks"
 LINE = "line-locks-0001"
+SAID_USER = "Should the job queue use Redis locks, or something we already run?"
+SAID_CLAUDE = (
+    "Postgres advisory locks: we already run Postgres, so there is nothing new to operate."
+)
+
+
+def transcript_lines() -> list[dict[str, Any]]:
+    """The session the known memories came from, as Claude Code writes it (two turns)."""
+    common = {"isSidechain": False, "userType": "external", "cwd": SHOP, "sessionId": SESSION}
+    return [
+        {
+            **common,
+            "parentUuid": None,
+            "type": "user",
+            "message": {"role": "user", "content": SAID_USER},
+            "uuid": LINE,
+            "timestamp": "2026-11-20T10:00:00.000Z",
+        },
+        {
+            **common,
+            "parentUuid": LINE,
+            "type": "assistant",
+            "message": {
+                "id": "msg_locks_1",
+                "role": "assistant",
+                "model": "claude-opus-4-6",
+                "content": [{"type": "text", "text": SAID_CLAUDE}],
+            },
+            "uuid": "line-locks-0002",
+            "timestamp": "2026-11-20T10:00:05.000Z",
+        },
+    ]
+
+
+def write_transcript(transcripts_dir: Path) -> Path:
+    """The known session's transcript, dated two days back (so the daemon's first start notes it
+    as read, without extracting it again)."""
+    path = transcripts_dir / "-demo-shop" / f"{SESSION}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in transcript_lines()))
+    old = time.time() - 2 * 86400
+    os.utime(path, (old, old))
+    return path
 
 
 def known(app: Any) -> dict[str, str]:
     """The memories the tests look for, with real embeddings: ``{name: id}``."""
     from memd.store.upsert import upsert
 
-    src = [Source(session_id=SESSION, uuid=LINE, timestamp="2026-11-20T10:00:00.000Z")]
+    src = [
+        Source(session_id=SESSION, uuid=LINE, timestamp="2026-11-20T10:00:00.000Z"),
+        Source(session_id=SESSION, uuid="line-locks-0002", timestamp="2026-11-20T10:00:05.000Z"),
+    ]
     wanted = {
         "xss": Memory(text=XSS_TEXT, kind="decision", project=SHOP, importance=0.8),
         "locks": Memory(text=LOCKS_TEXT, kind="decision", project=SHOP, sources=src),
@@ -126,6 +176,7 @@ def build_home(root: Any, socket_path: str, n: int) -> tuple[dict[str, str], dic
     from memd.settings import load_settings
 
     env = daemon_env(root, socket_path)
+    write_transcript(Path(env["MEMD_TRANSCRIPTS_DIR"]))
     settings = load_settings(home=env["MEMD_HOME"], socket=socket_path)
     app = App(settings).open(writer=True)
     try:

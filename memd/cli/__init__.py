@@ -80,9 +80,9 @@ def target_from(ctx: click.Context) -> Any:
 
 
 def _register() -> None:
-    from memd.cli import connect, daemon, ingest, jobs, memories, service, sync, ui
+    from memd.cli import connect, daemon, ingest, jobs, memories, search, service, sync, ui
 
-    for module in (memories, ingest, daemon, jobs, service, ui, connect, sync):
+    for module in (search, memories, ingest, daemon, jobs, service, ui, connect, sync):
         module.register(main)
 
 

@@ -1,4 +1,4 @@
-"""Memory commands: search, add, list, show, forget, pin, restore, import, export, reindex, config."""
+"""Memory commands: add, list, show, forget, pin, restore, import, export, reindex, config."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ import click
 from memd import client
 from memd.cli import handle_errors, settings_from, target_from
 from memd.names import KINDS, USER_SCOPE
+
+IMPORT_ERRORS_SHOWN = 5
+"""`memd import` names this many bad lines (`--json` more)."""
 
 
 def echo_json(obj: Any) -> None:
@@ -40,60 +43,12 @@ def short(memory: dict[str, Any]) -> str:
     return f"{memory['id'][:10]}  {memory['kind']:<10} {memory['text']}{pin}{status}"
 
 
-@click.command(name="search")
-@click.argument("query", nargs=-1, required=True)
-@click.option("--project", type=click.Path(file_okay=False), help="Project dir (default: cwd).")
-@click.option("--limit", "-n", type=click.IntRange(1, 1000), default=None, help="Results.")
-@click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS), help="Only these kinds.")
-@click.option("--all", "include_all", is_flag=True, help="Include superseded and archived.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--explain", is_flag=True, help="Show why each result was chosen.")
-@click.pass_context
-@handle_errors
-def memories_search(
-    ctx: click.Context,
-    query: tuple[str, ...],
-    project: str | None,
-    limit: int | None,
-    kinds: tuple[str, ...],
-    include_all: bool,
-    as_json: bool,
-    explain: bool,
-) -> None:
-    """Search memories of this project (and user-wide ones)."""
-    reply = client.run(
-        target_from(ctx),
-        "search",
-        writer=False,
-        query=" ".join(query),
-        cwd=cwd(),
-        project=project_dir(project),
-        limit=limit,
-        kinds=list(kinds) or None,
-        include_all=include_all,
-    )
-    results = reply["results"]
-    if as_json:
-        echo_json(results)
-        return
-    if not results:
-        click.echo("no memories found")
-    for r in results:
-        click.echo(f"{r['score']:.3f}  {short(r)}")
-        if explain:
-            from memd.recall.retrieve import explain as explain_line
-
-            click.echo(f"       why: {explain_line(r)}")
-            for s in r["sources"][:3]:
-                click.echo(
-                    f"       from: session {s['session_id']} line {s['uuid']} {s['timestamp']}"
-                )
-
-
 @click.command(name="add")
 @click.argument("text", nargs=-1, required=True)
 @click.option("--project", type=click.Path(file_okay=False), help="Project dir, or 'user:global'.")
-@click.option("--kind", type=click.Choice(KINDS), default="fact", show_default=True)
+@click.option(
+    "--kind", type=click.Choice(KINDS), default=None, help="Default: inferred from the text."
+)
 @click.option("--pin", is_flag=True, help="Pin it: always in the session-start brief.")
 @click.option("--topic", default="", help="Topic heading for export.")
 @click.option("--json", "as_json", is_flag=True)
@@ -103,29 +58,37 @@ def memories_add(
     ctx: click.Context,
     text: tuple[str, ...],
     project: str | None,
-    kind: str,
+    kind: str | None,
     pin: bool,
     topic: str,
     as_json: bool,
 ) -> None:
-    """Remember TEXT (secrets are redacted first)."""
+    """Remember TEXT (secrets are redacted first). Without --kind, the kind is inferred from
+    the text ("TODO: ..." a todo, "We decided ..." a decision, "Always ..." a preference, ...)."""
+    from memd.phrasing import kind_of
+
+    words = " ".join(text)
+    inferred = kind is None
     reply = client.run(
         target_from(ctx),
         "add",
         writer=True,
-        text=" ".join(text),
+        text=words,
         cwd=cwd(),
         project=project_dir(project),
-        kind=kind,
+        kind=kind or kind_of(words),
         pin=pin,
         topic=topic,
     )
     if as_json:
-        echo_json(reply)
+        echo_json({**reply, "kind_inferred": inferred})
         return
     result = reply["result"]
     verb = {"inserted": "added", "merged": "merged into", "unchanged": "already known:"}
     click.echo(f"{verb.get(result['action'], result['action'])} {short(reply['memory'])}")
+    if inferred and result["action"] == "inserted":
+        chosen = reply["memory"]["kind"]
+        click.echo(f"kind: {chosen}, inferred from the text (--kind sets another)")
     for old in result.get("superseded", []):
         click.echo(f"supersedes {old[:10]}")
 
@@ -135,6 +98,7 @@ def memories_add(
 @click.option("--kind", type=click.Choice(KINDS), default=None)
 @click.option("--all", "include_all", is_flag=True, help="Include superseded and archived.")
 @click.option("--all-projects", is_flag=True, help="Every project, not just this one.")
+@click.option("--limit", "-n", type=click.IntRange(1, 1000), default=1000, help="At most N.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 @handle_errors
@@ -144,9 +108,13 @@ def memories_list(
     kind: str | None,
     include_all: bool,
     all_projects: bool,
+    limit: int,
     as_json: bool,
 ) -> None:
-    """List memories of this project (and user-wide ones)."""
+    """List memories of this project (and user-wide ones), or of --all-projects."""
+    if all_projects and project:
+        raise click.UsageError("give --project or --all-projects, not both")
+    here = project_dir(project or cwd())
     reply = client.run(
         target_from(ctx),
         "list",
@@ -156,13 +124,22 @@ def memories_list(
         kind=kind,
         include_all=include_all,
         all_projects=all_projects,
+        limit=limit,
     )
+    memories = reply["memories"]
     if as_json:
-        echo_json(reply["memories"])
+        echo_json(memories)
         return
-    for m in reply["memories"]:
-        click.echo(short(m))
-    click.echo(count(reply["total"], "memory", "memories"))
+    for m in memories:
+        tag = "" if m["project"] == here else f"  [{m['project']}]"
+        click.echo(short(m) + tag.replace(f"[{USER_SCOPE}]", "[user-wide]"))
+    total = reply["total"]
+    shown = f"{len(memories)} of " if len(memories) < total else ""
+    scope = "" if all_projects else f" in {here} (and user-wide)"
+    click.echo(f"{shown}{count(total, 'memory', 'memories')}{scope}")
+    if not total and reply.get("elsewhere"):
+        n = count(reply["elsewhere"], "memory", "memories")
+        click.echo(f"other projects hold {n}: memd list --all-projects (or --project DIR)")
 
 
 @click.command(name="show")
@@ -200,8 +177,11 @@ def memories_show(ctx: click.Context, id: str, as_json: bool) -> None:
         click.echo(f"  supersedes {old['id']}: {old['text']}")
     for s in memory.get("sources", []):
         click.echo(f"  source: session {s['session_id']} line {s['uuid']} at {s['timestamp']}")
-    for h in memory.get("history", []):
-        click.echo(f"  history: {json.dumps(h, ensure_ascii=False)}")
+    from memd.timeline import lines
+
+    click.echo("  history:")
+    for line in lines(memory):
+        click.echo(f"    {line}")
 
 
 def _id_command(name: str, cmd: str, verb: str, help: str, **fixed: Any) -> click.Command:
@@ -312,7 +292,9 @@ def memories_restore(
 @click.pass_context
 @handle_errors
 def memories_import(ctx: click.Context, path: str, as_json: bool) -> None:
-    """Import a JSONL file (one memory per line) or a directory written by `memd export`."""
+    """Import a JSONL file (one memory per line) or a directory written by `memd export`.
+    Anything else is refused with one error; a file with no valid line imports nothing and
+    exits 1."""
     reply = client.run(
         target_from(ctx), "import_memories", writer=True, path=os.path.abspath(path), cwd=cwd()
     )
@@ -320,10 +302,18 @@ def memories_import(ctx: click.Context, path: str, as_json: bool) -> None:
     if as_json:
         echo_json(reply)
         return
-    errors = reply.pop("errors", [])
-    click.echo(", ".join(f"{k}: {v}" for k, v in reply.items()))
-    for err in errors:
+    read = count(
+        reply["read"],
+        *(("line", "lines") if reply.get("kind") == "jsonl" else ("memory", "memories")),
+    )
+    counts = ", ".join(f"{reply[k]} {k}" for k in ("added", "updated", "unchanged", "skipped"))
+    click.echo(f"read {read} from {path}: {counts}")
+    errors = reply.get("errors", [])
+    for err in errors[:IMPORT_ERRORS_SHOWN]:
         click.echo(f"skipped {err}", err=True)
+    if reply["skipped"] > IMPORT_ERRORS_SHOWN:
+        more = reply["skipped"] - IMPORT_ERRORS_SHOWN
+        click.echo(f"... and {more} more skipped (--json lists the first {len(errors)})", err=True)
 
 
 @click.command(name="export")
@@ -382,7 +372,6 @@ def config_show(ctx: click.Context, as_json: bool, example: bool) -> None:
 
 def register(group: click.Group) -> None:
     for command in (
-        memories_search,
         memories_add,
         memories_list,
         memories_show,

@@ -156,10 +156,11 @@ def doctor_run(ctx: click.Context, as_json: bool, repair: bool) -> None:
     else:
         width = max(len(c.name) for c in checks)
         for c in checks:
-            tag = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}[c.level]
+            tag = {"ok": "ok  ", "note": "note", "warn": "warn", "fail": "FAIL"}[c.level]
             click.echo(f"{tag}  {c.name:<{width}}  {c.detail}")
             if c.level != "ok" and c.fix:
-                click.echo(f"      {'':<{width}}  fix: {c.fix}")
+                label = "to change it" if c.level == "note" else "fix"
+                click.echo(f"      {'':<{width}}  {label}: {c.fix}")
         failed = sum(not c.ok for c in checks)
         click.echo("all checks passed" if healthy else f"{failed} check(s) failed")
     ctx.exit(0 if healthy else 1)

@@ -129,23 +129,24 @@ class App:
         limit: int | None = None,
         kinds: list[str] | None = None,
         include_all: bool = False,
+        all_projects: bool = False,
+        explain: bool = False,
     ) -> dict[str, Any]:
-        if not query or not query.strip():
-            raise UserError("the search query is empty")
-        statuses = ("active", "superseded", "archived") if include_all else ("active",)
-        vectors, queries = self._recall or (None, None)
-        results = retrieve.search(
-            self.store,
+        """The relevant memories of the project (and user-wide ones), or of ``all_projects``;
+        an empty answer says where else there are matches (and, with ``explain``, the nearest
+        candidates that missed): :mod:`memd.daemon.scoped`."""
+        from memd.daemon import scoped
+
+        return scoped.search(
+            self,
             query,
-            [project_of(cwd, project)],
+            project_of(cwd, project),
             limit=limit or self.settings.search_limit,
             kinds=kinds,
-            statuses=statuses,
-            weights=retrieve.weights_from(self.settings),
-            cache=vectors,
-            embed_later=queries.submit if queries is not None else None,
+            include_all=include_all,
+            all_projects=all_projects,
+            explain=explain,
         )
-        return {"results": results}
 
     def find(
         self,
@@ -155,9 +156,11 @@ class App:
         status: str | None = "active",
         pinned: bool | None = None,
         limit: int = 50,
+        kinds: list[str] | None = None,
     ) -> dict[str, Any]:
-        """`search` over one project or all of them (``project`` None), with the list's filters;
-        the results carry the same ``score_breakdown`` as `memd search --explain`."""
+        """`search` over one project or all of them (``project`` None), with the list's filters
+        (``kinds``: any of several); the results carry the same ``score_breakdown`` as `memd
+        search --explain`."""
         from memd.models import STATUSES
         from memd.store import curate
 
@@ -171,7 +174,7 @@ class App:
             query,
             projects or [USER_SCOPE],
             limit=limit if pinned is None else max(limit * 4, 100),
-            kinds=[kind] if kind else None,
+            kinds=[kind] if kind else kinds or None,
             statuses=(status,) if status else STATUSES,
             cache=None,  # the hooks' cache: rebuilding it for every project costs more here
         )
@@ -191,20 +194,30 @@ class App:
         status: str | None = None,
         pinned: bool | None = None,
         order: str = "kind",
+        kinds: list[str] | None = None,
     ) -> dict[str, Any]:
         """One page of memories; ``status`` (else active, or every status with ``include_all``),
-        ``pinned`` and ``order`` (kind, recent, hits) narrow and sort it."""
+        ``pinned``, ``kind`` (or ``kinds``, any of several) and ``order`` (kind, recent, hits)
+        narrow and sort it."""
         from memd.store import curate
 
         if status is None and not include_all:
             status = "active"
         projects = None if all_projects else [project_of(cwd, project), USER_SCOPE]
+        which = kind or (tuple(kinds) if isinstance(kinds, list) else None)
         memories, total = curate.list_page(
-            self.store, projects, kind or None, status, pinned, offset, limit, order
+            self.store, projects, which, status, pinned, offset, limit, order
         )
-        return {"memories": [m.to_dict() for m in memories], "total": total}
+        out = {"memories": [m.to_dict() for m in memories], "total": total}
+        if not total and projects is not None:
+            from memd.daemon.scoped import elsewhere_count
 
-    def show(self, id: str, excerpts: bool = False) -> dict[str, Any]:
+            out["elsewhere"] = elsewhere_count(self, which, status, pinned)
+        return out
+
+    def show(self, id: str, excerpts: bool = False, turns: bool = False) -> dict[str, Any]:
+        """One memory with what it replaced; ``excerpts``: the excerpts citing its lines;
+        ``turns``: what was said in its source turns (:mod:`memd.daemon.sourceturns`)."""
         memory = self.store.get(id)
         out = memory.to_dict()
         if memory.superseded_by:
@@ -216,6 +229,16 @@ class App:
             from memd.store import curate
 
             out["excerpts"] = curate.excerpts_for(self.store, memory)
+        if turns:
+            from memd.daemon.sourceturns import source_turns
+
+            read: list[str] = []
+            with contextlib.suppress(UserError), self._state() as state:
+                read = list(state.offsets())  # the files read (else the transcripts dir only)
+            said = source_turns(
+                out["sources"], read, self.settings.transcripts_dir, self.settings.redact_patterns
+            )
+            out["turns"], out["turns_missing"] = said["turns"], said["missing"]
         return {"memory": out}
 
     def stats(self, fresh: bool = True) -> dict[str, Any]:
@@ -292,36 +315,23 @@ class App:
         from memd.store import forgetting
 
         self._need_writer()
-        refs = forgetting.wanted_ids(id, ids)
-        already: list[Memory] = []
-        if purge:
-            gone = forgetting.purge(self.store, refs)
-        else:
-            gone, already = forgetting.archive_memories(
-                self.store, self.settings.home, refs, reason
-            )
-            if id is not None and already:
-                raise UserError(
-                    f"memory {already[0].id} is already archived (`memd restore "
-                    f"{already[0].id}` brings it back; `memd forget --purge` deletes it)"
-                )
-        if id is not None:  # the reply existing clients read: the id and its text
-            out: dict[str, Any] = {"forgotten": gone[0].id, "text": gone[0].text}
-            if not purge:
-                out["memory"] = gone[0].to_dict()
-            return {**out, "purged": purge}
-        return {
-            "forgotten": [m.id for m in gone],
-            "memories": [forgetting.brief(m) for m in gone],
-            "already": [m.id for m in already],
-            "purged": purge,
-        }
+        return forgetting.forget(self.store, self.settings.home, id, ids, purge, reason)
 
-    def pin(self, id: str, pinned: bool = True) -> dict[str, Any]:
+    def pin(
+        self, id: str | None = None, pinned: bool = True, ids: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Pin (or unpin) memory ``id``, or every one of ``ids`` in one write."""
+        from memd.store import forgetting
+
         self._need_writer()
-        memory = self.store.get(id)
-        self.store.update_fields({memory.id: {"pinned": pinned, "updated_at": now_iso()}})
-        return {"memory": self.store.get(memory.id).to_dict()}
+        memories = forgetting.resolve(self.store, forgetting.wanted_ids(id, ids))
+        at = now_iso()
+        self.store.update_fields(
+            {m.id: {"pinned": bool(pinned), "updated_at": at} for m in memories}
+        )
+        if id is not None:
+            return {"memory": self.store.get(memories[0].id).to_dict()}
+        return {"pinned": bool(pinned), "ids": [m.id for m in memories]}
 
     def edit(
         self,
@@ -363,35 +373,20 @@ class App:
         from memd.store import forgetting
 
         self._need_writer()
-        if id is not None or ids is not None:
-            if project or session or run:
-                raise UserError("restore either ids or a project, session or run, not both")
-            done, already = forgetting.restore_refs(self.store, forgetting.wanted_ids(id, ids))
-            if id is not None:
-                if already:
-                    raise UserError(f"memory {already[0].id} is already active")
-                return {"memory": self.store.get(done[0].id).to_dict()}
-        else:
-            if run == "last":
-                run = self.last_cleanup_run()
-            scope = project_of(None, project) if project else None
-            done, already = forgetting.restore_archived(self.store, scope, session, run), []
-        return {
-            "restored": [m.id for m in done],
-            "memories": [forgetting.brief(m) for m in done],
-            "already": [m.id for m in already],
-        }
+        if run == "last":
+            run = self.last_cleanup_run()
+        scope = project_of(None, project) if project else None
+        return forgetting.restore(self.store, id, ids, scope, session, run)
 
     def import_memories(self, path: str, cwd: str | None = None) -> dict[str, Any]:
-        from memd.store import export
+        """`memd import`: an export directory or a JSONL file, recognised first
+        (:mod:`memd.store.importing`); anything else is refused and nothing is imported."""
+        from memd.store import importing
 
         self._need_writer()
-        target = Path(path).expanduser()
-        if target.is_dir():
-            return export.import_dir(self.store, target, self.settings.redact_patterns)
-        return export.import_jsonl(
+        return importing.import_path(
             self.store,
-            target,
+            Path(path).expanduser(),
             project_of(cwd),
             self.settings.redact_patterns,
             resident=self.resident,

@@ -1,5 +1,5 @@
-"""One `memd doctor` check's outcome: its level (``ok``, ``warn`` or ``fail``), what it found, and
-the command that fixes it (paths in it quoted with :func:`q`)."""
+"""One `memd doctor` check's outcome: its level (``ok``, ``note``, ``warn`` or ``fail``), what it
+found, and the command that fixes it (paths in it quoted with :func:`q`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-Level = Literal["ok", "warn", "fail"]
+Level = Literal["ok", "note", "warn", "fail"]
+"""``note``: a set-up that works as it is, with a suggestion (a daemon run in a terminal)."""
 
 
 @dataclass
@@ -20,7 +21,7 @@ class Check:
 
     @property
     def ok(self) -> bool:
-        """Warnings count as ok: only a failure makes doctor exit non-zero."""
+        """Notes and warnings count as ok: only a failure makes doctor exit non-zero."""
         return self.level != "fail"
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """`memd doctor`: check the setup, say what is wrong and the command that fixes it.
 
-Each check gives a level: ``ok``, ``warn`` or ``fail``. Only ``fail`` makes doctor exit 1;
-a warning (little disk left, service state unknown, hooks pointing at another install)
-is reported with its fix but does not fail the run. ``--repair`` fixes what it safely can
+Each check gives a level: ``ok``, ``note``, ``warn`` or ``fail``. Only ``fail`` makes doctor
+exit 1; a note (a daemon run in a terminal instead of the service) or a warning (little disk
+left, service state unknown, hooks pointing at another install) is reported with its fix but
+does not fail the run. ``--repair`` fixes what it safely can
 (data directory, transcripts directory, hooks, service, daemon start, table rebuild from the
 journal), then checks again.
 
@@ -67,7 +68,7 @@ class Doctor(SetupChecks):
         results = []
         for _name, check, fixer in self.checks():
             result = safe(check)
-            if repair and fixer is not None and result.level != "ok":
+            if repair and fixer is not None and result.level in ("warn", "fail"):
                 try:
                     done = fixer()
                 except (MemdError, OSError) as exc:
@@ -210,7 +211,9 @@ class Doctor(SetupChecks):
     def check_transcripts(self) -> Check:
         path = self.settings.transcripts_dir
         if path.is_dir():
-            return Check("transcripts", "ok", f"{path} exists ({count_transcripts(path)} files)")
+            files = count_transcripts(path)[0]
+            shown = f"{files} transcript file{'' if files == 1 else 's'}"
+            return Check("transcripts", "ok", f"{path} exists ({shown})")
         return Check(
             "transcripts",
             "fail",
@@ -226,15 +229,16 @@ class Doctor(SetupChecks):
             limit = int(source.read_text().strip())
         except (OSError, ValueError):
             return Check("inotify", "warn", f"cannot read {source}", "")
-        files = count_transcripts(self.settings.transcripts_dir)
-        need = max(INOTIFY_MIN, int(files * 1.5))
+        dirs = count_transcripts(self.settings.transcripts_dir)[1]
+        need = max(INOTIFY_MIN, int(dirs * 1.5))
+        shown = f"{dirs} director{'y' if dirs == 1 else 'ies'} to watch"
         if limit >= need:
-            return Check("inotify", "ok", f"max_user_watches {limit} >= {need} ({files} files)")
+            return Check("inotify", "ok", f"max_user_watches {limit} >= {need} ({shown})")
         value = max(524288, need)
         return Check(
             "inotify",
             "fail",
-            f"max_user_watches is {limit}; {files} transcript files need at least {need}",
+            f"max_user_watches is {limit}; {shown} need at least {need}",
             f"echo fs.inotify.max_user_watches={value} | sudo tee /etc/sysctl.d/90-memd.conf"
             " && sudo sysctl --system",
         )
@@ -387,12 +391,15 @@ def model_fix(settings: Settings) -> str:
     )
 
 
-def count_transcripts(path: Path) -> int:
-    """Entries (files and directories) under the transcripts dir: each may need a watch."""
-    total = 0
-    for _root, dirs, files in os.walk(path):
-        total += len(dirs) + len(files)
-    return total
+def count_transcripts(path: Path) -> tuple[int, int]:
+    """(transcript files, directories) under the transcripts dir, the dir itself included in
+    the directories: the watcher takes one inotify watch per directory, not per file."""
+    files = 0
+    directories = 1 if path.is_dir() else 0
+    for _root, dirs, names in os.walk(path):
+        directories += len(dirs)
+        files += sum(1 for name in names if name.endswith(".jsonl"))
+    return files, directories
 
 
 def existing_parent(path: Path) -> Path:

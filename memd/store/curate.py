@@ -33,15 +33,18 @@ EXCERPT_SCAN = 20_000
 
 def where_for(
     projects: list[str] | None,
-    kind: str | None = None,
+    kind: str | tuple[str, ...] | None = None,
     status: str | None = None,
     pinned: bool | None = None,
 ) -> Filter | None:
-    """The filter for a list page (``status`` None = every status)."""
+    """The filter for a list page (``status`` None = every status; ``kind`` one kind or a
+    tuple of kinds, any of them)."""
     parts = []
     if projects:
         parts.append(is_in("project", projects))
-    if kind:
+    if isinstance(kind, tuple):
+        parts.append(is_in("kind", [check_kind(k) for k in kind] or [""]))
+    elif kind:
         parts.append(match(kind=check_kind(kind)))
     if status:
         if status not in STATUSES:
@@ -81,7 +84,7 @@ def page(
 def list_page(
     store: MemoryStore,
     projects: list[str] | None,
-    kind: str | None = None,
+    kind: str | tuple[str, ...] | None = None,
     status: str | None = None,
     pinned: bool | None = None,
     offset: int = 0,

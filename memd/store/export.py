@@ -35,6 +35,8 @@ SECTIONS = {
 HEADING_TO_KIND = {v.lower(): k for k, v in SECTIONS.items()}
 ITEM = re.compile(r"^- (?P<body>.*?)(?:\s*<!-- memd:(?P<id>[0-9a-f]{4,64}) -->)?\s*$")
 PIN_MARK = "[pinned] "
+EXPORT_MARK = "<!-- Exported by memd."
+"""The first words of the comment at the top of every exported Markdown file."""
 
 
 def project_file_name(project: str) -> str:
@@ -57,9 +59,7 @@ def render_project(project: str, memories: list[Memory]) -> str:
         by_topic[topic][m.kind].append(m)
         keywords[topic].extend(m.keywords)
     lines = [f"# {project}", ""]
-    lines.append(
-        "<!-- Exported by memd. Edit a line's text and run `memd import DIR` to update it. -->"
-    )
+    lines.append(f"{EXPORT_MARK} Edit a line's text and run `memd import DIR` to update it. -->")
     lines.append("")
     for topic in sorted(by_topic):
         lines += [f"## {topic}", ""]
@@ -257,7 +257,10 @@ def import_jsonl(
             if not line.strip():
                 continue
             try:
-                raw = json.loads(line)
+                try:
+                    raw = json.loads(line)
+                except ValueError as exc:
+                    raise ValueError(f"not valid JSON ({exc})") from exc
                 if not isinstance(raw, dict):
                     raise ValueError("not a JSON object")
                 if not isinstance(raw.get("text"), str):
@@ -268,7 +271,7 @@ def import_jsonl(
                 batch.append(Memory.from_dict(raw))
                 read += 1
             except (ValueError, TypeError, UserError) as exc:
-                errors.append(f"{path}:{lineno}: {exc}")
+                errors.append(f"line {lineno}: {str(exc)[:200]}")
             if len(batch) >= BATCH:
                 flush()
     if batch:

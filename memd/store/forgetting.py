@@ -75,7 +75,7 @@ def archive_memories(
         return todo, already
 
 
-def purge(store: MemoryStore, refs: list[str]) -> list[Memory]:
+def purge_memories(store: MemoryStore, refs: list[str]) -> list[Memory]:
     """Delete the memories of ``refs`` for good (the journal records the deletion)."""
     with store.write_lock:
         memories = resolve(store, refs)
@@ -184,4 +184,64 @@ def brief(memory: Memory) -> dict[str, Any]:
         "project": memory.project,
         "status": memory.status,
         "text": memory.text[:300],
+    }
+
+
+def forget(
+    store: MemoryStore,
+    home: Any,
+    id: str | None,
+    ids: list[str] | None,
+    purge: bool,
+    reason: str,
+) -> dict[str, Any]:
+    """The socket's ``forget``: archive (or ``purge``) memory ``id`` or every one of ``ids``."""
+    refs = wanted_ids(id, ids)
+    already: list[Memory] = []
+    if purge:
+        gone = purge_memories(store, refs)
+    else:
+        gone, already = archive_memories(store, home, refs, reason)
+        if id is not None and already:
+            raise UserError(
+                f"memory {already[0].id} is already archived (`memd restore "
+                f"{already[0].id}` brings it back; `memd forget --purge` deletes it)"
+            )
+    if id is not None:  # the reply existing clients read: the id and its text
+        out: dict[str, Any] = {"forgotten": gone[0].id, "text": gone[0].text, "purged": purge}
+        if not purge:
+            out["memory"] = gone[0].to_dict()
+        return out
+    return {
+        "forgotten": [m.id for m in gone],
+        "memories": [brief(m) for m in gone],
+        "already": [m.id for m in already],
+        "purged": purge,
+    }
+
+
+def restore(
+    store: MemoryStore,
+    id: str | None,
+    ids: list[str] | None,
+    project: str | None,
+    session: str | None,
+    run: str | None,
+) -> dict[str, Any]:
+    """The socket's ``restore``: memory ``id`` or ``ids``, or the archived memories of a
+    project, a session or a cleanup run."""
+    if id is not None or ids is not None:
+        if project or session or run:
+            raise UserError("restore either ids or a project, session or run, not both")
+        done, already = restore_refs(store, wanted_ids(id, ids))
+        if id is not None:
+            if already:
+                raise UserError(f"memory {already[0].id} is already active")
+            return {"memory": store.get(done[0].id).to_dict()}
+    else:
+        done, already = restore_archived(store, project, session, run), []
+    return {
+        "restored": [m.id for m in done],
+        "memories": [brief(m) for m in done],
+        "already": [m.id for m in already],
     }

@@ -359,7 +359,7 @@ class KeyIndex:
     def _mask(
         self,
         projects: Sequence[str] | None,
-        kind: str | None,
+        kind: str | tuple[str, ...] | None,
         status: str | None,
         pinned: bool | None,
     ) -> np.ndarray:
@@ -372,7 +372,10 @@ class KeyIndex:
             (kind, self.kinds, self.kind),
             (status, self.statuses, self.status),
         ):
-            if value is not None:
+            if isinstance(value, tuple):  # several kinds: any of them
+                wanted = [codes.index[v] for v in value if v in codes.index]
+                mask &= np.isin(column[:n], np.array(wanted or [-1], dtype=column.dtype))
+            elif value is not None:
                 code = codes.index.get(value)
                 if code is None:
                     return np.zeros(n, dtype=bool)
@@ -426,7 +429,7 @@ class KeyIndex:
     def page(
         self,
         projects: Sequence[str] | None,
-        kind: str | None,
+        kind: str | tuple[str, ...] | None,
         status: str | None,
         pinned: bool | None,
         offset: int,

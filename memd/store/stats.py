@@ -210,8 +210,9 @@ def collect(store: MemoryStore, home: Path, top: int = 5) -> dict[str, Any]:
         "used": int(pc.sum(pc.greater(hits, 0)).as_py() or 0),
         "buckets": hit_buckets(hits),
     }
+    used_ones = table.filter(pc.greater(hits, 0))  # "most used": never a memory with 0 hits
     out["most_used"] = brief(
-        store, top_ids(table, top, [("hits", "descending"), ("updated_at", "descending")])
+        store, top_ids(used_ones, top, [("hits", "descending"), ("updated_at", "descending")])
     )
     active = table.filter(pc.equal(table.column("status"), "active"))
     out["least_used"] = brief(
@@ -269,7 +270,7 @@ def session_lines(
     """Every (session, time, memory, project) of the memories' sources, and one row per session
     (first and last time, memories, project), newest first."""
     where = match(project=project) if project else None
-    table = scan(store, ["id", "project", "sources"], where)
+    table = scan(store, ["id", "project", "kind", "status", "sources"], where)
     if table is None:
         return None, None
     src = table.column("sources").combine_chunks()
@@ -281,6 +282,8 @@ def session_lines(
             "ts": flat.field("timestamp"),
             "id": pc.take(table.column("id"), parents),
             "project": pc.take(table.column("project"), parents),
+            "excerpt": pc.equal(pc.take(table.column("kind"), parents), "excerpt"),
+            "archived": pc.equal(pc.take(table.column("status"), parents), "archived"),
         }
     ).filter(pc.not_equal(flat.field("session_id"), ""))
     if lines.num_rows == 0:
@@ -300,7 +303,9 @@ def sessions(
     per_session: int = 12,
     stale_ok: bool = False,
 ) -> dict[str, Any]:
-    """Sessions newest first, each with the memories learned from it (from their sources)."""
+    """Sessions newest first, each with what it taught: its typed memories first (``learned``),
+    then its excerpts apart (``excerpts``, at most ``per_session`` of each), with the counts of
+    both and of its archived memories (from the memories' sources)."""
     lines, grouped = cached(
         store, f"sessions:{project or ''}", lambda: session_lines(store, project), stale_ok
     )
@@ -311,28 +316,41 @@ def sessions(
     names = [r["session"] for r in chosen]
     picked = lines.filter(pc.is_in(lines.column("session"), pa.array(names, pa.string())))
     picked = picked.sort_by([("ts", "ascending")]).to_pylist()
-    ids_of: dict[str, list[str]] = {}
+    ids_of: dict[tuple[str, bool], list[str]] = {}
+    counted: dict[tuple[str, str], set[str]] = {}
     for row in picked:
-        got = ids_of.setdefault(row["session"], [])
+        got = ids_of.setdefault((row["session"], row["excerpt"]), [])
         if row["id"] not in got and len(got) < per_session:
             got.append(row["id"])
+        what = "excerpts" if row["excerpt"] else "typed"
+        counted.setdefault((row["session"], what), set()).add(row["id"])
+        if row["archived"]:
+            counted.setdefault((row["session"], "archived"), set()).add(row["id"])
     wanted = sorted({i for ids in ids_of.values() for i in ids})
     found = {m.id: m for m in store.query(is_in("id", wanted), limit=max(1, len(wanted)))}
-    out = []
-    for r in chosen:
-        learned = [
+
+    def shown(session: str, excerpt: bool) -> list[dict[str, Any]]:
+        return [
             {"id": m.id, "kind": m.kind, "text": m.text, "status": m.status}
-            for i in ids_of.get(r["session"], [])
+            for i in ids_of.get((session, excerpt), [])
             if (m := found.get(i)) is not None
         ]
+
+    out = []
+    for r in chosen:
+        name = r["session"]
         out.append(
             {
-                "session_id": r["session"],
+                "session_id": name,
                 "project": r["project_min"],
                 "first": r["ts_min"],
                 "last": r["ts_max"],
                 "memories": int(r["id_count_distinct"]),
-                "learned": learned,
+                "learned": shown(name, False),
+                "excerpts": shown(name, True),
+                "typed_count": len(counted.get((name, "typed"), ())),
+                "excerpt_count": len(counted.get((name, "excerpts"), ())),
+                "archived_count": len(counted.get((name, "archived"), ())),
             }
         )
     return {"sessions": out, "total": total}

@@ -1,8 +1,10 @@
 """The UI's pages: each handler makes one or two socket requests to the daemon and renders a template.
 
-Pages: Projects (``/``), Memories (``/memories``, ``?q=`` searches), a memory
-(``/memories/{id}``, with edit / pin / unpin / forget / restore / delete forms), Preview
-(``/preview``), Sessions (``/sessions``) and Health (``/health``). When the daemon is down every
+Pages: Projects (``/``), Memories (``/memories``, ``?q=`` searches; excerpts hidden unless asked
+for; bulk forget / restore / pin / unpin of the ticked rows), a memory (``/memories/{id}``, with
+edit / pin / unpin / forget / restore / delete forms and the text of its source turns), Preview
+(``/preview``), Sessions (``/sessions``) and Health (``/health``); ``POST /restore`` brings back
+every archived memory of a project, a session or a cleanup run. When the daemon is down every
 page says so, and how to start it.
 """
 
@@ -34,6 +36,40 @@ HERE = Path(__file__).resolve().parent
 PAGE_SIZE = 50
 SEARCH_LIMIT = 20
 TIMEOUT = 30.0
+
+
+KNOWLEDGE = [k for k in KINDS if k != "excerpt"]
+"""The Memories page's default view: what memd learned, without the raw excerpts."""
+BULK_ACTIONS = ("forget", "restore", "pin", "unpin")
+BULK_DONE = {"forget": "forgot", "restore": "restored", "pin": "pinned", "unpin": "unpinned"}
+
+
+def safe_back(url: str) -> str:
+    """Where a form returns to: a page of this UI, never another site."""
+    if url.startswith(("/memories", "/sessions", "/health", "/projects")) and "//" not in url:
+        return url
+    return "/memories"
+
+
+def with_notice(url: str, action: str, count: int) -> str:
+    """``url`` with the outcome of a bulk action (``done``, ``n``), replacing an earlier one."""
+    path, _, query = url.partition("?")
+    kept = [(k, v) for k, v in parse_qsl(query) if k not in ("done", "n")]
+    return f"{path}?{urlencode([*kept, ('done', action), ('n', str(count))])}"
+
+
+def bulk_notice(params: Any) -> str:
+    """The line a page shows after a bulk action or a bulk restore."""
+    action, count = params.get("done", ""), params.get("n", "")
+    if action == "none":
+        return "Nothing was selected."
+    if action not in BULK_DONE or not count.isdigit():
+        return ""
+    n = int(count)
+    what = f"{n} {'memory' if n == 1 else 'memories'}"
+    if action == "forget":
+        return f"Forgot {what}: archived, not deleted (status “archived” lists them to restore)."
+    return f"{BULK_DONE[action].capitalize()} {what}."
 
 
 class Daemon:
@@ -142,6 +178,8 @@ class UI:
         q = p.get("q", "").strip()
         project = p.get("project", "")
         kind = p.get("kind", "") or None
+        with_excerpts = p.get("excerpts", "") == "1" or kind == "excerpt"
+        kinds = None if kind or with_excerpts else KNOWLEDGE
         status = p.get("status", "active")
         pinned = {"yes": True, "no": False}.get(p.get("pinned", ""))
         order = p.get("order", "recent")
@@ -157,6 +195,7 @@ class UI:
             "status": status,
             "pinned": p.get("pinned", ""),
             "order": order,
+            "excerpts": "1" if with_excerpts and kind != "excerpt" else "",
         }
         if q:
             reply = await self.daemon(
@@ -164,6 +203,7 @@ class UI:
                 query=q,
                 project=project or None,
                 kind=kind,
+                kinds=kinds,
                 status=status or None,
                 pinned=pinned,
                 limit=SEARCH_LIMIT,
@@ -175,6 +215,7 @@ class UI:
                 project=project or None,
                 all_projects=not project,
                 kind=kind,
+                kinds=kinds,
                 include_all=True,
                 status=status or None,
                 pinned=pinned,
@@ -195,12 +236,15 @@ class UI:
             filters=filters,
             projects=projects,
             searching=bool(q),
+            excerpts_hidden=kinds is not None,
             page_url=lambda n: "/memories?" + urlencode({**keep, "page": n}),
+            here=request.url.path + ("?" + request.url.query if request.url.query else ""),
+            notice=bulk_notice(p),
         )
 
     async def memory(self, request: Request) -> Response:
         mid = request.path_params["id"]
-        memory = (await self.daemon("show", id=mid, excerpts=True))["memory"]
+        memory = (await self.daemon("show", id=mid, excerpts=True, turns=True))["memory"]
         return self.render(
             "memory.html",
             request,
@@ -240,6 +284,36 @@ class UI:
                 "error.html", request, code=404, error=f"no action {action!r}", page="error"
             )
         return RedirectResponse(f"/memories/{quote(mid)}?done={quote(action)}", status_code=303)
+
+    async def bulk(self, request: Request) -> Response:
+        """Forget, restore, pin or unpin the memories ticked on the Memories page, in one write."""
+        form = parse_qsl((await request.body()).decode("utf-8", "replace"))
+        fields = dict(form)
+        ids = [v for k, v in form if k == "id" and v]
+        action = fields.get("action", "")
+        back = safe_back(fields.get("back", ""))
+        if action not in BULK_ACTIONS:
+            raise MemdError(f"no bulk action {action!r}; choose one of: {', '.join(BULK_ACTIONS)}")
+        if not ids:
+            return RedirectResponse(with_notice(back, "none", 0), status_code=303)
+        if action == "forget":
+            reply = await self.daemon("forget", ids=ids, reason="forgotten in memd ui")
+            done = len(reply["forgotten"])
+        elif action == "restore":
+            done = len((await self.daemon("restore", ids=ids))["restored"])
+        else:
+            done = len((await self.daemon("pin", ids=ids, pinned=action == "pin"))["ids"])
+        return RedirectResponse(with_notice(back, action, done), status_code=303)
+
+    async def restore_many(self, request: Request) -> Response:
+        """Restore every archived memory of a project, a session or a cleanup run."""
+        fields = dict(parse_qsl((await request.body()).decode("utf-8", "replace")))
+        args = {k: fields[k] for k in ("project", "session", "run") if fields.get(k)}
+        if not args:
+            raise MemdError("name a project, a session or a cleanup run to restore")
+        reply = await self.daemon("restore", **args)
+        back = safe_back(fields.get("back", ""))
+        return RedirectResponse(with_notice(back, "restore", len(reply["restored"])), 303)
 
     async def preview(self, request: Request) -> Response:
         p = request.query_params
@@ -291,6 +365,8 @@ class UI:
             page_url=lambda n: (
                 "/sessions?" + urlencode({**({"project": project} if project else {}), "page": n})
             ),
+            here=request.url.path + ("?" + request.url.query if request.url.query else ""),
+            notice=bulk_notice(p),
         )
 
     async def health(self, request: Request) -> Response:
@@ -305,6 +381,7 @@ class UI:
             archived=charts.stacked(stats["archived_per_week"]),
             used=charts.stacked(stats["used_per_week"]),
             hits=charts.bars(stats["hits"]["buckets"]),
+            notice=bulk_notice(request.query_params),
         )
 
     # ---- app
@@ -319,6 +396,8 @@ class UI:
             Route("/", wrap(self.projects)),
             Route("/projects", wrap(self.projects)),
             Route("/memories", wrap(self.memories)),
+            Route("/memories/bulk", wrap(self.bulk), methods=["POST"]),
+            Route("/restore", wrap(self.restore_many), methods=["POST"]),
             Route("/memories/{id}", wrap(self.memory)),
             Route("/memories/{id}/{action}", wrap(self.memory_action), methods=["POST"]),
             Route("/preview", wrap(self.preview)),
