@@ -139,8 +139,9 @@ def transcript_lines() -> list[dict[str, Any]]:
 
 
 def write_transcript(transcripts_dir: Path) -> Path:
-    """The known session's transcript, dated two days back (so the daemon's first start notes it
-    as read, without extracting it again)."""
+    """The known session's transcript, dated two days back: the daemon's first start notes it as
+    read (its backfill of history is off in these homes: :func:`build_home`), so the memories
+    built from it are not extracted again."""
     path = transcripts_dir / "-demo-shop" / f"{SESSION}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(line) + "\n" for line in transcript_lines()))
@@ -175,7 +176,7 @@ def build_home(root: Any, socket_path: str, n: int) -> tuple[dict[str, str], dic
     from memd.daemon.app import App
     from memd.settings import load_settings
 
-    env = daemon_env(root, socket_path)
+    env = daemon_env(root, socket_path, MEMD_BACKFILL_HISTORY="false")
     write_transcript(Path(env["MEMD_TRANSCRIPTS_DIR"]))
     settings = load_settings(home=env["MEMD_HOME"], socket=socket_path)
     app = App(settings).open(writer=True)
