@@ -123,16 +123,8 @@ def excerpt_candidates(
         importance = 0.35 if by_user else 0.3
         if any(t.uuid in typed_turns for _, t, _ in shown):
             importance += 0.1
-        out.append(
-            Candidate(
-                kind="excerpt",
-                text=(f"[{day}] " if day else "") + "\n".join(lines),
-                topic=topic,
-                keywords=top_keywords([x for _, _, x in shown], 5),
-                importance=round(importance, 2),
-                source_uuids=[t.uuid for _, t, _ in shown],
-            )
-        )
+        texts = [x for _, _, x in shown]
+        out.append(excerpt(lines, day, topic, texts, importance, [t.uuid for _, t, _ in shown]))
     return out
 
 
@@ -179,14 +171,20 @@ def window_candidates(
         importance = 0.35 if turn.role == "user" else 0.3
         if turn.uuid in typed_turns:
             importance += 0.1
-        out.append(
-            Candidate(
-                kind="excerpt",
-                text=(f"[{day}] " if day else "") + "\n".join(lines),
-                topic=topic,
-                keywords=top_keywords([text], 5),
-                importance=round(importance, 2),
-                source_uuids=[t.uuid for t, _ in window],
-            )
-        )
+        out.append(excerpt(lines, day, topic, [text], importance, [t.uuid for t, _ in window]))
     return out
+
+
+def excerpt(
+    lines: list[str], day: str, topic: str, texts: list[str], importance: float, uuids: list[str]
+) -> Candidate:
+    """An excerpt candidate: its ``role: text`` lines under the day they were said, its
+    keywords from ``texts``, citing ``uuids`` (line i is ``uuids[i]``)."""
+    return Candidate(
+        kind="excerpt",
+        text=(f"[{day}] " if day else "") + "\n".join(lines),
+        topic=topic,
+        keywords=top_keywords(texts, 5),
+        importance=round(importance, 2),
+        source_uuids=uuids,
+    )
