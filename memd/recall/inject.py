@@ -23,12 +23,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memd.models import USER_SCOPE, Memory
 from memd.names import STOPPED_TOPIC
 from memd.project import resolve_project
-from memd.recall import bridge, dictionary, lexical, retrieve
+from memd.recall import bridge, dictionary, lexical, retrieve, stale
 from memd.recall.block import render
 from memd.recall.choose import choose
 from memd.recall.injected import SessionMemory
 from memd.store.filters import match
-from memd.store.upsert import SUPERSEDABLE
 
 if TYPE_CHECKING:
     from memd.ingest.state import State
@@ -218,8 +217,12 @@ class Injector:
     ) -> Injection:
         session_id = str(payload.get("session_id") or "")
         given = self.sessions.given(session_id) if dedupe and session_id else set()
-        typed = [r["id"] for r in results if r.get("relevant", True) and r["kind"] in SUPERSEDABLE]
-        vectors = self.vectors.vectors_of([project, USER_SCOPE], typed) if len(typed) > 1 else {}
+        model_id = self.app.store.embedder.model_id
+        every = [r["id"] for r in results if r.get("status", "active") == "active"]
+        vectors = self.vectors.vectors_of([project, USER_SCOPE], every) if len(every) > 1 else {}
+        results = stale.mark_replaced(results, vectors, model_id)
+        if label == "brief":  # the session's opening shows what holds now, nothing replaced
+            results = [r for r in results if not r.get("replaced_by")]
         plan = choose(
             results,
             given,
@@ -227,7 +230,7 @@ class Injector:
             query_terms,
             label == "brief",
             vectors,
-            self.app.store.embedder.model_id,
+            model_id,
         )
         kept = plan.items
         if dedupe and session_id and kept:

@@ -25,6 +25,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memd.store import roles
 from memd.store.profiles import profile_for
 
 # ---- text features
@@ -484,6 +485,8 @@ def conflict(new: str, old: str, cosine: float, model_id: str) -> Conflict:
         and all(_NUMBER.match(v) for v in only_new | only_old)
     ):
         return NO_CONFLICT  # "service 42 on port 8042" / "service 511 on port 8511": two things
+    if roles.different_jobs(only_new, only_old):
+        return NO_CONFLICT  # "uses ruff" / "uses uv": a linter and a package manager
     if only_new and only_old:  # "PostgreSQL 16" -> "MySQL 8"
         score = 0.35 + 0.45 * subject + 0.15 * related
     elif (only_new and extra_old) or (only_old and extra_new):  # "JSON" -> "纯文本"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memd.models import Memory, Source, now_iso
-from memd.store import similar
+from memd.store import current, similar
 from memd.store.filters import match
 from memd.store.layout import from_row
 from memd.store.table import MemoryStore
@@ -113,23 +113,32 @@ def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> l
             results.append(UpsertResult(memory.id, "merged" if changed else "unchanged", memory.id))
             continue
         neighbours = []
-        if near_dups and memory.kind != "excerpt" and store.table is not None:
-            neighbours = nearest(store, vector, memory.project, [memory.kind, *SUPERSEDABLE])
-        batch = [
-            (m, cosine(vector, pending_vecs[m.id]))
-            for m in pending.values()
-            if m.project == memory.project and m.kind != "excerpt" and m.status == "active"
-        ]
-        # The nearest of this batch too (a bulk import would otherwise compare every pair).
-        neighbours += sorted(batch, key=lambda p: -p[1])[:NEIGHBOURS]
-        # 2. Supersession: a newer statement on the same subject that replaces an older one.
-        superseded = []
-        if memory.kind in SUPERSEDABLE:
-            for old, cos in neighbours:
-                if old.id == memory.id or old.pinned or old.kind not in SUPERSEDABLE:
-                    continue
-                if similar.conflict(memory.text, old.text, cos, model_id).sure:
-                    superseded.append(old)
+        compare = memory.kind != "excerpt" or says_a_change(memory.text)
+        if near_dups and compare and store.table is not None:
+            kinds = [memory.kind, *SUPERSEDABLE] if memory.kind != "excerpt" else [*SUPERSEDABLE]
+            if memory.kind in SUPERSEDABLE:
+                kinds.append("excerpt")
+            neighbours = nearest(store, vector, memory.project, kinds)
+        if compare:
+            batch = [
+                (m, cosine(vector, pending_vecs[m.id]))
+                for m in pending.values()
+                if m.project == memory.project and m.status == "active"
+            ]
+            # The nearest of this batch too (a bulk import would otherwise compare every pair).
+            neighbours += sorted(batch, key=lambda p: -p[1])[:NEIGHBOURS]
+        # 2. Supersession: a newer statement on the same subject replaces an older typed one;
+        # newer and older by when each was said, not by the order memd reads them.
+        superseded, newer = supersession(memory, neighbours, model_id)
+        if newer is not None:
+            memory.status = "superseded"
+            memory.superseded_by = newer.id
+            memory.history.append(
+                {"at": memory.updated_at, "superseded_by": newer.id, "text": newer.text}
+            )
+            stage(memory, vector)
+            results.append(UpsertResult(memory.id, "inserted", memory.id))
+            continue
         if superseded:
             for old in superseded:
                 old.status = "superseded"
@@ -148,6 +157,8 @@ def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> l
             )
             continue
         # 3. Near-duplicate in the same project and kind: merge.
+        if memory.kind == "excerpt":
+            neighbours = []  # (excerpts are deduplicated by the turns they cite)
         dup = next(
             (
                 old
@@ -168,6 +179,50 @@ def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> l
         results.append(UpsertResult(memory.id, "inserted", memory.id))
     store.write(list(pending.values()), pending_vecs)
     return results
+
+
+def says_a_change(text: str) -> bool:
+    """Whether an excerpt says a value changed (worth comparing with the typed memories)."""
+    return any(c.retired or (c.cue and c.values) for c in current.claims(text))
+
+
+STATEMENTS = ("decision", "preference", "fact")
+"""The kinds that state how things are; a bug fix is an event (two fixes both happened)."""
+MAX_REPLACED = 300
+"""Characters: a longer typed memory (a report, findings) holds many claims; one replaced claim
+is marked where it is shown, not the whole memory superseded."""
+
+
+def replaces(new: Memory, old: Memory, cos: float, model_id: str) -> bool:
+    """Whether ``new`` (said at the same time or later) replaces the typed memory ``old``."""
+    if old.pinned or old.kind not in STATEMENTS or old.id == new.id:
+        return False
+    if old.text.startswith(current.RECORDS) or new.text.startswith(current.RECORDS):
+        return False
+    if new.kind in STATEMENTS and similar.conflict(new.text, old.text, cos, model_id).sure:
+        return True
+    if (new.kind not in STATEMENTS and new.kind != "excerpt") or len(old.text) > MAX_REPLACED:
+        return False
+    return current.replaced_claim(new.text, old.text, cos, model_id) is not None
+
+
+def supersession(
+    memory: Memory, neighbours: list[tuple[Memory, float]], model_id: str
+) -> tuple[list[Memory], Memory | None]:
+    """The older typed memories ``memory`` replaces, and a newer memory that replaces it (then
+    it is stored superseded: an older session read after a newer one)."""
+    olds: list[Memory] = []
+    newer: Memory | None = None
+    mine = memory.said_at()
+    for other, cos in neighbours:
+        if other.status != "active" or other.id == memory.id:
+            continue
+        if other.said_at() <= mine:
+            if replaces(memory, other, cos, model_id) and other not in olds:
+                olds.append(other)
+        elif newer is None and not memory.pinned and replaces(other, memory, cos, model_id):
+            newer = other
+    return olds, newer
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -1,0 +1,200 @@
+"""Current truth after a correction: is the current value in the block, and is a stale value
+ever presented as current?
+
+The corrected-facts set (``tests/labelled/corrections.jsonl`` for tuning,
+``tests/labelled/corrections_heldout.jsonl`` held out; written by people who had not read the
+supersession code) holds cases of two types:
+
+- ``change``: a value stated in one session and changed in a later one (a schedule, a version
+  and its rollback, an owner, a store, a channel, a city...), then a question about it;
+- ``keep-both``: several values that are all true at once (three tools, two ports), which must
+  not supersede each other.
+
+Each case is one project. Its sessions are written as Claude Code transcripts at their dates
+and ingested into a private daemon **newest first** (so "later" can only come from the
+transcript's time, not from the order of reading), then the prompt hook's block (``context``,
+at the prompt budget) is read for the case's question. Reported:
+
+- **current value in the block**: every group of spellings in ``current`` occurs in it;
+- **stale presented as current**: a line of the block carries a stale spelling, no current
+  spelling and no mark (``superseded``, ``until``, ``may be outdated``, ``no longer``, ``was``);
+  a line such as "moved from 01:00 to 02:30" names both and is not counted.
+
+Usage: ``.venv/bin/python bench/corrections.py [--split tuning|heldout] [--details FILE]``;
+``MEMD_BENCH_CHECKOUT=/path`` runs another checkout's daemon (figures before a change). Read the
+held-out split's details only after the last change they could influence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tempfile
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, append_section, markdown_table
+from realwork import Daemon, found
+
+SPLITS = {
+    "tuning": ROOT / "tests" / "labelled" / "corrections.jsonl",
+    "heldout": ROOT / "tests" / "labelled" / "corrections_heldout.jsonl",
+}
+TURN_SECONDS = 90
+MARKS = re.compile(
+    r"superseded|\buntil\b|may be outdated|no longer|\bwas\b|\bold value\b|\bolder\b|"
+    r"已被取代|之前|原来|曾经|过时"
+)
+
+
+def load(split: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in SPLITS[split].read_text().splitlines() if line.strip()]
+
+
+def transcript(case: dict[str, Any], number: int, session: dict[str, Any], cwd: str) -> str:
+    """One session as Claude Code JSONL lines, its turns from 10:00 on its date."""
+    sid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"memd-corrections/{case['id']}/{number}"))
+    start = datetime.fromisoformat(session["date"] + "T10:00:00+00:00")
+    lines, parent = [], None
+    for i, turn in enumerate(session["turns"]):
+        line_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{sid}/{i}"))
+        at = (start + timedelta(seconds=TURN_SECONDS * i)).isoformat(timespec="milliseconds")
+        envelope: dict[str, Any] = {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": cwd,
+            "sessionId": sid,
+            "version": "2.0.14",
+            "gitBranch": "main",
+            "uuid": line_id,
+            "timestamp": at.replace("+00:00", "Z"),
+        }
+        if turn["role"] == "user":
+            envelope["type"] = "user"
+            envelope["message"] = {"role": "user", "content": turn["text"]}
+        else:
+            envelope["type"] = "assistant"
+            envelope["message"] = {
+                "id": "msg_" + line_id.replace("-", "")[:24],
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": turn["text"]}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+            }
+        lines.append(json.dumps(envelope, ensure_ascii=False))
+        parent = line_id
+    return "\n".join(lines) + "\n"
+
+
+def stale_as_current(block: str, case: dict[str, Any]) -> list[str]:
+    """Block lines that present a stale value as current (see the module's docstring)."""
+    current: list[str] = [s for group in case["current"] for s in group]
+    bad = []
+    for line in block.splitlines():
+        if not any(found(group, line) for group in case["stale"]):
+            continue
+        if any(found(s, line) for s in current) or MARKS.search(line.lower()):
+            continue
+        bad.append(line)
+    return bad
+
+
+def judge(block: str, case: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": case["id"],
+        "lang": case["lang"],
+        "type": case["type"],
+        "question": case["question"],
+        "current_in_block": all(found(group, block) for group in case["current"]),
+        "stale_lines": stale_as_current(block, case),
+        "block": block,
+    }
+
+
+def run(split: str, keep: Path | None = None) -> list[dict[str, Any]]:
+    cases = load(split)
+    work = Path(tempfile.mkdtemp(prefix="memd-corrections-", dir=keep))
+    daemon = Daemon(work)
+    try:
+        cwds = {}
+        for case in cases:
+            project = work / "projects" / case["id"]
+            (project / ".git").mkdir(parents=True)
+            cwd = str(project.resolve())
+            cwds[case["id"]] = cwd
+            folder = work / "transcripts" / re.sub(r"[/.]", "-", cwd)
+            folder.mkdir(parents=True)
+            order = sorted(
+                enumerate(case["sessions"]), key=lambda p: p[1]["date"], reverse=True
+            )
+            for number, session in order:  # newest first
+                path = folder / f"s{number}.jsonl"
+                path.write_text(transcript(case, number, session, cwd))
+                daemon.request({"cmd": "ingest", "paths": [str(path)]}, timeout=600)
+        rows = []
+        for case in cases:
+            reply = daemon.request(
+                {"cmd": "context", "cwd": cwds[case["id"]], "prompt": case["question"]}
+            )
+            rows.append(judge(reply.get("context") or "", case))
+        return rows
+    finally:
+        daemon.stop()
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def table(rows: Sequence[dict[str, Any]], split: str) -> str:
+    def share(sel: Sequence[dict[str, Any]]) -> str:
+        if not sel:
+            return "-"
+        ok = sum(r["current_in_block"] for r in sel)
+        return f"{ok / len(sel):.3f} ({ok}/{len(sel)})"
+
+    groups = [
+        ("all", rows),
+        ("changes", [r for r in rows if r["type"] == "change"]),
+        ("keep-both", [r for r in rows if r["type"] == "keep-both"]),
+        ("English", [r for r in rows if r["lang"] == "en"]),
+        ("Chinese", [r for r in rows if r["lang"] == "zh"]),
+    ]
+    out = [
+        (name, share(sel), sum(bool(r["stale_lines"]) for r in sel)) for name, sel in groups
+    ]
+    return markdown_table(
+        (f"cases ({split})", "current value in the block", "stale presented as current"), out
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--split", choices=sorted(SPLITS), default="tuning")
+    ap.add_argument("--details", type=Path, help="write every case's block and verdict here")
+    ap.add_argument("--keep", type=Path, help="keep the work folder under this directory")
+    ap.add_argument("--record", action="store_true", help="append the table to BENCHMARKS.md")
+    args = ap.parse_args()
+    rows = run(args.split, args.keep)
+    text = table(rows, args.split)
+    print(text)
+    for r in rows:
+        if not r["current_in_block"] or r["stale_lines"]:
+            print(f"- {r['id']}: current={'yes' if r['current_in_block'] else 'NO'} "
+                  f"stale_lines={len(r['stale_lines'])}")
+    if args.details:
+        args.details.write_text(json.dumps(rows, indent=1, ensure_ascii=False))
+    if args.record:
+        append_section(f"Corrected facts ({args.split} split; bench/corrections.py)", text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,343 @@
+"""Which statement is current: claims inside memories, and a newer claim that replaces an older.
+
+A memory (a typed one or an excerpt of several turns) states values in some of its sentences:
+"the ingest batch starts at 01:00 UTC", "Deploy alerts go to #ops-firehose". Those sentences are
+its *claims*. A later claim replaces an earlier one about the same subject when
+
+- it retires a value the earlier one states ("moved from 01:00 to 02:30", "Redis instead of
+  Memcached", "Marta has left", "not Lisbon", "#ops-firehose was archived", "王磊已经离职");
+- or it says a change ("now", "switched", "changed ... to", "rolled back", "现在", "改成") and
+  names a new value of the same shape (a number for a number, a path for a path, a name for a
+  name) on a shared subject word;
+- or :func:`memd.store.similar.conflict` is sure of it (same subject, another value).
+
+"Later" is when each was said (:meth:`memd.models.Memory.said_at`: a transcript's own time),
+never the order memd read them in. The insert path supersedes typed memories whose claim a newer
+statement replaces; injection marks an older claim it shows ("until 2026-10-06; now: ...") and
+brings the newer statement into the block.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memd.store import roles, similar
+
+_SENTENCE = re.compile(
+    r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.!?;])\s+|(?<=[。！？；])\s*(?=\S)|\n+"
+    r"|\s+/\s+(?=(?:user|claude|agent):)"
+)
+_SPEAKER = re.compile(
+    r"^(?:\[\d{4}-\d\d-\d\d\]\s*)?(?:[-*•]\s*)?(?:user|claude|agent|assistant):\s*|^\[\d{4}-\d\d-\d\d\]\s*",
+    re.I,
+)
+MAX_CLAIM = 320
+"""Characters: a longer "sentence" is a pasted log or code, not a statement."""
+MAX_CHANGE = 220
+"""Characters: a change is told of in a short sentence, on either side; in longer ones (a
+report, a list of files) a change word and two values of one shape meet by chance."""
+MAX_VALUES = 8
+"""A sentence naming more values is a list (files, commands), not a statement of one."""
+RECORDS = ("Files changed for ",)
+"""Typed memories that record what was done (event records): never replaced."""
+_CJK = r"\u3400-\u9fff"
+_V = r"[#@]?[\w][\w.+/:#@-]*[\w+#]|[#@]?\w"
+"""A value as written: a name, a number, a version, a path, a host, a #channel."""
+_RETIRED = [
+    re.compile(rf"\bfrom\s+(?:`)?(?P<v>{_V})(?:`)?\s+(?:to|over to)\b", re.I),
+    re.compile(
+        rf"\b(?:instead of|rather than|in place of|replac(?:e|ed|ing))\s+(?:the\s+)?`?(?P<v>{_V})",
+        re.I,
+    ),
+    re.compile(rf"(?:,|\bnow)\s+not\s+`?(?P<v>{_V})", re.I),
+    re.compile(
+        rf"`?(?P<v>{_V})`?\s+(?:was|is|has been|got|were|are|have been)\s+"
+        r"(?:(?!not\b|never\b|n't\b)\w+\s+)?"
+        r"(?:archived|deleted|removed|retired|dropped|deprecated|gone|rolled back|renamed)\b",
+        re.I,
+    ),
+    re.compile(rf"\b(?P<v>{_V})\s+(?:has|have)\s+(?:left|gone|moved on)\b", re.I),
+    re.compile(rf"\b(?P<v>{_V})\s+(?:left the|went on|is on leave|handed)\b", re.I),
+    re.compile(
+        rf"\b(?:no longer (?:use|uses|run|runs|need)|stop(?:ped)? using)\s+`?(?P<v>{_V})", re.I
+    ),
+    re.compile(rf"\b(?:don't|do not) (?:use|run) `?(?P<v>{_V})`?\s+(?:any ?more|again)", re.I),
+    re.compile(
+        rf"`?(?P<v>{_V})`?\s+(?:no longer|doesn't|does not)\s+(?:exists?|resolves?|works?)", re.I
+    ),
+    re.compile(rf"\bdropped\s+(?:the\s+)?`?(?P<v>{_V})", re.I),
+    re.compile(
+        rf"(?:从|由)\s*(?P<v>{_V}|[{_CJK}]{{2,4}}?)\s*(?:迁到|迁移到|改成|改为|换成|换到|切换到|调到|降到|提到|搬到|到)"
+    ),
+    re.compile(rf"(?P<v>{_V}|[{_CJK}]{{2,3}}?)\s*(?:已经|已)?(?:离职|离开|不在了|停用|下线|废弃)"),
+    re.compile(rf"不再(?:用|使用|维护|写入)?\s*(?P<v>{_V}|[{_CJK}]{{2,4}})"),
+    re.compile(rf"(?P<v>{_V})\s*(?:的)?(?:升级)?(?:已经)?回滚"),
+]
+"""Where a sentence names a value that is no longer current."""
+_CUE = re.compile(
+    r"\b(?:now|no longer|any ?more|instead|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|"
+    r"chang(?:ed|ing)|renam(?:ed|ing)|replac(?:ed|ing)|bump(?:ed)?|upgrad(?:ed|ing)|"
+    r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back to|"
+    r"has left|took over|handed|from now on|these days|actually|made|make the|set to|"
+    r"updated|started at|joined|is at|are at)\b"
+    r"|现在|改为|改成|改用|换成|换为|换到|切换|迁移|迁到|不再|离职|回滚|退回|搬到|调到|调成|"
+    r"提到|降到|接手|交接|取代|替换|如今|目前|已经从",
+    re.I,
+)
+_ALSO = re.compile(r"\b(?:also|too|as well|in addition|both)\b|同时|另外|分别")
+_QUESTION = re.compile(r"[?？]\s*$")
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_CJK_STOP = re.compile(
+    r"[的了是在把被就都也还和与及我你他她们这那个些么吗呢吧啊要会能让给用过来去上下里中]"
+)
+
+
+def _listed(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+GENERIC = frozenset(
+    similar._stem(w)
+    for w in _listed(
+        """
+    add added fix fixed run ran make file files test tests pass passed check checked work works
+    set update updated change changed new old now thing way time day one two also still back
+    said say tell know think want like look sure thank thanks please ok okay yes good great
+    done let us heads noted understood right got will would
+    """
+    )
+)
+"""Words too common in coding talk to say two sentences are about the same subject."""
+_NAME = re.compile(r"(?P<at>^|[.:!?;]\s+|\s)(?P<w>[A-Z][a-z]+(?:[A-Z]\w*)?)\b(?=\s*(?P<next>\S*))")
+_SUBJECT_VERB = _listed("is was owns has are runs uses handles leads manages")
+_POSSESSIVE = re.compile(r"(?<=\w)'s\b")
+_APOSTROPHE = re.compile(r"(?<=\w)'(?=\w)")
+_VERSION = re.compile(r"^v?(\d+)\.\d+(?:\.\d+)*$")
+_CUE_BIGRAMS = _listed(
+    "现在 改为 改成 改用 换成 换为 换到 切换 迁移 迁到 不再 离职 回滚 退回 搬到 调到 调成 提到 降到 "
+    "接手 交接 取代 替换 如今 目前 已经 帮我 一下 顺便"
+)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A sentence and what it states: its values, the words it is about, the values it says
+    are no longer current, whether it says a change."""
+
+    text: str
+    values: frozenset[str]
+    anchors: frozenset[str]
+    retired: frozenset[str]
+    cue: bool
+    also: bool
+    families: frozenset[str] = frozenset()
+    """Keys shared by values of one thing (:func:`family`): how an index finds "3.12" for
+    "3.11"."""
+
+
+_NUMBER = re.compile(r"[v~^<>=]*\d[\d.,:x/_-]*[a-z%]{0,3}")
+
+
+def _shape(value: str) -> str:
+    """number (a time, a version, a size), path (a file, a host), channel, or name."""
+    if _NUMBER.fullmatch(value):
+        return "number"
+    if "/" in value or "." in value.strip("."):
+        return "path"
+    if value.startswith(("#", "@")):
+        return "channel"
+    return "name"
+
+
+def _fold(value: str) -> str:
+    return value.casefold().strip("`'\".,:;()[]")
+
+
+def _bigrams(text: str) -> set[str]:
+    out = set()
+    for run in _CJK_RUN.findall(_CJK_STOP.sub(" ", text)):
+        out.update(run[i : i + 2] for i in range(len(run) - 1))
+    return out - _CUE_BIGRAMS
+
+
+def _names(sentence: str) -> set[str]:
+    """Capitalised names ("Marta Kowalczyk", "Kotlin is..."): inside a sentence any, at its start
+    only before another name or a verb of which it is the subject."""
+    out = set()
+    for m in _NAME.finditer(sentence):
+        word = m.group("w").lower()
+        if similar._stem(word) in GENERIC or word in similar._STOP:
+            continue
+        initial = m.start("w") == 0 or m.group("at").strip() != ""
+        following = m.group("next")
+        if initial and not (following[:1].isupper() or following.lower() in _SUBJECT_VERB):
+            continue
+        out.add(word)
+    return out
+
+
+@lru_cache(maxsize=8192)
+def claim(sentence: str) -> Claim | None:
+    """What ``sentence`` states, or None for a question or a sentence of a word or two."""
+    if not sentence or len(sentence) > MAX_CLAIM or _QUESTION.search(sentence):
+        return None
+    f = similar.features(_APOSTROPHE.sub(" ", _POSSESSIVE.sub("", sentence)))
+    values = {v for v in f.values if v not in similar._UNIT_NAMES}
+    values.update(
+        _fold(m.group(0))
+        for m in re.finditer(r"[#@][\w-]+|(?<![\w.:-])[A-Za-z]\w*(?:[-_]\w+)+\b", sentence)
+    )
+    values.update(_names(sentence))
+    cjk = _bigrams(sentence)
+    words = {w for w in f.words if w not in GENERIC and len(w) > 1} - values
+    if len(words | values) < 2 and len(cjk) < 3:
+        return None
+    retired = {_fold(m.group("v")) for pattern in _RETIRED for m in pattern.finditer(sentence)}
+    return Claim(
+        text=sentence,
+        values=frozenset(values),
+        anchors=frozenset(words | cjk | values),
+        retired=frozenset(
+            r
+            for r in retired
+            if len(r) > 1 and r not in similar._STOP and similar._stem(r) not in GENERIC
+        ),
+        cue=_CUE.search(sentence) is not None,
+        also=_ALSO.search(sentence) is not None,
+        families=frozenset(f for f in map(family, values) if f),
+    )
+
+
+@lru_cache(maxsize=8192)
+def claims(text: str) -> tuple[Claim, ...]:
+    """The statements of ``text``, as :class:`Claim`\\ s (none for a record of work done)."""
+    if text.startswith(RECORDS):
+        return ()
+    out = []
+    for raw in _SENTENCE.split(text):
+        found = claim(_SPEAKER.sub("", raw.strip()))
+        if found is not None:
+            out.append(found)
+    return tuple(out)
+
+
+def family(value: str) -> str:
+    """A key that values of one thing share: a version's major ("v3" for 3.11 and 3.12), a
+    host's domain ("h:corvid-labs.dev"); "" for other values."""
+    version = _VERSION.match(value)
+    if version:
+        return f"v{version.group(1)}"
+    parts = value.split(".")
+    if len(parts) > 2 and "/" not in value:
+        return "h:" + ".".join(parts[-2:])
+    return ""
+
+
+_SLOT_TOKEN = re.compile(r"[\w#@][\w.:/#@+-]*")
+SLOT_WINDOW = 4
+"""Words on each side of a value that say what it is the value of."""
+
+
+@lru_cache(maxsize=8192)
+def slot(sentence: str, value: str) -> frozenset[str]:
+    """The content words (stems) near ``value`` in ``sentence``: what it is the value of."""
+    tokens = [t.strip(".,:;") for t in _SLOT_TOKEN.findall(sentence.casefold())]
+    out: set[str] = set()
+    for i, token in enumerate(tokens):
+        if token != value and not token.endswith(value):
+            continue
+        for near in tokens[max(0, i - SLOT_WINDOW) : i] + tokens[i + 1 : i + 1 + SLOT_WINDOW]:
+            if near in similar._STOP or near == value or len(near) < 2:
+                continue
+            stem = similar._stem(near)
+            if stem not in GENERIC:
+                out.add(stem)
+    return frozenset(out)
+
+
+def _same_family(a: str, b: str) -> bool:
+    """Two values of one thing: versions of one major ("3.11" / "3.12"), hosts of one domain
+    ("staging.corvid-labs.dev" / "stg.eu1.corvid-labs.dev"), files of one name."""
+    va, vb = _VERSION.match(a), _VERSION.match(b)
+    if va and vb:
+        return va.group(1) == vb.group(1)
+    if "." in a and "." in b and "/" not in a + b:
+        return a.split(".")[-2:] == b.split(".")[-2:] and len(a.split(".")) > 2
+    return False
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """An older claim (``old``, a sentence of the older memory), the newer sentence that
+    replaces it (``new``), and why."""
+
+    old: str
+    new: str
+    reason: str
+
+
+def _mentions(text: str, value: str) -> bool:
+    if not value:
+        return False
+    if _CJK_RUN.fullmatch(value):
+        return value in text
+    return re.search(rf"(?<![\w#@-]){re.escape(value)}(?![\w-])", text, re.I) is not None
+
+
+def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
+    """Why ``new`` (said later) replaces ``old``, or "" when it does not."""
+    if new.text == old.text:
+        return ""
+    shared = new.anchors & old.anchors
+    for value in new.retired - old.retired:
+        if (value in old.values or _CJK_RUN.fullmatch(value)) and _mentions(old.text, value):
+            if shared - {value} or len(value) > 3:
+                return f"retires {value!r}"
+    if new.also:
+        return ""
+    short = max(len(new.text), len(old.text)) <= MAX_CHANGE
+    if new.cue and short and max(len(new.values), len(old.values)) <= MAX_VALUES:
+        fresh = new.values - old.values - new.retired
+        numbers = {v for v in old.values if _shape(v) == "number"}
+        if numbers and numbers <= new.anchors and not any(_shape(f) == "number" for f in fresh):
+            fresh = set()  # it says the older's numbers again ("back to JDK 17")
+        latin = {x for x in shared if not _CJK_RUN.fullmatch(x)}
+        for o in old.values - fresh:
+            for f in fresh:
+                if _shape(f) != _shape(o):
+                    continue
+                if _same_family(f, o):  # 3.11 -> 3.12, staging.x.dev -> stg.eu1.x.dev
+                    return "a new version of the same thing"
+                if not shared or roles.different_jobs({f}, {o}):
+                    continue
+                if not _CJK_RUN.search(old.text) and not slot(old.text, o) & slot(new.text, f):
+                    continue  # two values in different places ("port 8080" / "3 retries")
+                if _shape(o) == "name":  # a person, a tool: on two words of subject
+                    if o not in new.anchors and len(shared) >= 2 and latin:
+                        return "a change to a new value"
+                elif latin - {o}:  # a number, a path, a channel: on one
+                    return "a change to a new value"
+        if len(shared - latin) >= 2 and (fresh or not numbers):
+            return "a change on the same subject"
+    if not (new.cue and short and max(len(new.values), len(old.values)) <= MAX_VALUES // 2):
+        return ""
+    if similar.conflict(new.text, old.text, cosine, model_id).sure:
+        return "same subject, another value"
+    return ""
+
+
+def replaced_claim(
+    new_text: str, old_text: str, cosine: float, model_id: str
+) -> Replacement | None:
+    """The first claim of ``old_text`` that a claim of ``new_text`` (said later) replaces."""
+    new_claims = claims(new_text)
+    if not new_claims:
+        return None
+    for old in claims(old_text):
+        for new in new_claims:
+            why = replaces(new, old, cosine, model_id)
+            if why:
+                return Replacement(old.text, new.text, why)
+    return None

@@ -1,0 +1,59 @@
+"""What a well-known tool is for: two tools for different jobs are not two answers to one question.
+
+"Project uses ruff" and "Project uses uv" both hold (a linter and a package manager); "we use
+black" and "we use ruff format" answer the same question. :func:`memd.store.similar.conflict`
+and :mod:`memd.store.current` ask :func:`different_jobs` before calling two names rivals.
+"""
+
+from __future__ import annotations
+
+
+def _listed(words: str) -> tuple[str, ...]:
+    return tuple(words.split())
+
+
+ROLES: dict[str, tuple[str, ...]] = {
+    "package manager": _listed(
+        "npm pnpm yarn bun pip pipenv poetry uv pip-tools conda cargo composer bundler gradle "
+        "maven nuget"
+    ),
+    "linter": _listed("ruff eslint flake8 pylint golangci-lint rubocop clippy biome stylelint"),
+    "formatter": _listed("ruff black isort prettier gofmt rustfmt biome yapf autopep8"),
+    "type checker": _listed("mypy pyright pyre pytype tsc flow"),
+    "test runner": _listed("pytest jest vitest mocha rspec unittest playwright cypress nose2"),
+    "database": _listed(
+        "postgres mysql mariadb sqlite mongodb cassandra dynamodb clickhouse cockroachdb lancedb"
+    ),
+    "cache": _listed("redis memcached valkey"),
+    "message queue": _listed("rabbitmq kafka sqs nats celery sidekiq pulsar"),
+    "ci": _listed("jenkins circleci travis github-actions gitlab buildkite drone"),
+    "containers": _listed("docker podman kubernetes helm nomad"),
+    "bundler": _listed("vite webpack esbuild rollup parcel turbopack"),
+    "monitoring": _listed("sentry datadog prometheus grafana rollbar newrelic"),
+    "web framework": _listed("fastapi django flask express rails nextjs nuxt"),
+    "ui library": _listed("react vue angular svelte solid"),
+    "language": _listed(
+        "python typescript javascript rust go java ruby kotlin swift php elixir scala"
+    ),
+}
+"""Each job and the tools commonly used for it (lower case, as :mod:`similar` folds them)."""
+
+_BY_TOOL: dict[str, frozenset[str]] = {}
+for _role, _tools in ROLES.items():
+    for _tool in _tools:
+        _BY_TOOL[_tool] = _BY_TOOL.get(_tool, frozenset()) | {_role}
+
+
+def roles(name: str) -> frozenset[str]:
+    """The jobs ``name`` is known for (empty for a name memd does not know)."""
+    return _BY_TOOL.get(name.lower(), frozenset())
+
+
+def different_jobs(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> bool:
+    """Whether the names in ``a`` and in ``b`` are all known tools and none of ``a`` does a job
+    one of ``b`` does (ruff / uv), so the two statements cannot be rivals."""
+    ra = [roles(x) for x in a]
+    rb = [roles(x) for x in b]
+    if not ra or not rb or not all(ra) or not all(rb):
+        return False
+    return frozenset().union(*ra).isdisjoint(frozenset().union(*rb))

@@ -1,0 +1,461 @@
+"""Current truth (#31): a correction wins over what it corrects, in English and Chinese.
+
+One real daemon on a real socket reads Claude Code transcripts of a developer's history, the
+newest session first (so "later" can only come from the transcripts' own time), then the prompt
+hook is asked about each subject: the current value is in the block, and the old one is absent
+or marked where it stands ("until DATE; now: ...").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from daemon_process import DaemonProcess, served
+
+from memd.recall import stale
+from memd.store import current
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+Turns = list[tuple[str, str]]
+
+CASES: list[dict[str, Any]] = [
+    {
+        "name": "schedule",
+        "sessions": [
+            ("2026-03-02", [
+                ("user", "When does the weekly report job run?"),
+                ("assistant", "jobs/report.cron says `0 6 * * 1`: the weekly report job runs at 06:00 UTC on Mondays."),
+            ]),
+            ("2026-04-13", [
+                ("user", "FYI ops moved the weekly report job from 06:00 to 08:15 UTC so it runs after the ETL."),
+                ("assistant", "Noted. I updated the runbook and the cron comment."),
+            ]),
+        ],
+        "question": "At what time does the weekly report job run?",
+        "current": ["08:15"],
+        "stale": ["06:00"],
+    },
+    {
+        "name": "version rolled back",
+        "sessions": [
+            ("2026-05-04", [
+                ("user", "Upgrade the service to Go 1.23."),
+                ("assistant", "Bumped go.mod to go 1.23.2 and the Dockerfile to golang:1.23.2; the tests pass."),
+            ]),
+            ("2026-05-20", [
+                ("user", "We rolled back the Go upgrade, cgo builds broke on arm64. go.mod and the Dockerfile are back to 1.22.5."),
+                ("assistant", "Checked: go.mod says go 1.22.5 and the image is golang:1.22.5 again."),
+            ]),
+        ],
+        "question": "Which Go version does the service build with?",
+        "current": ["1.22.5"],
+        "stale": ["1.23.2"],
+    },
+    {
+        "name": "owner",
+        "sessions": [
+            ("2026-01-12", [
+                ("user", "Priya Nair owns the search service, so ask her to review the ranking change."),
+                ("assistant", "Opened PR #88 for the ranking change and requested a review from Priya Nair."),
+            ]),
+            ("2026-02-23", [
+                ("user", "Priya has left the company. Tom Becker owns the search service now."),
+                ("assistant", "Understood, search service reviews go to Tom Becker from now on."),
+            ]),
+        ],
+        "question": "Who should review changes to the search service?",
+        "current": ["Tom Becker"],
+        "stale": ["Priya"],
+    },
+    {
+        "name": "store",
+        "sessions": [
+            ("2026-06-01", [
+                ("user", "Where do user uploads end up?"),
+                ("assistant", "storage/config.py points the upload backend at MinIO on storage-1:9000, bucket `uploads`."),
+            ]),
+            ("2026-06-19", [
+                ("user", "We switched uploads to S3 instead of MinIO last week. Delete the MinIO client code."),
+                ("assistant", "Removed the MinIO client; uploads go through boto3 to the S3 bucket `acme-uploads`."),
+            ]),
+        ],
+        "question": "Where are user uploads stored?",
+        "current": ["S3"],
+        "stale": ["storage-1"],
+    },
+    {
+        "name": "channel",
+        "sessions": [
+            ("2026-07-01", [
+                ("user", "Incident alerts go to #incidents-legacy. Hook the new disk alert into it."),
+                ("assistant", "Added the disk alert; it posts to #incidents-legacy."),
+            ]),
+            ("2026-07-22", [
+                ("user", "Update: incident alerts go to #sev-room now, the old channel is archived. Change the config."),
+                ("assistant", "Changed the alert channel in alerts.yaml to #sev-room."),
+            ]),
+        ],
+        "question": "Which Slack channel do incident alerts post to?",
+        "current": ["#sev-room"],
+        "stale": ["#incidents-legacy"],
+    },
+    {
+        "name": "日程",
+        "sessions": [
+            ("2026-03-03", [
+                ("user", "备份任务每天 02:00 跑，别和它抢数据库。"),
+                ("assistant", "好的，新的清理任务排在 03:00，避开备份窗口。"),
+            ]),
+            ("2026-04-07", [
+                ("user", "备份任务改成每天 04:30 跑了，清理任务也顺延一下。"),
+                ("assistant", "清理任务已改到 05:30。"),
+            ]),
+        ],
+        "question": "备份任务每天几点跑？",
+        "current": ["04:30"],
+        "stale": ["02:00"],
+    },
+    {
+        "name": "版本回滚",
+        "sessions": [
+            ("2026-06-02", [
+                ("user", "前端升级到 Node 22，把 .nvmrc 改一下。"),
+                ("assistant", "已把 .nvmrc 改成 22.11.0，本地构建通过。"),
+            ]),
+            ("2026-06-16", [
+                ("user", "Node 22 的升级回滚了，线上 sharp 报错，.nvmrc 已经改回 20.18.0。"),
+                ("assistant", "确认了，.nvmrc 现在是 20.18.0。"),
+            ]),
+        ],
+        "question": "前端用哪个版本的 Node？",
+        "current": ["20.18.0"],
+        "stale": ["22.11.0"],
+    },
+    {
+        "name": "负责人",
+        "sessions": [
+            ("2026-02-02", [
+                ("user", "订单服务是张伟负责的，改动记得找他 review。"),
+                ("assistant", "好的，PR #41 已经请张伟 review。"),
+            ]),
+            ("2026-03-16", [
+                ("user", "张伟已经离职了，订单服务现在由李娜负责，之后的 PR 找她。"),
+                ("assistant", "明白，CODEOWNERS 里订单目录已经改成李娜。"),
+            ]),
+        ],
+        "question": "订单服务的改动应该找谁 review？",
+        "current": ["李娜"],
+        "stale": ["张伟"],
+    },
+    {
+        "name": "存储",
+        "sessions": [
+            ("2026-04-01", [
+                ("user", "会话缓存放在哪？"),
+                ("assistant", "settings.py 里会话缓存用的是 Memcached，地址 cache-1:11211。"),
+            ]),
+            ("2026-04-28", [
+                ("user", "会话缓存已经从 Memcached 迁到 Redis 了，把 pymemcache 依赖删掉。"),
+                ("assistant", "删掉了 pymemcache，会话缓存现在走 redis-sessions:6379。"),
+            ]),
+        ],
+        "question": "会话缓存现在用的是什么？",
+        "current": ["Redis"],
+        "stale": ["cache-1"],
+    },
+    {
+        "name": "通知渠道",
+        "sessions": [
+            ("2026-05-05", [
+                ("user", "构建失败的通知发到钉钉群，帮我把新的流水线也接上。"),
+                ("assistant", "新流水线失败时会调用钉钉机器人的 webhook。"),
+            ]),
+            ("2026-06-09", [
+                ("user", "公司不再用钉钉了，构建通知统一换成飞书群，webhook 在 FEISHU_WEBHOOK 里。"),
+                ("assistant", "已把流水线的通知换成飞书机器人，读取 FEISHU_WEBHOOK。"),
+            ]),
+        ],
+        "question": "构建失败的通知发到哪里？",
+        "current": ["飞书"],
+        "stale": ["钉钉"],
+    },
+]  # fmt: skip
+MARK = re.compile(r"\[until \d{4}-\d\d-\d\d")
+
+
+def transcript(name: str, number: int, date: str, turns: Turns, cwd: str) -> str:
+    """One session as Claude Code JSONL, its turns a minute apart from 10:00 UTC on ``date``.
+    A turn ``("tool", json)`` is a tool call ``{"name", "input", "result"}``: the assistant's
+    ``tool_use`` and the user line carrying its ``tool_result``."""
+    sid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"memd-test-truth/{name}/{number}"))
+    start = datetime.fromisoformat(f"{date}T10:00:00+00:00")
+    lines: list[dict[str, Any]] = []
+    for role, text in turns:
+        if role == "tool":
+            call = json.loads(text)
+            tool_id = f"toolu_{number}_{len(lines)}"
+            use = {"type": "tool_use", "id": tool_id, "name": call["name"], "input": call["input"]}
+            lines.append({"type": "assistant", "content": [use]})
+            result = {"type": "tool_result", "tool_use_id": tool_id, "content": call["result"]}
+            lines.append({"type": "user", "content": [result]})
+        else:
+            content: Any = text if role == "user" else [{"type": "text", "text": text}]
+            lines.append({"type": role, "content": content})
+    out, parent = [], None
+    for i, line in enumerate(lines):
+        line_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{sid}/{i}"))
+        at = (start + timedelta(minutes=i)).isoformat(timespec="milliseconds")
+        role = line["type"]
+        message: dict[str, Any] = {"role": role, "content": line["content"]}
+        if role == "assistant":
+            message.update(id=f"msg_{i}", type="message", model="claude-sonnet-4-5")
+        envelope = {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "type": role,
+            "cwd": cwd,
+            "sessionId": sid,
+            "version": "2.0.14",
+            "uuid": line_id,
+            "timestamp": at.replace("+00:00", "Z"),
+            "message": message,
+        }
+        out.append(json.dumps(envelope, ensure_ascii=False))
+        parent = line_id
+    return "\n".join(out) + "\n"
+
+
+def tool(name: str, args: dict[str, Any], result: str) -> tuple[str, str]:
+    return ("tool", json.dumps({"name": name, "input": args, "result": result}))
+
+
+def ingest_history(
+    daemon: DaemonProcess, name: str, sessions: list[tuple[str, Turns]], newest_first: bool = True
+) -> str:
+    """Write ``sessions`` as the transcripts of project ``name`` and ingest them one by one,
+    newest first; the project's path."""
+    root: Path = daemon.root  # type: ignore[attr-defined]
+    project = root / "projects" / re.sub(r"\W", "-", name)
+    (project / ".git").mkdir(parents=True, exist_ok=True)
+    cwd = str(project.resolve())
+    folder = root / "transcripts" / re.sub(r"[/.]", "-", cwd)
+    folder.mkdir(parents=True, exist_ok=True)
+    order = sorted(enumerate(sessions), key=lambda p: p[1][0], reverse=newest_first)
+    for number, (date, turns) in order:
+        path = folder / f"s{number}.jsonl"
+        path.write_text(transcript(name, number, date, turns, cwd))
+        reply = daemon.request({"cmd": "ingest", "paths": [str(path)]}, timeout=300)
+        assert reply.get("ok"), reply
+    return cwd
+
+
+def prompt_block(daemon: DaemonProcess, cwd: str, prompt: str) -> str:
+    """What the real prompt hook injects for ``prompt`` in ``cwd``."""
+    payload = {
+        "session_id": str(uuid.uuid4()),
+        "transcript_path": "/nonexistent/t.jsonl",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+        "cwd": cwd,
+    }
+    out = daemon.hook("user-prompt-submit", payload)
+    assert out.returncode == 0, out.stderr
+    if not out.stdout.strip():
+        return ""
+    return str(json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"])
+
+
+def stale_as_current(block: str, stale_values: list[str], current_values: list[str]) -> list[str]:
+    """Lines of ``block`` that show a stale value with no mark and no current value."""
+    return [
+        line
+        for line in block.splitlines()
+        if any(v.lower() in line.lower() for v in stale_values)
+        and not MARK.search(line)
+        and not any(v.lower() in line.lower() for v in current_values)
+    ]
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
+    with served(tmp_path_factory.mktemp("truth")) as proc:
+        yield proc
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_a_correction_wins_over_what_it_corrects(daemon: DaemonProcess, case: dict) -> None:
+    cwd = ingest_history(daemon, case["name"], case["sessions"])
+    block = prompt_block(daemon, cwd, case["question"])
+    assert all(v.lower() in block.lower() for v in case["current"]), block
+    assert not stale_as_current(block, case["stale"], case["current"]), block
+
+
+def test_tools_for_different_jobs_are_all_kept(daemon: DaemonProcess) -> None:
+    """ruff, uv and pyright are three tools, not three answers: none supersedes another."""
+    cwd = ingest_history(
+        daemon,
+        "python tooling",
+        [
+            ("2026-02-01", [("user", "This project uses ruff for linting."), ("assistant", "Ran ruff: clean.")]),
+            ("2026-02-08", [("user", "The project uses uv to manage the environment."), ("assistant", "Ran `uv sync`.")]),
+            ("2026-02-15", [("user", "Type checking is done by pyright in this project."), ("assistant", "pyright: 0 errors.")]),
+        ],
+    )  # fmt: skip
+    for text in ("Project uses ruff", "Project uses uv", "Project uses pyright"):
+        out = daemon.memd("add", text, "--project", cwd, "--kind", "fact", "--json")
+        assert out.returncode == 0, out.stderr
+    listed = daemon.request({"cmd": "list", "project": cwd, "include_all": True, "limit": 500})
+    memories = listed.get("memories") or listed.get("results") or []
+    assert memories
+    assert not [m for m in memories if m["status"] == "superseded"], memories
+    for job, tool in (("linting", "ruff"), ("the environment", "uv"), ("types", "pyright")):
+        block = prompt_block(daemon, cwd, f"What does this project use for {job}?")
+        assert f"uses {tool}" in block, block
+        assert not MARK.search(block), block
+
+
+def test_an_older_session_read_later_does_not_supersede_the_newer(daemon: DaemonProcess) -> None:
+    """A decision replaced later stays replaced when the older session is read last; the session
+    brief's "Decisions:" shows only the current one."""
+    cwd = ingest_history(
+        daemon,
+        "billing db",
+        [
+            ("2026-01-10", [("user", "We decided to use MySQL 8 for the billing database."), ("assistant", "OK, MySQL 8 it is.")]),
+            ("2026-03-02", [("user", "We decided to use PostgreSQL 16 for the billing database instead of MySQL."), ("assistant", "Noted: PostgreSQL 16.")]),
+        ],
+    )  # fmt: skip
+    listed = daemon.request({"cmd": "list", "project": cwd, "include_all": True, "limit": 500})
+    decisions = {
+        m["text"]: m["status"]
+        for m in listed.get("memories") or listed.get("results") or []
+        if m["kind"] == "decision"
+    }
+    assert any("PostgreSQL" in t and s == "active" for t, s in decisions.items()), decisions
+    assert all(s == "superseded" for t, s in decisions.items() if "PostgreSQL" not in t), decisions
+    brief = daemon.request({"cmd": "context", "cwd": cwd, "event": "session-start"})["context"]
+    assert "PostgreSQL 16" in brief
+    assert not stale_as_current(brief, ["MySQL 8"], ["PostgreSQL"]), brief
+
+
+def test_a_claim_said_again_after_a_change_is_current() -> None:
+    """A version bumped and rolled back: the first statement is current again, unmarked; the
+    bump is marked with the rollback."""
+    results = [
+        {"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "sources": [{"timestamp": "2026-02-02T10:00:00Z"}],
+         "text": "assistant: .nvmrc pins 20.11.1 and package.json has engines >=20."},
+        {"id": "b", "project": "p", "kind": "excerpt", "score": 0.8, "sources": [{"timestamp": "2026-02-20T10:00:00Z"}],
+         "text": "assistant: Bumped .nvmrc to 22.4.1 and the Dockerfile base to node:22.4.1-slim."},
+        {"id": "c", "project": "p", "kind": "excerpt", "score": 0.1, "relevant": False, "sources": [{"timestamp": "2026-03-04T10:00:00Z"}],
+         "text": "user: We rolled back the Node upgrade. .nvmrc and the Dockerfile are back to 20.11.1."},
+    ]  # fmt: skip
+    out = {r["id"]: r for r in stale.mark_replaced(results, {}, MINILM)}
+    assert "[until" not in out["a"]["text"]
+    assert (
+        "22.4.1-slim [until 2026-03-04; now: .nvmrc and the Dockerfile are back to 20.11.1]."
+        in (out["b"]["text"])
+    )
+    assert out["c"]["relevant"] and out["c"]["score"] > out["b"]["score"]
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        ("ops moved the nightly ingest from 01:00 to 02:30", "the ingest batch starts at 01:00 UTC"),
+        ("We switched session storage to Redis instead of Memcached.", "CACHES points at Memcached on cache-1:11211."),
+        ("Actually I'm in Rotterdam now, not Lisbon.", "I'm in Lisbon, so use my local time."),
+        ("Marta has left the company.", "Marta Kowalczyk owns billing-svc."),
+        ("The full suite is `just test-all` now.", "Run the full suite with `make test`."),
+        ("DBA 把上限调高了，我们这边 DB_POOL_SIZE 改成 50。", "config/db.py 里 DB_POOL_SIZE=20。"),
+        ("我已经改用 Neovim 了，不用再维护那份插件配置。", "我平时用 VS Code，帮我在仓库里加一份推荐插件的配置。"),
+    ],
+)  # fmt: skip
+def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
+    assert current.replaced_claim(new, old, 0.5, MINILM) is not None
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        ("The admin console runs separately on port 9090.", "gateway/main.go binds :8080."),
+        ("Bruno Salvi owns the Android app.", "Aiko Tanaka owns the iOS app."),
+        ("Tests run with Vitest.", "We use ESLint for linting here."),
+        ("预发环境的数据库是 db-pre.corp.internal。", "测试环境的数据库是 db-test.corp.internal。"),
+        ("We also use Prettier for formatting now.", "We use ESLint for linting."),
+        ("JDK 21 的升级回滚了，先回到 JDK 17。", "pom.xml 里 release 是 17，CI 也用 JDK 17。"),
+        ("The nightly ingest job failed again last night.", "Bumped pandas to 2.2.3."),
+    ],
+)  # fmt: skip
+def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:
+    assert current.replaced_claim(new, old, 0.5, MINILM) is None
+
+
+def todos(daemon: DaemonProcess, cwd: str) -> dict[str, str]:
+    listed = daemon.request({"cmd": "list", "project": cwd, "include_all": True, "limit": 500})
+    return {
+        m["text"]: m["status"]
+        for m in listed.get("memories") or listed.get("results") or []
+        if m["kind"] == "todo"
+    }
+
+
+def open_todos_in_brief(daemon: DaemonProcess, cwd: str) -> str:
+    brief = daemon.request({"cmd": "context", "cwd": cwd, "event": "session-start"})["context"]
+    _, _, rest = brief.partition("Open TODOs:")
+    return rest.split("\n\n")[0] if rest else ""
+
+
+def test_a_todo_reported_done_in_words_is_closed(daemon: DaemonProcess) -> None:
+    cwd = ingest_history(
+        daemon,
+        "todo in words",
+        [
+            ("2026-04-01", [("user", "TODO: add rate limiting to the upload endpoint."), ("assistant", "Noted.")]),
+            ("2026-04-09", [("user", "I added rate limiting to the upload endpoint yesterday, so that TODO is done."), ("assistant", "Great.")]),
+        ],
+    )  # fmt: skip
+    found = todos(daemon, cwd)
+    assert any("rate limiting" in t for t in found), found
+    assert all(status != "active" for status in found.values()), found
+    assert "rate limiting" not in open_todos_in_brief(daemon, cwd)
+
+
+def test_a_todo_completed_in_a_todo_list_is_closed(daemon: DaemonProcess) -> None:
+    items = ["Write the migration for archived_at", "Backfill archived_at for old projects"]
+    pending = [{"content": c, "status": "pending", "activeForm": c} for c in items]
+    completed = [{**t, "status": "completed"} for t in pending]
+    cwd = ingest_history(
+        daemon,
+        "todo list",
+        [
+            ("2026-05-01", [("user", "Plan the archived_at change."), tool("TodoWrite", {"todos": pending}, "Todos have been modified successfully."), ("assistant", "Planned two steps.")]),
+            ("2026-05-03", [("user", "Go ahead with the archived_at work."), tool("TodoWrite", {"todos": completed}, "Todos have been modified successfully."), ("assistant", "Both steps are done.")]),
+        ],
+    )  # fmt: skip
+    found = todos(daemon, cwd)
+    assert len(found) == 2, found
+    assert all(status != "active" for status in found.values()), found
+    assert "archived_at" not in open_todos_in_brief(daemon, cwd)
+
+
+def test_a_todo_done_in_a_commit_is_closed(daemon: DaemonProcess) -> None:
+    command = 'git commit -m "Remove the legacy CSV exporter"'
+    cwd = ingest_history(
+        daemon,
+        "todo commit",
+        [
+            ("2026-06-01", [("user", "TODO: remove the legacy CSV exporter once the new one ships."), ("assistant", "Noted as a TODO.")]),
+            ("2026-06-20", [("user", "The new exporter shipped. Delete the old one and commit."), tool("Bash", {"command": command}, "[main 1a2b3c4] Remove the legacy CSV exporter\n 2 files changed, 3 insertions(+), 180 deletions(-)"), ("assistant", "Removed and committed as 1a2b3c4.")]),
+        ],
+    )  # fmt: skip
+    found = todos(daemon, cwd)
+    assert any("CSV exporter" in t for t in found), found
+    assert all(status != "active" for status in found.values()), found
+    assert "CSV exporter" not in open_todos_in_brief(daemon, cwd)
