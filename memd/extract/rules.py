@@ -368,9 +368,9 @@ def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
     if BUG_FIX.search(s):
         # "Let me fix it by ..." is an intention; "已修复：..." is a fix reported
         return None if role == "assistant" and _NARRATION.match(s) else "fix"
-    if states_completion(s):
+    if states_completion(s) or TODO_CLOSED.search(s):
         return "progress"
-    if TODO_MARK.search(s) or (
+    if (TODO_MARK.search(s) and _says_what(TODO_MARK.sub(" ", s))) or (
         not narration and (TODO.search(s) or (_TODO_LATER.search(s) and is_work()))
     ):
         return "todo"
@@ -394,6 +394,24 @@ def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
     if not narration and _STRUCTURE.search(s):
         return "fact"
     return None
+
+
+TODO_CLOSED = _rx(
+    r"\b(?:that|the|this|our|my|your)\s+(?:todo|to-do|task|item)s?\s+(?:is|are|was|were|'s"
+    r"|has been|have been|can be)\s+(?:now\s+|already\s+|finally\s+)?(?:done|closed|finished"
+    r"|complete|completed|resolved|checked off)\b"
+    r"|\b(?:close|closes|closed|tick off|check off)\s+(?:that|the|this)\s+(?:todo|to-do)\b",
+    r"(?:这个|那个|该)\s*(?:TODO|待办)\s*(?:已经|可以)?(?:完成|搞定|关掉|关闭|做完)",
+)
+"""A sentence that closes a TODO it points at ("so that TODO is done"): progress, never a TODO."""
+
+
+def _says_what(rest: str) -> bool:
+    """Whether what is left of a TODO sentence says what to do ("Noted as a TODO." does not)."""
+    if _CJK.search(rest):
+        return len(_CJK.findall(rest)) >= 3
+    words = [w for w in re.findall(r"[a-z][a-z'-]{2,}", rest.lower()) if w not in _SMALL_WORDS]
+    return len([w for w in words if w not in vocab.STOPWORDS and w != "noted"]) >= 2
 
 
 def states_completion(sentence: str) -> bool:

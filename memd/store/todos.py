@@ -39,6 +39,8 @@ NOT_DONE = re.compile(
     r"|未完成|没有?完成|还没|尚未|没搞定|没修好|待办",
     re.I,
 )
+_TODO_REF = re.compile(r"\b(?:that|the|this|our|my|your)\s+(?:todo|to-do)s?\b", re.I)
+"""A TODO pointed at ("so that TODO is done"): not a sign the work is still to do."""
 _WORD = re.compile(r"[a-z0-9_]+|[\u3400-\u9fff]", re.I)
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
 GENERIC = frozenset(
@@ -64,7 +66,9 @@ def done_sentences(text: str) -> list[str]:
     if not DONE_WORDS.search(text):
         return []
     return [
-        s for s in _SENTENCES.split(text) if s and DONE_WORDS.search(s) and not NOT_DONE.search(s)
+        s
+        for s in _SENTENCES.split(text)
+        if s and DONE_WORDS.search(s) and not NOT_DONE.search(_TODO_REF.sub(" ", s))
     ]
 
 
@@ -179,21 +183,33 @@ def closing_updates(
 
 
 def close_done_by(store: MemoryStore, settings: Settings, stored: list[Memory]) -> list[str]:
-    """Close the active TODOs that the just-stored ``stored`` memories say are done.
+    """Close the active TODOs that the just-stored ``stored`` memories say are done, and the
+    just-stored TODOs that a memory said later (an older session read after a newer one) says
+    are done.
 
     Called by the pipeline right after a segment's memories are written, under the store's
     write lock, so a TODO done in a later session is never offered as open at the next
     session start. Returns the ids of the TODOs closed (archived, as the cleanup job does).
     """
     later = [m for m in stored if m.kind in CLOSING_KINDS and m.status == "active"]
-    later = [m for m in later if done_sentences(m.text)]
-    if not later:
+    later = [m for m in later if done_sentences(m.text) or m.text.startswith(LISTED_DONE)]
+    fresh = [m for m in stored if m.kind == "todo" and m.status == "active" and not m.pinned]
+    if not later and not fresh:
         return []
     pairs: list[tuple[Memory, Memory]] = []
     with store.write_lock:
-        for project in sorted({m.project for m in later}):
-            todos = active_todos(store, project)
-            pairs += _match(store, todos, [m for m in later if m.project == project])
+        for project in sorted({m.project for m in [*later, *fresh]}):
+            mine = [m for m in later if m.project == project]
+            if mine:
+                pairs += _match(store, active_todos(store, project), mine)
+            closed = {t.id for t, _ in pairs}
+            new = [t for t in fresh if t.project == project and t.id not in closed]
+            if new:
+                since = min(t.created_at for t in new)
+                where = match(project=project) & clause(
+                    "kind != ? AND created_at > ?", "todo", since
+                )
+                pairs += _match(store, new, store.query(where))
         if not pairs:
             return []
         at = now_iso()
