@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from daemon_process import DaemonProcess, served
 
+from memd.extract import rules
 from memd.recall import stale
 from memd.store import current
 
@@ -459,3 +460,27 @@ def test_a_todo_done_in_a_commit_is_closed(daemon: DaemonProcess) -> None:
     assert any("CSV exporter" in t for t in found), found
     assert all(status != "active" for status in found.values()), found
     assert "CSV exporter" not in open_todos_in_brief(daemon, cwd)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Our commit style: fix: for bug fixes, feat: for features.",
+        "提交信息用 Conventional Commits 格式，比如 fix(parser): 处理空值。",
+    ],
+)
+def test_a_commit_style_is_a_preference_not_a_bug_fix(sentence: str) -> None:
+    assert rules.classify(sentence, "user") == "preference"
+    assert rules.classify("The crash was caused by the commit message parser.", "user") == "bugfix"
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        ("I added rate limiting to the upload endpoint, so that TODO is done.", "progress"),
+        ("Noted as a TODO.", None),
+        ("TODO: add rate limiting to the upload endpoint.", "todo"),
+    ],
+)
+def test_the_sentence_that_closes_a_todo_is_not_one(sentence: str, kind: str | None) -> None:
+    assert rules.classify(sentence, "user") == kind

@@ -365,6 +365,8 @@ def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
 
     if BUG_CAUSE.search(s) or (_CAUSE_LOOSE.search(s) and (_FAILURE.search(s) or is_work())):
         return "bugfix"
+    if COMMIT_STYLE.search(s):  # "fix: for bug fixes, feat: for features" is a convention
+        return "preference" if role == "user" and not narration else None
     if BUG_FIX.search(s):
         # "Let me fix it by ..." is an intention; "已修复：..." is a fix reported
         return None if role == "assistant" and _NARRATION.match(s) else "fix"
@@ -396,6 +398,12 @@ def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
     return None
 
 
+COMMIT_STYLE = _rx(
+    r"\bcommit (?:message|messages|style|subject|subjects|format|convention|conventions)\b"
+    r"|\bconventional commits?\b|\bgitmoji\b",
+    r"提交信息|提交说明|提交规范|commit 规范",
+)
+"""A sentence about how commits are written: a preference, never a bug fix for its "fix:"."""
 TODO_CLOSED = _rx(
     r"\b(?:that|the|this|our|my|your)\s+(?:todo|to-do|task|item)s?\s+(?:is|are|was|were|'s"
     r"|has been|have been|can be)\s+(?:now\s+|already\s+|finally\s+)?(?:done|closed|finished"
