@@ -1,5 +1,5 @@
 """From a closed segment to stored memories: redact → extract → embed, dedupe, supersede → store
-→ close the TODOs the new memories say are done.
+→ close the TODOs the new memories say are done → archive what the user asked to forget.
 
 A segment is marked extracted only after its memories are durably stored, and memory ids are
 deterministic, so a crash anywhere in between re-processes the segment without duplicates.
@@ -13,7 +13,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from memd.errors import BudgetExceeded, ExtractionError
+from memd.extract import forget_requests
+from memd.extract.forget_requests import ForgetRequest
 from memd.models import Candidate, Memory, Segment, Source, Turn, now_iso
+from memd.store import forget_said
 from memd.store.todos import close_done_by
 from memd.store.upsert import UpsertResult, upsert
 
@@ -80,6 +83,7 @@ class Pipeline:
             "last_error": "",
             "last_lag_seconds": None,
             "todos_closed": 0,
+            "forgotten": 0,
         }
 
     def fallback(self) -> Extractor:
@@ -103,11 +107,16 @@ class Pipeline:
 
         patterns = self.settings.redact_patterns
         clean = replace(segment, turns=[redact_turn(t, patterns) for t in segment.turns])
+        requests = forget_requests.requests_in(clean)
+        if requests:  # the requests themselves are not stored
+            clean = forget_requests.without_requests(clean, requests)
         memories = candidate_memories(clean, self.extract(clean))
         results: list[UpsertResult] = []
         for start in range(0, len(memories), 256):
             results += upsert(self.app.store, memories[start : start + 256])
         self.close_todos(memories)
+        if requests:
+            self.honour(clean.project, requests)
         self.state.mark_extracted(segment.key)
         self.stats["segments"] += 1
         self.stats["memories"] += sum(r.action == "inserted" for r in results)
@@ -125,6 +134,12 @@ class Pipeline:
             log.warning("closing done TODOs failed: %s", exc)
             return
         self.stats["todos_closed"] += len(closed)
+
+    def honour(self, project: str, requests: list[ForgetRequest]) -> None:
+        """Archive what the segment's forget requests name, stored now or earlier (before the
+        segment is marked extracted: a crash replays this too)."""
+        archived = forget_said.honour(self.app.store, self.settings.home, project, requests)
+        self.stats["forgotten"] += len(archived)
 
     def process_pending(self, limit: int = 10) -> int:
         """Process up to ``limit`` pending segments; a failure leaves that one pending."""

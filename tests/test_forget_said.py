@@ -1,0 +1,181 @@
+"""Forget requests in conversation (issue 31, point 5): which sentences are requests, and what
+the pipeline archives for them, on a real store (the real daemon: tests/test_forget_daemon.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memd.daemon.app import App
+from memd.daemon.pipeline import Pipeline
+from memd.extract.forget_requests import request_sentences, requests_in, without_requests
+from memd.ingest.state import State
+from memd.models import Segment, Turn
+from memd.settings import load_settings
+from memd.store.filters import match
+
+PROJECT = "/home/dev/shop"
+
+REQUESTS = [
+    ("Actually, please forget my social security number", "national_id", False),
+    ("Please forget that password immediately", "password", False),
+    ("forget my home address", "address", False),
+    ("Can you forget my phone number?", "phone", False),
+    ("Please delete my address from your memory.", "address", False),
+    ("forget the password I gave you", "password", False),
+    ("don't remember that", "", True),
+    ("Forget that.", "", True),
+    ("Thanks! Also please forget that, it was private.", "", True),
+    ("forget what I just said", "", True),
+    ("Oh and forget that thing I told you", "", True),
+    ("忘掉刚才那个地址", "address", False),
+    ("把我的手机号忘了", "phone", False),
+    ("不要记住我的密码", "password", False),
+    ("别记这个", "", True),
+]
+NOT_REQUESTS = [
+    "forget about the retry logic for now, focus on the parser",
+    "forget about the retry logic",
+    "I forgot to add tests",
+    "don't forget to run the migrations",
+    "Forget it, let's use Redis.",
+    "forget that the API changed",
+    "delete the old migration",
+    "Remove the password field from the form",
+    "I don't remember the flag name",
+    "We should never store passwords in plain text",
+    "Don't save the file yet",
+    "don't keep the old branch around",
+    "the forget-password flow sends an email",
+    "Forgot password link is broken",
+    "别忘了跑迁移",
+    "我忘了加测试",
+    "我把测试忘了",
+    "不要记录敏感信息",
+    "不用记下来，直接跑",
+    "忘记密码的页面要重做",
+]
+
+
+@pytest.mark.parametrize(("text", "subject", "bare"), REQUESTS)
+def test_forget_requests_are_found(text: str, subject: str, bare: bool) -> None:
+    [(_, found, _, is_bare)] = request_sentences(text)
+    assert (found, is_bare) == (subject, bare)
+
+
+@pytest.mark.parametrize("text", NOT_REQUESTS)
+def test_other_uses_of_forget_are_not_requests(text: str) -> None:
+    assert request_sentences(text) == []
+
+
+def test_an_unknown_subject_keeps_its_words() -> None:
+    [(_, subject, words, bare)] = request_sentences("Forget my dog's name please")
+    assert (subject, words, bare) == ("", ("dog", "name"), False)
+
+
+def turns(sid: str, day: int, *said: tuple[str, str]) -> list[Turn]:
+    return [
+        Turn(
+            uuid=f"{sid}-{i}",
+            session_id=sid,
+            role=role,
+            text=text,
+            timestamp=f"2026-11-{day:02d}T10:00:{i:02d}.000Z",
+            cwd=PROJECT,
+        )
+        for i, (role, text) in enumerate(said)
+    ]
+
+
+def session(sid: str, day: int, *said: tuple[str, str]) -> Segment:
+    return Segment(sid, PROJECT, turns(sid, day, *said), reason="session-end")
+
+
+def test_a_bare_request_points_at_the_statement_before_it() -> None:
+    seg = session(
+        "b1",
+        1,
+        ("user", "My locker code is 4411 and the locker is on floor 3."),
+        ("assistant", "Noted: locker code 4411, floor 3."),
+        ("user", "Hmm, forget that."),
+        ("assistant", "OK."),
+        ("user", "Now fix the flaky login test."),
+    )
+    [req] = requests_in(seg)
+    assert req.bare and req.said_uuids == ("b1-0",) and "4411" in req.said
+    out = without_requests(seg, [req])
+    assert [t.text for t in out.turns][2:] == ["", "", "Now fix the flaky login test."]
+
+
+@pytest.fixture
+def app() -> Iterator[App]:
+    opened = App(load_settings()).open(writer=True)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def pipeline(app: App, tmp_path: Path) -> Iterator[Pipeline]:
+    state = State(tmp_path / "state.db")
+    yield Pipeline(app, state, app.settings)
+    state.close()
+
+
+def texts(app: App, status: str = "active") -> str:
+    return "\n".join(m.text for m in app.store.query(match(status=status)))
+
+
+def test_the_pipeline_archives_what_was_said_earlier_and_in_the_same_session(
+    app: App, pipeline: Pipeline
+) -> None:
+    pipeline.process(
+        session(
+            "s1",
+            1,
+            ("user", "My home address is 42 Elm Street, Springfield. Use it for the test orders."),
+            ("assistant", "Done: test orders now ship to 42 Elm Street, Springfield."),
+            ("user", "We decided to use Postgres for the order service."),
+            ("assistant", "Noted, Postgres it is."),
+        )
+    )
+    assert "42 Elm Street" in texts(app)
+    pipeline.process(
+        session(
+            "s2",
+            2,
+            ("user", "我的手机号是 13812345678，联系人字段用它。"),
+            ("assistant", "好的，联系人字段默认 13812345678。"),
+            ("user", "Actually, please forget my home address."),
+            ("assistant", "Understood."),
+            ("user", "把我的手机号忘了"),
+            ("assistant", "好的。"),
+            ("user", "Please add the retry to the order client."),
+            ("assistant", "Added the retry to the order client."),
+        )
+    )
+    active = texts(app)
+    for gone in ("42 Elm Street", "13812345678", "forget", "忘了"):
+        assert gone not in active, gone
+    assert "Postgres" in active and "retry" in active
+    archived = texts(app, "archived")
+    assert "42 Elm Street" in archived and "13812345678" in archived
+    assert pipeline.stats["forgotten"] >= 3
+
+
+def test_a_new_value_said_after_the_request_is_kept(app: App, pipeline: Pipeline) -> None:
+    pipeline.process(
+        session(
+            "n1",
+            3,
+            ("user", "My home address is 42 Elm Street, Springfield."),
+            ("assistant", "Noted."),
+            ("user", "Please forget my home address."),
+            ("assistant", "OK."),
+            ("user", "My home address is now 7 Oak Lane, Shelbyville."),
+            ("assistant", "Noted the new one."),
+        )
+    )
+    active = texts(app)
+    assert "42 Elm Street" not in active and "7 Oak Lane" in active
