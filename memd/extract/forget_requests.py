@@ -225,7 +225,17 @@ def request_sentences(text: str) -> list[tuple[str, str, tuple[str, ...], bool]]
 
 
 def is_forget_request(text: str) -> bool:
-    return bool(request_sentences(text))
+    return bool(_MAY_ASK.search(text)) and bool(request_sentences(text))
+
+
+def named_in(text: str) -> list[ForgetRequest]:
+    """The requests of one prompt that name what to forget (a bare "forget that" needs the
+    session's turns: :func:`requests_in`)."""
+    return [
+        ForgetRequest(sentence, subject=subject, words=words)
+        for sentence, subject, words, bare in request_sentences(text)
+        if not bare
+    ]
 
 
 def _said_by_user(turn: Turn) -> bool:

@@ -128,6 +128,13 @@ def bare_values(said: str) -> list[str]:
     return [v for v in dict.fromkeys(values) if len(v) >= MIN_VALUE]
 
 
+def what(request: ForgetRequest) -> str:
+    """What a request names, in words that never repeat the fact itself."""
+    if request.bare:
+        return "the statement before the request"
+    return request.subject.replace("_", " ") or " ".join(request.words)
+
+
 def honour(
     store: MemoryStore, home: Any, project: str, requests: Iterable[ForgetRequest]
 ) -> list[Memory]:
@@ -143,7 +150,7 @@ def honour(
         if not found:
             log.info("forget request with nothing to archive: %.80s", request.sentence)
             continue
-        reason = f"asked to forget in conversation: {request.sentence[:160]}"
+        reason = f"asked in conversation to forget {what(request)}"
         done, _ = archive_memories(store, home, [m.id for m in found], reason)
         archived += done
         log.info("forget request archived %d memories: %.80s", len(done), request.sentence)
