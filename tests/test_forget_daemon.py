@@ -51,7 +51,8 @@ class Transcript:
         n = len(self.lines)
         message: dict[str, Any] = {"role": role, "content": text}
         if role == "assistant":
-            message = {"id": f"msg-{self.session}-{n}", "role": role, "content": [{"type": "text", "text": text}]}  # fmt: skip
+            content = [{"type": "text", "text": text}]
+            message = {"id": f"msg-{self.session}-{n}", "role": role, "content": content}
         self.lines.append(
             {
                 "type": role,

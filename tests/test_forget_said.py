@@ -179,3 +179,37 @@ def test_a_new_value_said_after_the_request_is_kept(app: App, pipeline: Pipeline
     )
     active = texts(app)
     assert "42 Elm Street" not in active and "7 Oak Lane" in active
+
+
+def test_a_fact_read_after_the_request_to_forget_it_stays_forgotten(
+    app: App, pipeline: Pipeline
+) -> None:
+    """Two sessions read out of order (a backfill, or a session still open elsewhere): the
+    request of the 21st archives the address said on the 20th when that session comes in
+    later; an address said on the 22nd, after the request, is kept."""
+    pipeline.process(
+        session("later", 21, ("user", "Please forget my home address."), ("assistant", "OK."))
+    )
+    assert pipeline.state.get("forget_requests")[0]["subject"] == "address"
+    assert "forget" not in repr(pipeline.state.get("forget_requests"))  # no sentence kept
+    pipeline.process(
+        session(
+            "earlier",
+            20,
+            ("user", "My home address is 42 Elm Street, Springfield."),
+            ("assistant", "Noted: 42 Elm Street."),
+            ("user", "The order service uses Postgres 16."),
+            ("assistant", "Right."),
+        )
+    )
+    active = texts(app)
+    assert "42 Elm Street" not in active and "Postgres" in active
+    pipeline.process(
+        session(
+            "moved",
+            22,
+            ("user", "My home address is 7 Oak Lane, Shelbyville."),
+            ("assistant", "Noted."),
+        )
+    )
+    assert "7 Oak Lane" in texts(app)

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+FORGET_REQUESTS_KEY = "forget_requests"
+"""The state key of the forget requests read so far (what they name, never the fact)."""
+MAX_FORGET_REQUESTS = 1000
+
 
 def candidate_memories(segment: Segment, candidates: list[Candidate]) -> list[Memory]:
     """Memories with provenance: every source uuid is mapped back to its turn."""
@@ -115,8 +119,7 @@ class Pipeline:
         for start in range(0, len(memories), 256):
             results += upsert(self.app.store, memories[start : start + 256])
         self.close_todos(memories)
-        if requests:
-            self.honour(clean.project, requests)
+        self.honour(clean.project, requests, [r.target for r in results])
         self.state.mark_extracted(segment.key)
         self.stats["segments"] += 1
         self.stats["memories"] += sum(r.action == "inserted" for r in results)
@@ -135,10 +138,21 @@ class Pipeline:
             return
         self.stats["todos_closed"] += len(closed)
 
-    def honour(self, project: str, requests: list[ForgetRequest]) -> None:
-        """Archive what the segment's forget requests name, stored now or earlier (before the
-        segment is marked extracted: a crash replays this too)."""
-        archived = forget_said.honour(self.app.store, self.settings.home, project, requests)
+    def honour(self, project: str, requests: list[ForgetRequest], stored: list[str]) -> None:
+        """Archive what the segment's forget requests name, stored now or earlier, and what
+        the requests of sessions read before this one name among its memories (``stored``):
+        a fact read after the request to forget it stays forgotten. Runs before the segment is
+        marked extracted, so a crash replays it too."""
+        store, home = self.app.store, self.settings.home
+        kept: list[dict[str, Any]] = self.state.get(FORGET_REQUESTS_KEY) or []
+        earlier = [forget_said.from_record(r) for r in kept if r.get("project") == project]
+        archived = forget_said.honour(store, home, project, earlier, stored) if earlier else []
+        if requests:
+            archived += forget_said.honour(store, home, project, requests)
+            new = [forget_said.record(project, r) for r in requests if r.timestamp]
+            fresh = [r for r in new if r not in kept]
+            if fresh:
+                self.state.set(FORGET_REQUESTS_KEY, (kept + fresh)[-MAX_FORGET_REQUESTS:])
         self.stats["forgotten"] += len(archived)
 
     def process_pending(self, limit: int = 10) -> int:

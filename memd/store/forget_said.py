@@ -19,7 +19,7 @@ from typing import Any
 
 from memd.extract.forget_requests import SUBJECT_RES, ForgetRequest
 from memd.models import USER_SCOPE, Memory
-from memd.store.filters import match
+from memd.store.filters import is_in, match
 from memd.store.forgetting import archive_memories
 from memd.store.table import MemoryStore
 
@@ -135,15 +135,49 @@ def what(request: ForgetRequest) -> str:
     return request.subject.replace("_", " ") or " ".join(request.words)
 
 
+def record(project: str, request: ForgetRequest) -> dict[str, Any]:
+    """What is kept of a request to apply it to memories stored later (a session read after
+    the one that asked): never its sentence, nor the statement it points at, only their turn."""
+    return {
+        "project": project,
+        "timestamp": request.timestamp,
+        "subject": request.subject,
+        "words": list(request.words),
+        "bare": request.bare,
+        "said_uuids": list(request.said_uuids),
+    }
+
+
+def from_record(raw: dict[str, Any]) -> ForgetRequest:
+    return ForgetRequest(
+        "",
+        timestamp=str(raw.get("timestamp") or ""),
+        subject=str(raw.get("subject") or ""),
+        words=tuple(raw.get("words") or ()),
+        bare=bool(raw.get("bare")),
+        said_uuids=tuple(raw.get("said_uuids") or ()),
+    )
+
+
 def honour(
-    store: MemoryStore, home: Any, project: str, requests: Iterable[ForgetRequest]
+    store: MemoryStore,
+    home: Any,
+    project: str,
+    requests: Iterable[ForgetRequest],
+    ids: Iterable[str] | None = None,
 ) -> list[Memory]:
-    """Archive the active memories of ``project`` and the user-wide scope that carry what each
-    request names. Returns the memories archived."""
+    """Archive the active memories of ``project`` and the user-wide scope (or only those of
+    ``ids``) that carry what each request names. Returns the memories archived."""
     requests = list(requests)
     if not requests:
         return []
-    active = store.query(match(project=[project, USER_SCOPE], status="active"))
+    where = match(project=[project, USER_SCOPE], status="active")
+    if ids is not None:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return []
+        where = where & is_in("id", wanted)
+    active = store.query(where)
     archived: list[Memory] = []
     for request in requests:
         found = [m for m in carriers(active, request) if m.id not in {a.id for a in archived}]
