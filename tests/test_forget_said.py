@@ -34,6 +34,16 @@ REQUESTS = [
     ("把我的手机号忘了", "phone", False),
     ("不要记住我的密码", "password", False),
     ("别记这个", "", True),
+    ("Could you forget my email address?", "email", False),
+    ("please forget I told you my address", "address", False),
+    ("Scratch that, don't remember it.", "", True),
+    ("Never mind, forget the address I gave you.", "address", False),
+    ("forget everything about my address", "address", False),
+    ("Remove my phone number from memory.", "phone", False),
+    ("Please don't store my credit card number.", "card", False),
+    ("请忘记我的地址", "address", False),
+    ("删除关于我地址的记忆", "address", False),
+    ("把刚才说的忘掉", "", True),
 ]
 NOT_REQUESTS = [
     "forget about the retry logic for now, focus on the parser",
@@ -56,6 +66,18 @@ NOT_REQUESTS = [
     "不要记录敏感信息",
     "不用记下来，直接跑",
     "忘记密码的页面要重做",
+    "把这个文件删掉",
+    "Forget the old API, we use v2 now.",
+    "Let's forget the cache for now.",
+    "don't remember why we did this",
+    "forget the tests, just ship it",
+    "I'll never forget that trip",
+    "Did you forget my address?",
+    "Don't forget my birthday!",
+    "the forget() method drops the key",
+    "Please remember my address.",
+    "忘了告诉你，测试过了",
+    "我差点忘了密码",
 ]
 
 

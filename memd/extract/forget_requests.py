@@ -17,10 +17,11 @@ from dataclasses import dataclass, replace
 from memd.models import Segment, Turn
 
 SUBJECTS: dict[str, tuple[str, str]] = {
+    "email": (r"\be-?mail(?: address)?\b", r"邮箱|邮件地址"),
     "address": (
-        r"\b(?:home |street |mailing |postal |shipping |billing )?address(?:es)?\b"
+        r"\b(?:home |street |mailing |postal |shipping |billing )?(?<!mail )address(?:es)?\b"
         r"|\bwhere i live\b|\blive (?:at|on)\b|\bzip ?code\b|\bpostcode\b",
-        r"地址|住址|住在|家在|住哪",
+        r"(?<!邮件)地址|住址|住在|家在|住哪",
     ),
     "national_id": (
         r"\bssns?\b|\bsocial security\b|\bnational (?:id|insurance)\b|\bid number\b"
@@ -32,7 +33,6 @@ SUBJECTS: dict[str, tuple[str, str]] = {
         r"\b(?:phone|mobile|cell|telephone)(?: ?numbers?)?\b|\bnumber to call\b",
         r"手机号?|电话|号码",
     ),
-    "email": (r"\be-?mail(?: address)?\b", r"邮箱|邮件地址"),
     "birthday": (r"\bbirthday\b|\bdate of birth\b|\bdob\b", r"生日|出生日期"),
     "card": (
         r"\b(?:credit|debit|bank) card\b|\bcard number\b|\bbank account\b|\biban\b",
@@ -64,7 +64,7 @@ class ForgetRequest:
 # --- English -------------------------------------------------------------------------------
 _LEAD = (
     r"^(?:(?:actually|ok(?:ay)?|oh|also|and|so|hey|wait|hmm|sorry|one more thing|on second"
-    r" thought|thanks|thank you)[,!.]?\s+)*"
+    r" thought|thanks|thank you|never ?mind|scratch that|no)[,!.]?\s+)*"
     r"(?:(?:please|pls|kindly|just)\s+|(?:can|could|would|will) you(?: please)?\s+"
     r"|i(?:'d| would) like you to\s+|i (?:want|need) you to\s+|you should\s+|go ahead and\s+)*"
 )
@@ -96,6 +96,11 @@ _BARE = re.compile(
     r"|(?:that|this|the) (?:thing|info|information|detail|details|fact|number|one)"
     r"(?: i (?:just )?(?:said|told you|gave you|mentioned|shared))?"
     r"|(?:that|this|it),? i (?:just )?(?:said|told you|shared|mentioned)(?: (?:it|that))?)$",
+    re.IGNORECASE,
+)
+_SAID_ABOUT = re.compile(
+    r"^(?:(?:that|what) )?i (?:just |ever )?(?:told you|said|mentioned|gave you|shared)"
+    r"(?: (?:about|of))? (?=(?:my|our|the|that|this) )",
     re.IGNORECASE,
 )
 _DET = re.compile(
@@ -131,8 +136,11 @@ def _english(sentence: str) -> tuple[str, tuple[str, ...], bool] | None:
     else:
         obj = _FROM_MEMORY.sub("", obj)
     obj = _TAIL.sub("", obj).strip()
+    obj = _SAID_ABOUT.sub("", obj)  # "forget (what) I told you (about) my address"
     low = obj.lower()
-    if not low or low.startswith(("to ", "it", "everything", "the rest", "about it")):
+    if verb != "forget" and low in ("it", "them"):
+        return "", (), True  # "don't remember it"
+    if not low or low.startswith(("to ", "it", "everything i", "the rest", "about it")):
         return None  # "forget to …", "forget it" (never mind)
     if _SET_ASIDE.search(low):
         return None  # "forget about the retry logic for now, focus on the parser"
@@ -159,12 +167,16 @@ def _english(sentence: str) -> tuple[str, tuple[str, ...], bool] | None:
 
 # --- Chinese -------------------------------------------------------------------------------
 _ZH_BA = re.compile(
-    r"(?:^|[，,。！!？?\s]|请|麻烦|帮我|你)[把将](?P<obj>[^，,。！!？?]{1,30}?)(?:给)?(?:忘掉|忘了|忘记|删掉|删了|删除|抹掉)"
+    r"(?:^|[，,。！!？?\s]|请|麻烦|帮我|你)[把将](?P<obj>[^，,。！!？?]{1,30}?)(?:给)?(?:忘掉|忘了|忘记)"
 )
 _ZH_FORGET_AWAY = re.compile(r"(?:^|[，,。！!？?]|请|麻烦|你)忘掉(?P<obj>[^，,。！!？?]{0,30})")
 _ZH_FORGET = re.compile(r"(?:^|[，,。！!？?]|请|麻烦|你)(?:忘记|忘了)(?P<obj>[^，,。！!？?]{0,30})")
 _ZH_DONT = re.compile(
     r"(?:^|[，,。！!？?]|请|你)(?:别|不要|不用|无需|不必)(?:再)?(?:记住|记下|记|保存|存)(?!录|错|得|性)(?P<obj>[^，,。！!？?]{0,20})"
+)
+_ZH_MEMORY_OF = re.compile(
+    r"(?:删掉|删除|删了|去掉|抹掉)(?:关于)?(?P<obj>[^，,。！!？?]{0,30}?)的?记忆"
+    r"|[把将](?P<obj2>[^，,。！!？?]{0,30}?)的?记忆(?:给)?(?:删掉|删除|删了|去掉|抹掉)"
 )
 _ZH_FROM_MEMORY = re.compile(
     r"从(?:你的)?记忆(?:里|中)?(?:删掉|删除|去掉|抹掉)(?P<obj>[^，,。！!？?]{0,30})"
@@ -180,6 +192,7 @@ def _chinese(sentence: str) -> tuple[str, tuple[str, ...], bool] | None:
     patterns = (
         (_ZH_BA, False),
         (_ZH_FROM_MEMORY, False),
+        (_ZH_MEMORY_OF, False),
         (_ZH_FORGET_AWAY, False),
         (_ZH_DONT, True),
         (_ZH_FORGET, True),
@@ -188,7 +201,7 @@ def _chinese(sentence: str) -> tuple[str, tuple[str, ...], bool] | None:
         m = rx.search(s)
         if m is None:
             continue
-        obj = m.group("obj")
+        obj = m.group("obj") or m.groupdict().get("obj2") or ""
         if rx is _ZH_BA and s[: m.start()].endswith(("我", "我们", "他", "她")):
             continue  # "我把测试忘了": I forgot the tests
         if strict and not (_ZH_PERSONAL.search(obj) or _ZH_BARE.match(obj)):
