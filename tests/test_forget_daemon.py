@@ -204,3 +204,10 @@ def test_five_forget_requests_with_a_real_daemon(tmp_path: Path) -> None:
     assert code == 0, daemon.log()
     # The secrets said in words are on no file memd wrote (state DB, store, journal, logs).
     assert scan_tree(home, ["123-45-6789", "SuperSecret123"]) == []
+    # The forgotten facts are not in the evidence memd keeps beside the (archived) memories:
+    # the state DB's copies of turns, and the daemon's DEBUG log.
+    facts = ["42 Elm Street", "13812345678", "B-99213"]
+    for file in home.glob("state.db*"):
+        data = file.read_bytes()
+        assert not any(x.encode() in data for x in facts), file
+    assert not any(x in (tmp_path / "serve.log").read_text("utf-8") for x in facts)

@@ -182,10 +182,10 @@ def honour(
     for request in requests:
         found = [m for m in carriers(active, request) if m.id not in {a.id for a in archived}]
         if not found:
-            log.info("forget request with nothing to archive: %.80s", request.sentence)
+            log.info("a request to forget %s: nothing to archive", what(request))
             continue
         reason = f"asked in conversation to forget {what(request)}"
         done, _ = archive_memories(store, home, [m.id for m in found], reason)
         archived += done
-        log.info("forget request archived %d memories: %.80s", len(done), request.sentence)
+        log.info("a request to forget %s archived %d memories", what(request), len(done))
     return archived
