@@ -10,11 +10,17 @@ import pytest
 
 from memd.daemon.app import App
 from memd.daemon.pipeline import Pipeline
-from memd.extract.forget_requests import request_sentences, requests_in, without_requests
+from memd.extract.forget_requests import (
+    ForgetRequest,
+    request_sentences,
+    requests_in,
+    without_requests,
+)
 from memd.ingest.state import State
 from memd.models import Segment, Turn
 from memd.settings import load_settings
 from memd.store.filters import match
+from memd.store.forget_said import statement_values
 
 PROJECT = "/home/dev/shop"
 
@@ -235,3 +241,36 @@ def test_a_fact_read_after_the_request_to_forget_it_stays_forgotten(
         )
     )
     assert "7 Oak Lane" in texts(app)
+
+
+@pytest.mark.parametrize(
+    ("subject", "text", "states", "values"),
+    [
+        (
+            "address",
+            "The user's home address is 42 Elm Street, Springfield.",
+            True,
+            ["42 Elm Street"],
+        ),
+        ("address", "I live at 42 Elm Street", True, ["42 Elm Street"]),
+        ("address", "我住在北京市朝阳区建国路 88 号", True, ["北京市朝阳区建国路 88 号"]),
+        (
+            "phone",
+            "user: Also my phone number is 555-201-7788 for the form.",
+            True,
+            ["555-201-7788"],
+        ),
+        ("phone", "我的手机号是 13812345678，联系人字段默认用它。", True, ["13812345678"]),
+        ("national_id", "My SSN: [REDACTED:national_id]", True, []),
+        ("password", "My password for the VPN is [REDACTED:password].", True, []),
+        # Mentions of the subject that state no value of the user's own: kept.
+        ("password", "We set the password to expire after 90 days.", False, []),
+        ("password", "Passwords are hashed with argon2 in auth/hash.py.", False, []),
+        ("address", "[2026-11-20] user: the shipping address field is required", False, []),
+        ("address", "My email address is a@b.com", False, []),
+        ("phone", "We call the phone API with a 5s timeout", False, []),
+    ],
+)
+def test_what_carries_a_subject(subject: str, text: str, states: bool, values: list[str]) -> None:
+    request = ForgetRequest("forget it", subject=subject)
+    assert statement_values(text, request) == (states, values)

@@ -30,7 +30,8 @@ _PERSONAL = re.compile(
 )
 _SPEAKER = re.compile(r"(?:^|\n|\] )\s*(?:user|assistant|claude|agent|用户|助手)\s*[:：]\s*")
 _MARKER = re.compile(
-    r"^[^.;\n。；]{0,24}?(?:\b(?:is|was|are|at|on|to)\b|[:=：]|是|为|在)\s*(?P<value>[^.;\n。；]{2,80})",
+    r"^[^.;\n。；]{0,24}?(?:\b(?:is|was|are)\b(?: now| still| changed to)?|[:=：]|是|为)"
+    r"\s*(?P<value>[^.;\n。；]{2,80})",
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"[^.!?;\n。！？；]+(?:\.\d[^.!?;\n。！？；]*)*")
