@@ -274,3 +274,24 @@ def test_a_fact_read_after_the_request_to_forget_it_stays_forgotten(
 def test_what_carries_a_subject(subject: str, text: str, states: bool, values: list[str]) -> None:
     request = ForgetRequest("forget it", subject=subject)
     assert statement_values(text, request) == (states, values)
+
+
+def test_a_bare_request_in_chinese_archives_the_statement_before_it(
+    app: App, pipeline: Pipeline
+) -> None:
+    pipeline.process(
+        session(
+            "zh",
+            4,
+            ("user", "我家的门牌号是 3-502，快递地址写这个。"),
+            ("assistant", "好的，快递地址用 3-502。"),
+            ("user", "别记这个"),
+            ("assistant", "好的。"),
+            ("user", "订单服务的重试次数改成 5 次。"),
+            ("assistant", "已改成 5 次。"),
+        )
+    )
+    active = texts(app)
+    assert "3-502" not in active and "别记" not in active
+    assert "重试次数" in active
+    assert "3-502" in texts(app, "archived")
