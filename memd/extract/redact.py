@@ -339,8 +339,6 @@ def redact(text: str, extra_patterns: Iterable[str] = ()) -> str:
     """
     if not text:
         return text
-    from memd.extract.prose_secrets import redact_prose  # it builds on this module's rules
-
     if "<" in text:
         text = _PRIVATE.sub("", text)
     if "PRIVATE KEY" in text:
@@ -350,7 +348,7 @@ def redact(text: str, extra_patterns: Iterable[str] = ()) -> str:
     if "://" in text:
         text = _URL_PASSWORD.sub(_url_password, text)
     text = _ASSIGNMENT.sub(_assignment, text)
-    text = redact_prose(text)
+    text = prose_secrets.redact_prose(text)
     if "-" in text:
         text = _FLAG.sub(_flag, text)
         text = _USER_FLAG.sub(_keep_head("password"), text)
@@ -402,3 +400,7 @@ def redact_turn(turn: Turn, extra_patterns: Iterable[str] = (), *, remember: boo
 @lru_cache(maxsize=2048)
 def _remembered(text: str, extra: tuple[str, ...]) -> str:
     return redact(text, extra)
+
+
+# Last: its rules build on this module's (``mark``, ``secret_kind_of_key``).
+from memd.extract import prose_secrets  # noqa: E402
