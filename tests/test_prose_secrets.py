@@ -95,6 +95,13 @@ NOT_SECRETS = [
     "psql postgres://app@db.internal:5432/shop",
     "https://example.com/search?q=password&page=2",
     "mysql -uroot -p shop",
+    "memd ui  # opens http://127.0.0.1:PORT/?token=... in your browser",
+    "``mysql -p…`` and ``?password=`` in URLs",
+    "`?password=` in URLs (`memd/extract/prose_secrets.py`) is kept",
+    "return f(password=password)",
+    'the example says "my password for X is …"',
+    "if the password is empty we return 400",
+    "the password is then compared with hmac.compare_digest",
 ]
 
 

@@ -20,7 +20,7 @@ from memd.extract.redact import mark, secret_kind_of_key
 # --- English: keyword [for/of/on… something] is/was/:/= value --------------------------------
 _MARKER = r"\s*(?:(?:is|was|are)(?:\s+(?:now|still|set\s+to|changed\s+to))?\s*:?|:|：|=)\s*"
 _OF = r"(?:\s+(?:for|of|to|on|at|in|from)\s+[^\n.,;:!?=]{1,40}?)?"
-_VALUE = r"(?P<val>\"[^\"\n]{1,80}\"|'[^'\n]{1,80}'|`[^`\n]{1,80}`|“[^”\n]{1,80}”|[^\s\"'`]{1,80})"
+_VALUE = r"(?P<val>\"[^\"\n]{1,80}\"|'[^'\n]{1,80}'|`[^`\s]{1,80}`|“[^”\n]{1,80}”|[^\s\"'`]{1,80})"
 _EN_KEYS: list[tuple[str, str]] = [
     ("password", r"(?:pass(?:word|phrase|code)s?|passwd)"),
     ("pin", r"(?:\b(?:PIN|[Pp]in)\s+(?:code|number)\b|\bPIN\b|(?<=\b[Mm]y\s)pin\b)"),
@@ -57,6 +57,7 @@ _UNIT_AFTER = re.compile(
     re.IGNORECASE,
 )
 _CODE_REF = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Z][a-z]+\[.*")
+_KEY_WORDS = {"password", "passwd", "pass", "pwd", "passphrase", "pin", "secret", "token"}
 _PLAIN_WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
 _WORDY_SUFFIX = ("ed", "ing", "ly", "able", "ible", "ful", "less", "ive", "ous", "tion")
 
@@ -153,12 +154,22 @@ def _trail(inner: str) -> tuple[str, str]:
     return value, inner[len(value) :]
 
 
+def placeholder(value: str) -> bool:
+    """An example, a mask or a reference in place of a value: ``…``, ``***``, ``<pw>``,
+    ``${DB_PASSWORD}``, ``{guard.token}``, ``$PW``."""
+    return (
+        not value
+        or value.startswith(("[REDACTED", "<", "{", "$", "%(", "`"))
+        or "…" in value
+        or "..." in value
+        or re.fullmatch(r"[*xX?_.-]+", value) is not None
+    )
+
+
 def _is_value(kind: str, value: str, quoted: bool, after: str) -> bool:
     """Whether what follows a keyword and its marker is the secret's value, not prose."""
-    if not value or value.startswith(("[REDACTED", "<", "${", "{{", "%(", "$")):
-        return False
-    if re.fullmatch(r"\*+|x+|X+|\.+|-+|_+|\?+", value):
-        return False
+    if placeholder(value) or value.lower() in _KEY_WORDS:
+        return False  # "password=password", "password: …"
     if not quoted and ("(" in value or "[" in value or _CODE_REF.fullmatch(value)):
         return False  # code: password: Optional[str], password = self.password
     digits = sum(c.isdigit() for c in value)
@@ -216,13 +227,13 @@ def _number(match: re.Match[str]) -> str:
 def _query_param(match: re.Match[str]) -> str:
     kind = secret_kind_of_key(match.group("key"))
     value = match.group("val")
-    if kind is None or value.startswith("[REDACTED") or len(value) < 3:
+    if kind is None or placeholder(value) or len(value) < 3:
         return match.group(0)
     return f"{match.group('head')}{mark(kind)}"
 
 
 def _mysql_password(match: re.Match[str]) -> str:
-    if match.group("val").startswith("[REDACTED"):
+    if placeholder(match.group("val")):
         return match.group(0)
     return f"{match.group('head')}{mark('password')}"
 
