@@ -70,7 +70,7 @@ _LEAD = (
 )
 _EN_VERB = re.compile(
     _LEAD + r"(?P<verb>forget|don'?t remember|do not remember|stop remembering"
-    r"|(?:don'?t|do not|never) (?:store|save|keep|record|memori[sz]e)"
+    r"|(?:don'?t|do not) (?:store|save|keep|record|memori[sz]e)"
     r"|(?:erase|delete|remove|wipe|scrub|drop))\s+(?P<obj>.+)$",
     re.IGNORECASE,
 )
@@ -111,6 +111,12 @@ _RELATIVE = re.compile(
     r"\s+(?:that |which )?i (?:just )?(?:said|told you|gave you|mentioned|shared|typed).*$",
     re.IGNORECASE,
 )
+_WHERE = re.compile(
+    r"\b(?:in|to|into|on|inside|as)\s+(?:plain ?text|clear ?text|the\b|a\b|disk|logs?\b|db\b"
+    r"|database|repo|git|config|code|env|cookies?|local ?storage|cache)",
+    re.IGNORECASE,
+)
+"""Where a thing is kept: "don't store my password in plain text" is a rule about code."""
 _STOP = frozenset(
     {"a", "an", "the", "my", "our", "your", "that", "this", "those", "these", "about", "of"}
     | {"for", "to", "in", "on", "at", "is", "was", "i", "me", "and", "or", "old", "new"}
@@ -154,6 +160,10 @@ def _english(sentence: str) -> tuple[str, tuple[str, ...], bool] | None:
     which = det.group("det").lower()
     rest = _RELATIVE.sub("", det.group("rest")).strip()
     subject = _subject_of(rest)
+    if verb not in ("forget", "erase", "delete", "remove", "wipe", "scrub", "drop"):
+        # "don't store my SSN" asks; "don't store the password in plain text" is a rule.
+        if not subject or which not in ("my", "our", "that", "this") or _WHERE.search(rest):
+            return None
     if subject:
         return subject, (), False
     if which in ("my", "our"):
