@@ -1,5 +1,5 @@
 """From a closed segment to stored memories: redact → extract → embed, dedupe, supersede → store
-→ close the TODOs the new memories say are done.
+→ close the TODOs the new memories say are done → archive what the user asked to forget.
 
 A segment is marked extracted only after its memories are durably stored, and memory ids are
 deterministic, so a crash anywhere in between re-processes the segment without duplicates.
@@ -13,7 +13,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from memd.errors import BudgetExceeded, ExtractionError
+from memd.extract import forget_requests
+from memd.extract.forget_requests import ForgetRequest
 from memd.models import Candidate, Memory, Segment, Source, Turn, now_iso
+from memd.store import forget_said
 from memd.store.todos import close_done_by
 from memd.store.upsert import UpsertResult, upsert
 
@@ -24,6 +27,10 @@ if TYPE_CHECKING:
     from memd.settings import Settings
 
 log = logging.getLogger(__name__)
+
+FORGET_REQUESTS_KEY = "forget_requests"
+"""The state key of the forget requests read so far (what they name, never the fact)."""
+MAX_FORGET_REQUESTS = 1000
 
 
 def candidate_memories(segment: Segment, candidates: list[Candidate]) -> list[Memory]:
@@ -80,6 +87,7 @@ class Pipeline:
             "last_error": "",
             "last_lag_seconds": None,
             "todos_closed": 0,
+            "forgotten": 0,
         }
 
     def fallback(self) -> Extractor:
@@ -103,11 +111,15 @@ class Pipeline:
 
         patterns = self.settings.redact_patterns
         clean = replace(segment, turns=[redact_turn(t, patterns) for t in segment.turns])
+        requests = forget_requests.requests_in(clean)
+        if requests:  # the requests themselves are not stored
+            clean = forget_requests.without_requests(clean, requests)
         memories = candidate_memories(clean, self.extract(clean))
         results: list[UpsertResult] = []
         for start in range(0, len(memories), 256):
             results += upsert(self.app.store, memories[start : start + 256])
         self.close_todos(memories)
+        self.honour(clean.project, requests, [r.target for r in results])
         self.state.mark_extracted(segment.key)
         self.stats["segments"] += 1
         self.stats["memories"] += sum(r.action == "inserted" for r in results)
@@ -125,6 +137,23 @@ class Pipeline:
             log.warning("closing done TODOs failed: %s", exc)
             return
         self.stats["todos_closed"] += len(closed)
+
+    def honour(self, project: str, requests: list[ForgetRequest], stored: list[str]) -> None:
+        """Archive what the segment's forget requests name, stored now or earlier, and what
+        the requests of sessions read before this one name among its memories (``stored``):
+        a fact read after the request to forget it stays forgotten. Runs before the segment is
+        marked extracted, so a crash replays it too."""
+        store, home = self.app.store, self.settings.home
+        kept: list[dict[str, Any]] = self.state.get(FORGET_REQUESTS_KEY) or []
+        earlier = [forget_said.from_record(r) for r in kept if r.get("project") == project]
+        archived = forget_said.honour(store, home, project, earlier, stored) if earlier else []
+        if requests:
+            archived += forget_said.honour(store, home, project, requests)
+            new = [forget_said.record(project, r) for r in requests if r.timestamp]
+            fresh = [r for r in new if r not in kept]
+            if fresh:
+                self.state.set(FORGET_REQUESTS_KEY, (kept + fresh)[-MAX_FORGET_REQUESTS:])
+        self.stats["forgotten"] += len(archived)
 
     def process_pending(self, limit: int = 10) -> int:
         """Process up to ``limit`` pending segments; a failure leaves that one pending."""

@@ -95,6 +95,7 @@ def extractor(settings: Settings, pipeline: Pipeline | None) -> dict[str, Any]:
         done = pipeline.stats
         out["segments"] = done.get("segments", 0)
         out["memories"] = done.get("memories", 0)
+        out["forgotten"] = done.get("forgotten", 0)  # archived for a request in conversation
         out["failures"] = max(out["failures"], done.get("failures", 0))
         out["fallbacks"] = max(out["fallbacks"], done.get("fallbacks", 0))
         out["last_error"] = done.get("last_error") or out.get("last_error", "")

@@ -13,7 +13,10 @@ Rules, applied in this order:
 4. Passwords in URLs: ``scheme://user:pass@host`` keeps scheme, user and host.
 5. Assignments whose key looks secret (``password=``, ``"token": "…"``, ``API_KEY=…`` in .env
    files, YAML ``secret:``, ``--password x``), and ``Authorization: Bearer …`` style headers.
-6. High-entropy words: at least 24 characters of ``[A-Za-z0-9+/=_-]``, letters *and* digits,
+6. Secrets said in words (``my password is …``, ``密码是 …``), US SSNs, Chinese resident ids
+   and Luhn-valid card numbers, ``mysql -p…`` and ``?password=`` in URLs:
+   :mod:`memd.extract.prose_secrets`.
+7. High-entropy words: at least 24 characters of ``[A-Za-z0-9+/=_-]``, letters *and* digits,
    Shannon entropy of at least 3.7 bits per character, not made of short ``-``/``_`` parts
    (identifiers like ``all-MiniLM-L6-v2-int8``).
 
@@ -141,9 +144,11 @@ _FLAG = re.compile(
 )
 _NETRC = re.compile(
     r"(?P<head>(?:^|\bmachine[ \t]+\S+[ \t]+(?:login[ \t]+\S+[ \t]+)?)password[ \t]+)"
-    r"(?P<val>[^\s\[]\S*)",
+    r"(?P<val>[^\s\[]\S*)(?=[ \t]*$|[ \t]+(?:machine|login|account|macdef)\b)",
     re.MULTILINE,
 )
+"""A .netrc ``password`` token: the value ends its line or comes before another netrc token
+(prose that starts a line with "password hashing uses argon2" is not one)."""
 _USER_FLAG = re.compile(r"(?P<head>(?<![\w-])(?:-u|--user)[ =]+[^\s:'\"]+:)(?P<val>[^\s'\"]+)")
 _AUTH_HEADER = re.compile(
     r"(?P<head>\b(?:[Bb]earer|BEARER|Basic|BASIC|Digest|[Aa]uthorization:[ \t]*[Tt]oken)[ \t]+)"
@@ -151,7 +156,7 @@ _AUTH_HEADER = re.compile(
 )
 """Authorization schemes: case-sensitive, so prose ("a basic python3-ready setup") survives."""
 
-# --- 6. high entropy ---------------------------------------------------------------------
+# --- 7. high entropy ---------------------------------------------------------------------
 _WORD = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{24,}(?![A-Za-z0-9+/=_\-])")
 _HEX = re.compile(r"[0-9a-fA-F\-]+")
 _WORDISH = re.compile(r"[A-Z]?[a-z]{3,}")
@@ -343,6 +348,7 @@ def redact(text: str, extra_patterns: Iterable[str] = ()) -> str:
     if "://" in text:
         text = _URL_PASSWORD.sub(_url_password, text)
     text = _ASSIGNMENT.sub(_assignment, text)
+    text = prose_secrets.redact_prose(text)
     if "-" in text:
         text = _FLAG.sub(_flag, text)
         text = _USER_FLAG.sub(_keep_head("password"), text)
@@ -394,3 +400,7 @@ def redact_turn(turn: Turn, extra_patterns: Iterable[str] = (), *, remember: boo
 @lru_cache(maxsize=2048)
 def _remembered(text: str, extra: tuple[str, ...]) -> str:
     return redact(text, extra)
+
+
+# Last: its rules build on this module's (``mark``, ``secret_kind_of_key``).
+from memd.extract import prose_secrets  # noqa: E402

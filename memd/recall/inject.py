@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memd.extract import forget_requests
 from memd.models import USER_SCOPE, Memory
 from memd.names import STOPPED_TOPIC
 from memd.project import resolve_project
@@ -106,6 +107,8 @@ class Injector:
         prompt = str(payload.get("prompt") or "").strip()
         if len(prompt) < 3 or prompt.startswith("/"):
             return Injection(reason="no prompt to search for (empty, too short or a command)")
+        if forget_requests.is_forget_request(prompt):
+            return Injection(reason="a request to forget: nothing is recalled for it")
         project = resolve_project(payload.get("cwd") or None)
         results = self.recall(prompt, project)
         query_terms = lexical.terms(retrieve.normalize_query(prompt))

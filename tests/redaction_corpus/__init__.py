@@ -63,6 +63,32 @@ def _password(rng: random.Random) -> str:
     return rng.choice(words) + rng.choice(words).lower() + str(rng.randint(100, 999)) + "!x"
 
 
+def _ssn(rng: random.Random) -> str:
+    return f"{rng.randint(100, 665)}-{rng.randint(10, 99)}-{rng.randint(1000, 9999)}"
+
+
+def _check_digit(digits: str) -> str:
+    """The Luhn digit that makes ``digits`` + it valid."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        n = int(ch) * (2 if i % 2 == 0 else 1)
+        total += n - 9 if n > 9 else n
+    return str(-total % 10)
+
+
+def _card(rng: random.Random) -> str:
+    body = "4" + "".join(str(rng.randint(0, 9)) for _ in range(14))
+    digits = body + _check_digit(body)
+    return " ".join(digits[i : i + 4] for i in range(0, 16, 4))
+
+
+def _cn_id(rng: random.Random) -> str:
+    weights = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+    born = f"{rng.randint(1950, 2005)}{rng.randint(1, 12):02d}{rng.randint(1, 28):02d}"
+    body = f"{rng.randint(110000, 659000)}{born}{rng.randint(100, 999)}"
+    return body + "10X98765432"[sum(int(c) * w for c, w in zip(body, weights, strict=True)) % 11]
+
+
 GENERATORS: dict[str, Callable[[random.Random], str]] = {
     "aws_key_id": lambda r: (
         "AKIA" + "".join(r.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(16))
@@ -93,6 +119,10 @@ GENERATORS: dict[str, Callable[[random.Random], str]] = {
     "jwt": _jwt,
     "private_key": _private_key,
     "password": _password,
+    "pin8": lambda r: str(r.randint(10**7, 10**8 - 1)),
+    "ssn": _ssn,
+    "card": _card,
+    "cn_id": _cn_id,
     "stripe": lambda r: "sk_live_" + _pick(r, ALNUM, 24),
     "hf": lambda r: "hf_" + _pick(r, ALNUM, 34),
     "npm": lambda r: "npm_" + _pick(r, ALNUM, 36),
