@@ -134,9 +134,7 @@ def run(split: str, keep: Path | None = None) -> list[dict[str, Any]]:
             cwds[case["id"]] = cwd
             folder = work / "transcripts" / re.sub(r"[/.]", "-", cwd)
             folder.mkdir(parents=True)
-            order = sorted(
-                enumerate(case["sessions"]), key=lambda p: p[1]["date"], reverse=True
-            )
+            order = sorted(enumerate(case["sessions"]), key=lambda p: p[1]["date"], reverse=True)
             for number, session in order:  # newest first
                 path = folder / f"s{number}.jsonl"
                 path.write_text(transcript(case, number, session, cwd))
@@ -168,9 +166,7 @@ def table(rows: Sequence[dict[str, Any]], split: str) -> str:
         ("English", [r for r in rows if r["lang"] == "en"]),
         ("Chinese", [r for r in rows if r["lang"] == "zh"]),
     ]
-    out = [
-        (name, share(sel), sum(bool(r["stale_lines"]) for r in sel)) for name, sel in groups
-    ]
+    out = [(name, share(sel), sum(bool(r["stale_lines"]) for r in sel)) for name, sel in groups]
     return markdown_table(
         (f"cases ({split})", "current value in the block", "stale presented as current"), out
     )
@@ -188,8 +184,10 @@ def main() -> None:
     print(text)
     for r in rows:
         if not r["current_in_block"] or r["stale_lines"]:
-            print(f"- {r['id']}: current={'yes' if r['current_in_block'] else 'NO'} "
-                  f"stale_lines={len(r['stale_lines'])}")
+            print(
+                f"- {r['id']}: current={'yes' if r['current_in_block'] else 'NO'} "
+                f"stale_lines={len(r['stale_lines'])}"
+            )
     if args.details:
         args.details.write_text(json.dumps(rows, indent=1, ensure_ascii=False))
     if args.record:

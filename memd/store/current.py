@@ -192,7 +192,7 @@ def claim(sentence: str) -> Claim | None:
     values.update(_names(sentence))
     cjk = _bigrams(sentence)
     words = {w for w in f.words if w not in GENERIC and len(w) > 1} - values
-    if len(words | values) < 2 and len(cjk) < 3:
+    if not values and len(words) < 2 and len(cjk) < 3:
         return None
     retired = {_fold(m.group("v")) for pattern in _RETIRED for m in pattern.finditer(sentence)}
     return Claim(
@@ -206,7 +206,7 @@ def claim(sentence: str) -> Claim | None:
         ),
         cue=_CUE.search(sentence) is not None,
         also=_ALSO.search(sentence) is not None,
-        families=frozenset(f for f in map(family, values) if f),
+        families=frozenset(key for v in values for key in family(v)),
     )
 
 
@@ -223,16 +223,17 @@ def claims(text: str) -> tuple[Claim, ...]:
     return tuple(out)
 
 
-def family(value: str) -> str:
-    """A key that values of one thing share: a version's major ("v3" for 3.11 and 3.12), a
-    host's domain ("h:corvid-labs.dev"); "" for other values."""
+def family(value: str) -> frozenset[str]:
+    """Keys that values of one thing share: a version's major ("v3" for 3.11 and 3.12), a
+    host's domain ("h:corvid-labs.dev"), a tool's job ("job:package manager" for yarn and
+    pnpm); none for other values."""
     version = _VERSION.match(value)
     if version:
-        return f"v{version.group(1)}"
+        return frozenset([f"v{version.group(1)}"])
     parts = value.split(".")
     if len(parts) > 2 and "/" not in value:
-        return "h:" + ".".join(parts[-2:])
-    return ""
+        return frozenset(["h:" + ".".join(parts[-2:])])
+    return frozenset(f"job:{role}" for role in roles.roles(value))
 
 
 _SLOT_TOKEN = re.compile(r"[\w#@][\w.:/#@+-]*")
@@ -259,13 +260,8 @@ def slot(sentence: str, value: str) -> frozenset[str]:
 
 def _same_family(a: str, b: str) -> bool:
     """Two values of one thing: versions of one major ("3.11" / "3.12"), hosts of one domain
-    ("staging.corvid-labs.dev" / "stg.eu1.corvid-labs.dev"), files of one name."""
-    va, vb = _VERSION.match(a), _VERSION.match(b)
-    if va and vb:
-        return va.group(1) == vb.group(1)
-    if "." in a and "." in b and "/" not in a + b:
-        return a.split(".")[-2:] == b.split(".")[-2:] and len(a.split(".")) > 2
-    return False
+    ("staging.corvid-labs.dev" / "stg.eu1.corvid-labs.dev"), tools for one job (yarn / pnpm)."""
+    return not family(a).isdisjoint(family(b))
 
 
 @dataclass(frozen=True)
@@ -308,7 +304,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             for f in fresh:
                 if _shape(f) != _shape(o):
                     continue
-                if _same_family(f, o):  # 3.11 -> 3.12, staging.x.dev -> stg.eu1.x.dev
+                if _same_family(f, o):  # 3.11 -> 3.12, staging.x.dev -> stg.eu1.x.dev, yarn -> pnpm
                     return "a new version of the same thing"
                 if not shared or roles.different_jobs({f}, {o}):
                     continue

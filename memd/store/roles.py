@@ -7,6 +7,8 @@ and :mod:`memd.store.current` ask :func:`different_jobs` before calling two name
 
 from __future__ import annotations
 
+import re
+
 
 def _listed(words: str) -> tuple[str, ...]:
     return tuple(words.split())
@@ -57,3 +59,32 @@ def different_jobs(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -
     if not ra or not rb or not all(ra) or not all(rb):
         return False
     return frozenset().union(*ra).isdisjoint(frozenset().union(*rb))
+
+
+_ASKED = {
+    "package manager": r"package[- ]?managers?|包管理",
+    "linter": r"linters?|linting|lint",
+    "formatter": r"formatters?|formatting|code style",
+    "type checker": r"type[- ]?check(?:er|ers|ing)?|typing|type checks",
+    "test runner": r"test (?:runner|framework|suite runner)s?|testing framework",
+    "database": r"databases?|\bdb\b|数据库",
+    "cache": r"cach(?:e|es|ing)|缓存",
+    "message queue": r"message (?:queue|broker)s?|queues?|消息队列",
+    "ci": r"\bci\b|continuous integration",
+    "bundler": r"bundlers?|build tool",
+    "monitoring": r"monitoring|error tracking|observability|监控",
+    "web framework": r"web framework|backend framework",
+    "ui library": r"(?:ui|frontend|front-end) (?:library|framework)",
+    "language": r"(?:programming )?languages?|编程语言",
+}
+
+
+def asked(query: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The jobs a query asks about by name ("Which package manager...?"), each with its
+    tools: a memory naming one of them ("We use pnpm") answers it."""
+    folded = query.casefold()
+    return [
+        (role, ROLES[role])
+        for role, pattern in _ASKED.items()
+        if re.search(rf"(?<![\w-])(?:{pattern})(?![\w-])", folded)
+    ]
