@@ -20,7 +20,7 @@ import pytest
 from daemon_process import DaemonProcess, served
 
 from memd.extract import rules
-from memd.recall import stale
+from memd.recall import lexical, stale, synonyms
 from memd.store import current
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -484,3 +484,18 @@ def test_a_commit_style_is_a_preference_not_a_bug_fix(sentence: str) -> None:
 )
 def test_the_sentence_that_closes_a_todo_is_not_one(sentence: str, kind: str | None) -> None:
     assert rules.classify(sentence, "user") == kind
+
+
+@pytest.mark.parametrize(
+    ("prompt", "memory"),
+    [
+        ("Which package manager should I use?", "We switched to pnpm."),
+        ("How do I run the server with tracing switched off?", "SPOTTER_OTEL_ENABLED env var for opt-out"),
+    ],
+)  # fmt: skip
+def test_a_memory_carries_the_prompts_words_in_other_words(prompt: str, memory: str) -> None:
+    own = lexical.term_set(memory)
+    carried = synonyms.carried(own, prompt)
+    assert carried > own
+    assert carried & lexical.term_set(prompt)
+    assert synonyms.carried(own, "What did we have for lunch?") == own

@@ -36,8 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from memd.embedding.embed import is_chinese
 from memd.models import USER_SCOPE, Memory, check_kind
-from memd.recall import bridge, crossterms, lexical
-from memd.store import roles
+from memd.recall import bridge, crossterms, lexical, synonyms
 from memd.store.filters import Filter, is_in, match
 from memd.store.table import MemoryStore
 from memd.timestamps import epoch_seconds
@@ -202,8 +201,8 @@ def recall(
     where = where_clause(scope, kinds, statuses)
     cacheable = vectors is not None and not kinds and tuple(statuses) == ("active",)
     bridged = bridge.bridge(query)  # the query's terms in the other language (zh<->en)
-    asked = [name for _, names in roles.asked(query) for name in names]
-    text_query = bridged.search_text(query) + (" " + " ".join(asked) if asked else "")
+    carriers = synonyms.search_terms(query)  # "pnpm" for "package manager"
+    text_query = bridged.search_text(query) + (" " + " ".join(carriers) if carriers else "")
     # The query's embedding runs in the batcher's thread while this one finds the full-text
     # candidates and the terms' document frequencies: in the vector cache (BM25 over its
     # texts, the translations searched beside the query's own terms) when it holds the
@@ -214,8 +213,7 @@ def recall(
         wait_started(pending)
     whole, segments = lexical.query_terms(query)
     wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
-    tools = [t for name in asked for t in lexical.terms(name)]
-    searched = list(dict.fromkeys([*wanted, *bridged.search_terms, *tools]))
+    searched = list(dict.fromkeys([*wanted, *bridged.search_terms, *carriers]))
     found = vectors.text_search(scope, searched, depth) if cacheable and vectors else None
     stats: tuple[int, dict[str, int]] | None = None
     by_text_future: Future[list[tuple[Memory, float]]] | None = None
@@ -432,11 +430,7 @@ class Signals:
         self.bridged = bridge.bridge(query)
         self.query_zh = is_chinese(query)
         self.covers = lexical.coverage_of(whole, segments, idf)
-        # "Which package manager...": a memory naming pnpm carries "package manager".
-        self.jobs = [
-            (frozenset(t for tool in tools for t in lexical.terms(tool)), lexical.term_set(role))
-            for role, tools in roles.asked(query)
-        ]
+        self.query = query  # its words a memory may carry in others (:mod:`synonyms`)
         self.reach = frozenset(whole).union(self.bridged.reach_terms)
         self.half_life = weights.recency_half_life_days
         self.now = now
@@ -447,9 +441,7 @@ class Signals:
         text = memory.text
         memory_zh = text_is_chinese(text)
         have = lexical.term_set(text)
-        for tools, job in self.jobs:
-            if not have.isdisjoint(tools):
-                have = have | job
+        have = synonyms.carried(have, self.query)
         lex = self.covers(self.bridged.extend(text, have))
         if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
             lex = max(lex, crossterms.reverse_coverage(lexical.terms(text), self.reach))

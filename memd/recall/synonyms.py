@@ -1,0 +1,75 @@
+"""Words of a prompt that a memory carries in other words: the tools of a job a prompt names,
+and the everyday synonyms of coding talk.
+
+"Which package manager should I use?" is answered by "We switched to pnpm"; "How do I run the
+server with tracing switched off?" by "SPOTTER_OTEL_ENABLED environment variable for opt-out".
+Neither memory holds the prompt's words. :func:`expansions` gives, for each such word of a
+prompt, the terms that carry it; recall counts a memory holding one of them as holding the
+prompt's word (lexical coverage) and searches the full text for them too. English only, small
+on purpose: a general glossary (the zh<->en bridge is :mod:`memd.recall.bridge`).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from memd.recall import lexical
+from memd.store import roles
+
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    r"tracing|traces?": ("otel", "opentelemetry", "span", "spans", "tracer"),
+    r"(?:usage )?analytics|metrics collection": ("telemetry", "posthog", "tracking"),
+    r"turn(?:ed|ing)? off|switch(?:ed|ing)? off|disabl(?:e|ed|ing)|opt(?:ing)? out": (
+        "opt-out",
+        "optout",
+        "disabled",
+        "enabled",
+        "off",
+    ),
+    r"macs?|macos|os x": ("darwin", "macos", "mac"),
+    r"windows": ("win32", "goos", "windows"),
+    r"release notes?|changelog": ("changelog", "release"),
+    r"dev server|local server": ("phx.server", "localhost", "dev", "server"),
+    r"env(?:ironment)? var(?:iable)?s?": ("env", "environment", "getenv"),
+    r"login|log in|sign in|signin": ("auth", "authentication", "login", "session"),
+    r"credentials?|secrets?": ("token", "api_key", "password", "secret"),
+    r"deploy(?:ment|s|ed|ing)?|ship(?:ped|ping)? to prod": ("deploy", "release", "production"),
+    r"flaky|intermittent(?:ly)?": ("flaky", "race", "timeout", "intermittent"),
+    r"slow(?:ness|er)?|performance|latency": ("slow", "latency", "performance", "ms"),
+    r"crash(?:es|ed|ing)?": ("panic", "exception", "error", "crash"),
+    r"pull requests?|prs?": ("pr", "pull"),
+    r"git hooks?": ("pre-commit", "pre-push", "prepare-commit-msg", "hook", "hooks"),
+}
+"""A prompt's words (a pattern) and the terms of a memory that carry them."""
+
+
+@lru_cache(maxsize=1024)
+def expansions(query: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+    """(carrier terms, the prompt's terms they carry) for each job or synonym ``query`` names."""
+    folded = query.casefold()
+    out = []
+    for role, tools in roles.asked(query):
+        carriers = frozenset(t for tool in tools for t in lexical.terms(tool))
+        out.append((carriers, lexical.term_set(role)))
+    for pattern, carriers in SYNONYMS.items():
+        m = re.search(rf"(?<![\w-])(?:{pattern})(?![\w-])", folded)
+        if m is not None:
+            carried = lexical.term_set(m.group(0))
+            held = frozenset(t for c in carriers for t in lexical.terms(c)) - carried
+            if carried and held:
+                out.append((held, carried))
+    return tuple(out)
+
+
+def carried(have: frozenset[str], query: str) -> frozenset[str]:
+    """A memory's terms ``have`` plus the prompt's terms it carries in other words."""
+    for carriers, words in expansions(query):
+        if not have.isdisjoint(carriers):
+            have = have | words
+    return have
+
+
+def search_terms(query: str) -> list[str]:
+    """The carrier terms to search the full text for, beside the prompt's own."""
+    return list(dict.fromkeys(t for carriers, _ in expansions(query) for t in sorted(carriers)))
