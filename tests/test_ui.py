@@ -492,3 +492,19 @@ def test_memd_ui_prints_its_url_serves_on_loopback_and_stops_on_ctrl_c(tmp_path:
                 if stream is not None:
                     stream.close()
     assert code == 0
+
+
+def test_delete_for_good_from_the_memory_page(stack: dict[str, Any]):
+    """ "Delete for good" purges: the memory is gone, and restore cannot bring it back."""
+    added = stack["proc"].request(
+        {"cmd": "add", "text": "A throwaway note about the staging VPN", "project": SHOP}
+    )
+    assert added["ok"], added
+    mid = added["memory"]["id"]
+    client = client_for(stack)
+    reply = client.post(f"/memories/{mid}/delete", data={"csrf": stack["guard"].csrf})
+    assert reply.status_code == 200 and "staging VPN" in reply.text
+    gone = stack["proc"].memd("show", mid, "--json")
+    assert gone.returncode != 0
+    again = stack["proc"].request({"cmd": "restore", "id": mid})
+    assert again["ok"] is False
