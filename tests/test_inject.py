@@ -589,3 +589,25 @@ def test_excerpts_show_their_day_once_and_who_said_what() -> None:
         "user: The webhook handler times out on retries. claude: I moved it to a job."
     )
     assert plan.items[0].day == "2026-11-18"
+
+
+def test_near_misses_fill_the_room_left_only_after_a_relevant_memory() -> None:
+    """A prompt about the project's work: memories just under the threshold come after every
+    relevant one; an unrelated prompt (nothing relevant) stays empty."""
+    from memd.recall.inject import SECOND_TIER, second_tier
+
+    def result(mid: str, relevance: float, score: float) -> dict:
+        b = {"relevance": relevance, "threshold": 0.35}
+        return {"id": mid, "relevant": relevance >= 0.35, "score": score, "score_breakdown": b}
+
+    near = 0.35 * SECOND_TIER + 0.01
+    out = {
+        r["id"]: r
+        for r in second_tier(
+            [result("a", 0.5, 0.6), result("b", near, 0.9), result("c", 0.05, 0.9)]
+        )
+    }
+    assert out["b"]["relevant"] and out["b"]["score"] < out["a"]["score"]
+    assert not out["c"]["relevant"]
+    alone = second_tier([result("b", near, 0.9)])
+    assert not alone[0]["relevant"]

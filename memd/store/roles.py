@@ -27,7 +27,7 @@ ROLES: dict[str, tuple[str, ...]] = {
         "postgres mysql mariadb sqlite mongodb cassandra dynamodb clickhouse cockroachdb lancedb"
     ),
     "cache": _listed("redis memcached valkey"),
-    "message queue": _listed("rabbitmq kafka sqs nats celery sidekiq pulsar"),
+    "message queue": _listed("rabbitmq kafka sqs nats celery sidekiq pulsar redis"),
     "ci": _listed("jenkins circleci travis github-actions gitlab buildkite drone"),
     "containers": _listed("docker podman kubernetes helm nomad"),
     "bundler": _listed("vite webpack esbuild rollup parcel turbopack"),
