@@ -20,7 +20,7 @@ brings the newer statement into the block.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from memd.store import roles, similar
@@ -43,7 +43,7 @@ MAX_VALUES = 8
 RECORDS = ("Files changed for ",)
 """Typed memories that record what was done (event records): never replaced."""
 _CJK = r"\u3400-\u9fff"
-_V = r"[#@]?[\w][\w.+/:#@-]*[\w+#]|[#@]?\w"
+_V = r"(?:--?|[#@])?[\w][\w.+/:#@-]*[\w+#]|[#@]?\w"
 """A value as written: a name, a number, a version, a path, a host, a #channel."""
 _RETIRED = [
     re.compile(rf"\bfrom\s+(?:`)?(?P<v>{_V})(?:`)?\s+(?:to|over to)\b", re.I),
@@ -77,16 +77,20 @@ _RETIRED = [
 ]
 """Where a sentence names a value that is no longer current."""
 _CUE = re.compile(
-    r"\b(?:now|no longer|any ?more|instead|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|"
+    r"\b(?:now(?! that\b| (?:passes|works|fails|builds|compiles|succeeds|shows|prints|returns)\b)"
+    r"|no longer|any ?more|instead|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|"
     r"chang(?:ed|ing)|renam(?:ed|ing)|replac(?:ed|ing)|bump(?:ed)?|upgrad(?:ed|ing)|"
     r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back to|"
     r"has left|took over|handed|from now on|these days|actually|made|make the|set to|"
-    r"updated|started at|joined|is at|are at)\b"
+    r"updated \S+(?: \S+)? to|started at|joined|is at|are at|agreed|decided|settled on"
+    r"|going with)\b"
     r"|现在|改为|改成|改用|换成|换为|换到|切换|迁移|迁到|不再|离职|回滚|退回|搬到|调到|调成|"
-    r"提到|降到|接手|交接|取代|替换|如今|目前|已经从",
+    r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从",
     re.I,
 )
 _ALSO = re.compile(r"\b(?:also|too|as well|in addition|both)\b|同时|另外|分别")
+_ENUMERATOR = re.compile(r"(?:^|(?<=\s))\d{1,2}[.)](?=\s)|\s\d{1,2}\.$", re.M)
+"""A list's numbering ("1. ", "2) "): no value, and where a statement ends."""
 _QUESTION = re.compile(r"[?？]\s*$")
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _CJK_STOP = re.compile(
@@ -137,12 +141,34 @@ class Claim:
     "3.11"."""
 
 
+_NUMBER_WORD = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|single|double)\b(?= \w)"
+)
+_NUMBER_WORDS = frozenset(
+    [
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "twelve",
+        "single",
+        "double",
+    ]
+)
+_REF = re.compile(r"(?:#|\b(?:pr|issue|pull request|bead|ticket)s? #?)(\d+)\b")
+_FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]+")
 _NUMBER = re.compile(r"[v~^<>=]*\d[\d.,:x/_-]*[a-z%]{0,3}")
 
 
 def _shape(value: str) -> str:
     """number (a time, a version, a size), path (a file, a host), channel, or name."""
-    if _NUMBER.fullmatch(value):
+    if _NUMBER.fullmatch(value) or value in _NUMBER_WORDS:
         return "number"
     if "/" in value or "." in value.strip("."):
         return "path"
@@ -190,6 +216,11 @@ def claim(sentence: str) -> Claim | None:
         for m in re.finditer(r"[#@][\w-]+|(?<![\w.:-])[A-Za-z]\w*(?:[-_]\w+)+\b", sentence)
     )
     values.update(_names(sentence))
+    folded = sentence.casefold()
+    values.update(w for w in _NUMBER_WORD.findall(folded))
+    values -= {m.group(1) for m in _REF.finditer(folded)}  # "#47", "PR 94": which, not how many
+    values.update(tool for phrase, tool in roles.PHRASES.items() if phrase in folded)
+    values.update(m.group(0) for m in _FLAG.finditer(folded))
     cjk = _bigrams(sentence)
     words = {w for w in f.words if w not in GENERIC and len(w) > 1} - values
     if not values and len(words) < 2 and len(cjk) < 3:
@@ -202,7 +233,9 @@ def claim(sentence: str) -> Claim | None:
         retired=frozenset(
             r
             for r in retired
-            if len(r) > 1 and r not in similar._STOP and similar._stem(r) not in GENERIC
+            if (len(r) > 1 or r.isdigit())
+            and r not in similar._STOP
+            and similar._stem(r) not in GENERIC
         ),
         cue=_CUE.search(sentence) is not None,
         also=_ALSO.search(sentence) is not None,
@@ -212,14 +245,25 @@ def claim(sentence: str) -> Claim | None:
 
 @lru_cache(maxsize=8192)
 def claims(text: str) -> tuple[Claim, ...]:
-    """The statements of ``text``, as :class:`Claim`\\ s (none for a record of work done)."""
+    """The statements of ``text``, as :class:`Claim`\\ s (none for a record of work done). The
+    answer to a question carries the question's words too ("Where does ferry write its logs?
+    / The unit starts it with --log-file ...": about ferry's logs)."""
     if text.startswith(RECORDS):
         return ()
     out = []
-    for raw in _SENTENCE.split(text):
-        found = claim(_SPEAKER.sub("", raw.strip()))
+    asked: frozenset[str] = frozenset()
+    for raw in _SENTENCE.split(_ENUMERATOR.sub("\n", text)):
+        sentence = _SPEAKER.sub("", raw.strip())
+        if _QUESTION.search(sentence):
+            question = claim(_QUESTION.sub(".", sentence))
+            asked = question.anchors if question is not None else frozenset()
+            continue
+        found = claim(sentence)
         if found is not None:
+            if asked:
+                found = replace(found, anchors=found.anchors | asked)
             out.append(found)
+        asked = frozenset()
     return tuple(out)
 
 
@@ -243,19 +287,33 @@ SLOT_WINDOW = 4
 
 @lru_cache(maxsize=8192)
 def slot(sentence: str, value: str) -> frozenset[str]:
-    """The content words (stems) near ``value`` in ``sentence``: what it is the value of."""
+    """The content words (stems) near ``value`` in ``sentence``, stop words not counted:
+    what it is the value of."""
     tokens = [t.strip(".,:;") for t in _SLOT_TOKEN.findall(sentence.casefold())]
+    content = [t for t in tokens if (t and t not in similar._STOP and len(t) > 1) or t == value]
     out: set[str] = set()
-    for i, token in enumerate(tokens):
+    for i, token in enumerate(content):
         if token != value and not token.endswith(value):
             continue
-        for near in tokens[max(0, i - SLOT_WINDOW) : i] + tokens[i + 1 : i + 1 + SLOT_WINDOW]:
-            if near in similar._STOP or near == value or len(near) < 2:
+        for near in content[max(0, i - SLOT_WINDOW) : i] + content[i + 1 : i + 1 + SLOT_WINDOW]:
+            if near == value:
                 continue
             stem = similar._stem(near)
             if stem not in GENERIC:
                 out.add(stem)
     return frozenset(out)
+
+
+def _noun_after(sentence: str, value: str) -> frozenset[str]:
+    """The stem of the word after ``value`` in ``sentence`` ("approval" of "two approvals")."""
+    m = re.search(rf"(?<![\w-]){re.escape(value)}\s+([a-z][\w-]*)", sentence.casefold())
+    return frozenset([similar._stem(m.group(1))]) if m else frozenset()
+
+
+def _stem_of(path: str) -> str:
+    """A path's last part without its extension ("app" of "config/app.yaml")."""
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    return last.split(".", 1)[0] if not last.startswith(".") else last
 
 
 def _same_family(a: str, b: str) -> bool:
@@ -289,7 +347,10 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     shared = new.anchors & old.anchors
     for value in new.retired - old.retired:
         if (value in old.values or _CJK_RUN.fullmatch(value)) and _mentions(old.text, value):
-            if shared - {value} or len(value) > 3:
+            if _shape(value) == "number" and not slot(old.text, value) & slot(new.text, value):
+                continue  # "instead of 2" against a list's "2.": another number
+            swapped = any(_shape(v) == _shape(value) for v in new.values - old.values)
+            if shared - {value} or len(value) > 3 or swapped:  # "5 retries instead of 3"
                 return f"retires {value!r}"
     if new.also:
         return ""
@@ -310,6 +371,12 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     continue
                 if not _CJK_RUN.search(old.text) and not slot(old.text, o) & slot(new.text, f):
                     continue  # two values in different places ("port 8080" / "3 retries")
+                if (o in _NUMBER_WORDS or f in _NUMBER_WORDS) and not (
+                    _noun_after(old.text, o) & _noun_after(new.text, f)
+                ):
+                    continue  # "one transaction" / "PR 94": not one thing counted twice
+                if "/" in o and _stem_of(o) != _stem_of(f):
+                    continue  # another file, not the same one moved ("/data/exports")
                 if _shape(o) == "name":  # a person, a tool: on two words of subject
                     if o not in new.anchors and len(shared) >= 2 and latin:
                         return "a change to a new value"

@@ -40,6 +40,15 @@ ROLES: dict[str, tuple[str, ...]] = {
 }
 """Each job and the tools commonly used for it (lower case, as :mod:`similar` folds them)."""
 
+PHRASES = {
+    "github actions": "github-actions",
+    "gitlab ci": "gitlab",
+    "circle ci": "circleci",
+    "ruff format": "ruff",
+    "type script": "typescript",
+}
+"""Tools written as two words, and the name :data:`ROLES` knows them by."""
+
 _BY_TOOL: dict[str, frozenset[str]] = {}
 for _role, _tools in ROLES.items():
     for _tool in _tools:
