@@ -50,13 +50,13 @@ def expansions(query: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
     folded = query.casefold()
     out = []
     for role, tools in roles.asked(query):
-        carriers = frozenset(t for tool in tools for t in lexical.terms(tool))
-        out.append((carriers, lexical.term_set(role)))
-    for pattern, carriers in SYNONYMS.items():
+        jobs = frozenset(t for tool in tools for t in lexical.terms(tool))
+        out.append((jobs, lexical.term_set(role)))
+    for pattern, words in SYNONYMS.items():
         m = re.search(rf"(?<![\w-])(?:{pattern})(?![\w-])", folded)
         if m is not None:
             carried = lexical.term_set(m.group(0))
-            held = frozenset(t for c in carriers for t in lexical.terms(c)) - carried
+            held = frozenset(t for c in words for t in lexical.terms(c)) - carried
             if carried and held:
                 out.append((held, carried))
     return tuple(out)

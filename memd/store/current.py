@@ -182,7 +182,7 @@ def _fold(value: str) -> str:
 
 
 def _bigrams(text: str) -> set[str]:
-    out = set()
+    out: set[str] = set()
     for run in _CJK_RUN.findall(_CJK_STOP.sub(" ", text)):
         out.update(run[i : i + 2] for i in range(len(run) - 1))
     return out - _CUE_BIGRAMS
@@ -359,7 +359,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
         fresh = new.values - old.values - new.retired
         numbers = {v for v in old.values if _shape(v) == "number"}
         if numbers and numbers <= new.anchors and not any(_shape(f) == "number" for f in fresh):
-            fresh = set()  # it says the older's numbers again ("back to JDK 17")
+            fresh = frozenset()  # it says the older's numbers again ("back to JDK 17")
         latin = {x for x in shared if not _CJK_RUN.fullmatch(x)}
         for o in old.values - fresh:
             for f in fresh:
