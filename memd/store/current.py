@@ -82,7 +82,7 @@ _CUE = re.compile(
     r"chang(?:ed|ing)|renam(?:ed|ing)|replac(?:ed|ing)|bump(?:ed)?|upgrad(?:ed|ing)|"
     r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back to|"
     r"has left|took over|handed|from now on|these days|actually|made|make the|set to|"
-    r"updated \S+(?: \S+)? to|started at|joined|is at|are at|agreed|decided|settled on"
+    r"updated \S+(?: \S+)? to|as of|started at|joined|is at|are at|agreed|decided|settled on"
     r"|going with)\b"
     r"|现在|改为|改成|改用|换成|换为|换到|切换|迁移|迁到|不再|离职|回滚|退回|搬到|调到|调成|"
     r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从",
