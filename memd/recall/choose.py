@@ -149,7 +149,7 @@ def choose(
                 plan.left_out.append(left(r, "repeats what the items below say"))
                 continue
         section = "pinned" if r.get("pinned") and brief else r.get("section") or r["kind"]
-        item = Item(r, section, priority(r), display, turns_shown, day=day)
+        item = Item(r, section, priority(r), display, turns_shown, day=day, code=r.get("code", ""))
         is_pinned = brief and bool(r.get("pinned"))
         footer = overflow(pinned_total - pinned_shown - (1 if is_pinned else 0))
         fits = size.with_item(item, footer) <= budget

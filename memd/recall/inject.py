@@ -9,7 +9,9 @@
 :mod:`memd.recall.choose` fills the block within its budget, :mod:`memd.recall.block` renders it, and
 :mod:`memd.recall.injected` remembers what each session was given: a memory injected earlier in a
 session is not injected again in that session. Superseded and archived memories are never
-injected. The hits of the memories injected are queued here and written in batch.
+injected. :mod:`memd.recall.codecheck` marks the candidates whose code moved, went or changed in
+the working tree of the hook's ``cwd``. The hits of the memories injected are queued here and
+written in batch.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from memd.project import resolve_project
 from memd.recall import bridge, dictionary, lexical, retrieve
 from memd.recall.block import render
 from memd.recall.choose import choose
+from memd.recall.codecheck import CodeCheck
 from memd.recall.injected import SessionMemory
 from memd.store.filters import match
 from memd.store.upsert import SUPERSEDABLE
@@ -82,6 +85,7 @@ class Injector:
         self.settings = settings
         self.vectors, self.queries = app.recall_cache()
         self.sessions = SessionMemory(state)
+        self.code = CodeCheck(state)
         self._touch: dict[str, None] = {}
         self._touch_lock = threading.Lock()
         self.injections = 0
@@ -218,6 +222,10 @@ class Injector:
     ) -> Injection:
         session_id = str(payload.get("session_id") or "")
         given = self.sessions.given(session_id) if dedupe and session_id else set()
+        self.code.annotate(
+            [r for r in results if r.get("relevant", True) and r["id"] not in given],
+            payload.get("cwd") or None,
+        )
         typed = [r["id"] for r in results if r.get("relevant", True) and r["kind"] in SUPERSEDABLE]
         vectors = self.vectors.vectors_of([project, USER_SCOPE], typed) if len(typed) > 1 else {}
         plan = choose(
@@ -260,6 +268,7 @@ class Injector:
                 "turns": sorted(i.turns),
                 "why": why,
                 "note": i.note,
+                "code": i.code,
                 "score_breakdown": i.memory.get("score_breakdown", {}),
             }
             for i, why in zip(kept, whys, strict=True)
@@ -279,7 +288,7 @@ class Injector:
 
     def pending_writes(self) -> bool:
         """Whether :meth:`flush` has anything to write."""
-        return bool(self._touch) or self.sessions.dirty
+        return bool(self._touch) or self.sessions.dirty or self.code.sightings.dirty
 
     def take_touches(self) -> list[str]:
         with self._touch_lock:
@@ -296,6 +305,7 @@ class Injector:
                 self.queue_touch(ids)  # keep them for the next flush
                 raise
         self.sessions.persist()
+        self.code.sightings.persist()
         return len(ids)
 
 
