@@ -14,6 +14,7 @@ import pytest
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
 from memd.embedding.embed import MINILM_MODEL
+from memd.recall.codecheck import CodeCheck
 from memd.recall.references import Reference, references
 
 LIMITER = """import time
@@ -213,3 +214,36 @@ def test_hub_files_and_passing_mentions_are_not_references() -> None:
     )
     assert references("Fixed `limit_rate` in `src/a.py`.", "bugfix") == ()
     assert references("Chose PostgreSQL over MySQL, see `docs/db.md`.", "decision") == ()
+
+
+def test_what_memd_never_saw_is_never_reported_gone(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def here_now():\n    return 1\n")
+    check = CodeCheck()
+    said = "`not_there` in `a.py` and `gone.py` are mentioned in passing."
+    for text in (said, "`missing_helper` in `a.py` does it."):
+        refs = references(text, "fact", str(tmp_path))
+        assert refs and check.check(text, refs, str(tmp_path)) == []
+
+
+def test_a_name_said_without_its_file_is_flagged_only_when_gone(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def load_config():\n    return {}\n")
+    (tmp_path / "b.py").write_text("x = 1\n")
+    refs = references("`load_config` reads the settings.", "fact", str(tmp_path))
+    assert refs == (Reference("", "load_config"),)
+    check = CodeCheck()  # no git here: a bounded walk finds it
+    assert check.check("m", refs, str(tmp_path)) == []
+    (tmp_path / "b.py").write_text("def load_config():\n    return {}\n")
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert check.check("m", refs, str(tmp_path)) == []  # still true, wherever it lives
+    (tmp_path / "b.py").write_text("x = 1\n")
+    [gone] = check.check("m", refs, str(tmp_path), day="2030-01-02")
+    assert gone.text().startswith("may be outdated: `load_config` no longer defined (last seen")
+
+
+def test_files_are_read_once_per_size_and_mtime(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def one():\n    return 1\n\ndef two():\n    return 2\n")
+    check = CodeCheck()
+    refs = references("`one` and `two` in `a.py` count.", "fact", str(tmp_path))
+    for _ in range(5):
+        assert check.check("m", refs, str(tmp_path)) == []
+    assert check.tree.reads == 1

@@ -226,10 +226,16 @@ class CodeCheck:
             if tree.exists(root, ref.path):
                 self.sightings.saw(memory_id, ref, "", ref.path, day)
                 return None
+            moved = (seen or {}).get("at", "")
+            if moved and moved != ref.path and tree.exists(root, moved):
+                self.sightings.saw(memory_id, ref, "", moved, day)
+                return Finding(MOVED, ref, now=moved)  # where it was found last time
             if not search:
                 return None
             state, new, removed = tree.fate(root, ref.path)
             if state == "renamed" and tree.exists(root, new):
+                if seen is not None:
+                    self.sightings.saw(memory_id, ref, "", new, day)
                 return Finding(MOVED, ref, now=new)
             if seen is not None or state:
                 return Finding(GONE, ref, since=last if seen is not None else removed)
