@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memd.project import resolve_project
-from memd.recall.references import Reference, references
-from memd.recall.worktree import WorkTree
+from memd.recall.references import Reference, is_hub, references
+from memd.recall.worktree import WorkTree, extension
 
 if TYPE_CHECKING:
     from memd.ingest.state import State
@@ -37,6 +37,7 @@ SEARCH_BUDGET_SECONDS = 0.15
 checked on a later prompt, from the cache)."""
 MAX_SIGHTINGS = 4096
 MOVED, GONE, CHANGED = "moved", "gone", "changed"
+DOC_EXTENSIONS = frozenset({"md", "rst", "txt", "html", "ipynb"})
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,11 @@ def mark(findings: list[Finding]) -> str:
 
 def today() -> str:
     return datetime.now(UTC).date().isoformat()
+
+
+def is_doc(path: str) -> bool:
+    """A file that shows code without defining it (a README's example is not a new home)."""
+    return is_hub(path) or extension(path) in DOC_EXTENSIONS
 
 
 def best_place(places: list[str], old: str) -> str:
@@ -253,7 +259,7 @@ class CodeCheck:
         known = seen is not None or ref.recorded
         if not search or (ref.path and not known):
             return None  # unverified: never seen where the memory says it is
-        places = tree.definers(root, ref.symbol)
+        places = [p for p in tree.definers(root, ref.symbol) if not is_doc(p)]
         if not known:  # a name alone, seen for the first time: its baseline
             if places:
                 at = best_place(places, "")
