@@ -247,3 +247,19 @@ def test_files_are_read_once_per_size_and_mtime(tmp_path: Path) -> None:
     for _ in range(5):
         assert check.check("m", refs, str(tmp_path)) == []
     assert check.tree.reads == 1
+
+
+def test_names_an_edit_recorded_were_there_when_the_memory_was_made(tmp_path: Path) -> None:
+    (tmp_path / "net.py").write_text(
+        "def connect(host):\n    return open_socket(host, timeout_s=5)\n"
+    )
+    text = "Files changed for timeouts: `net.py` (limit_rate, timeout_s, connect)"
+    refs = references(text, "fact", str(tmp_path))
+    assert [r.symbol for r in refs] == ["limit_rate", "timeout_s", "connect"]
+    assert all(r.recorded for r in refs)
+    # limit_rate was written by the session and is gone before the first recall; timeout_s
+    # (a keyword argument the edit added) is still used: not gone.
+    [gone] = CodeCheck().check("m", refs, str(tmp_path), "2026-11-02")
+    assert (
+        gone.text() == "may be outdated: `limit_rate` no longer in `net.py` (last seen 2026-11-02)"
+    )

@@ -238,7 +238,7 @@ class CodeCheck:
                 return Finding(MOVED, ref, now=moved)  # where it was found last time
             if not search:
                 return None
-            state, new, removed = tree.fate(root, ref.path)
+            state, new, removed = tree.fate(root, ref.path, seen is not None)
             if state == "renamed" and tree.exists(root, new):
                 if seen is not None:
                     self.sightings.saw(memory_id, ref, "", new, day)
@@ -256,10 +256,13 @@ class CodeCheck:
                 if ref.path and at != ref.path:
                     return Finding(MOVED, ref, now=at, since=changed)
                 return Finding(CHANGED, ref, since=changed) if changed else None
-        known = seen is not None or ref.recorded
+        # An edit record's name (a keyword argument, say) that the file still uses is not
+        # gone, only not defined the way memd reads definitions.
+        known = seen is not None or (ref.recorded and not tree.mentions(root, ref.path, ref.symbol))
         if not search or (ref.path and not known):
             return None  # unverified: never seen where the memory says it is
-        places = [p for p in tree.definers(root, ref.symbol) if not is_doc(p)]
+        # A name not seen yet is looked for again only once the repository changed.
+        places = [p for p in tree.definers(root, ref.symbol, known) if not is_doc(p)]
         if not known:  # a name alone, seen for the first time: its baseline
             if places:
                 at = best_place(places, "")

@@ -23,7 +23,8 @@ from memd.project import git_dir
 MAX_FILE_BYTES = 2_000_000
 MAX_FILES_CACHED = 1024
 MAX_BLOCK_LINES = 400
-GIT_TIMEOUT = 1.5
+GIT_TIMEOUT = 0.5
+"""A git run taking longer is given up (the hook's own timeout is 2 s)."""
 GIT_TTL_SECONDS = 10.0
 """git's answers are kept this long at most (edits to the work tree do not touch the index)."""
 MAX_DEFINERS = 200
@@ -105,6 +106,10 @@ class FileView:
                 self.found[name] = fingerprint(self.text.split("\n"), line)
         return self.found[name]
 
+    def mentions(self, name: str) -> bool:
+        """Whether the file holds ``name`` as a word (used, if not defined, here)."""
+        return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", self.text) is not None
+
 
 @dataclass
 class GitAnswer:
@@ -157,14 +162,19 @@ class WorkTree:
         view = self.view(os.path.join(root, rel))
         return None if view is None else view.definition(name)
 
+    def mentions(self, root: str, rel: str, name: str) -> bool:
+        view = self.view(os.path.join(root, rel))
+        return view is not None and view.mentions(name)
+
     def exists(self, root: str, rel: str) -> bool:
         return os.path.exists(os.path.join(root, rel))
 
     # ---- searching the tree
-    def definers(self, root: str, name: str) -> list[str]:
+    def definers(self, root: str, name: str, fresh: bool = True) -> list[str]:
         """The repo-relative files under ``root`` that define ``name`` (``git grep`` where
-        there is git, else a bounded walk), sorted."""
-        mentions = self.git(root, "grep", name)
+        there is git, else a bounded walk), sorted. ``fresh``: git's answer is at most
+        :data:`GIT_TTL_SECONDS` old (else as old as the repository's state)."""
+        mentions = self.git(root, "grep", name, GIT_TTL_SECONDS if fresh else float("inf"))
         if mentions is None:
             mentions = self.walk(root, name)
         out = []
@@ -188,17 +198,18 @@ class WorkTree:
                     out.append(rel)
         return out
 
-    def fate(self, root: str, rel: str) -> tuple[str, str, str]:
+    def fate(self, root: str, rel: str, fresh: bool = True) -> tuple[str, str, str]:
         """What git says became of a file that is gone: ("renamed", new path, day),
-        ("deleted", "", day), or ("", "", "") when git never had it (or there is no git)."""
-        found = self.git(root, "fate", rel)
+        ("deleted", "", day), or ("", "", "") when git never had it (or there is no git);
+        ``fresh`` as for :meth:`definers`."""
+        found = self.git(root, "fate", rel, GIT_TTL_SECONDS if fresh else float("inf"))
         if not found:
             return "", "", ""
         state, new, day = found
         return state, new, day
 
     # ---- git, cached per repository state
-    def git(self, root: str, what: str, arg: str) -> list[str] | None:
+    def git(self, root: str, what: str, arg: str, ttl: float = GIT_TTL_SECONDS) -> list[str] | None:
         """``what`` ("grep": files mentioning ``arg``; "fate": a gone file's rename or
         deletion) answered by git in ``root``; None without git or when git fails."""
         gdir = git_dir(root)
@@ -209,7 +220,7 @@ class WorkTree:
         now = time.monotonic()
         with self._lock:
             cached = self._git.get(key)
-            if cached is not None and cached.state == state and now - cached.at < GIT_TTL_SECONDS:
+            if cached is not None and cached.state == state and now - cached.at < ttl:
                 return cached.value  # type: ignore[return-value]
         value = grep(root, arg) if what == "grep" else fate(root, arg)
         self.git_runs += 1
