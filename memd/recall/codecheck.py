@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from memd.models import USER_SCOPE
 from memd.project import resolve_project
 from memd.recall.references import Reference, is_hub, references
 from memd.recall.worktree import WorkTree, extension
@@ -182,6 +183,8 @@ class CodeCheck:
             for r in results:
                 if checked >= MAX_CHECKED:
                     break
+                if r.get("project") == USER_SCOPE:
+                    continue  # about the user, not about this project's code
                 refs = references(r["text"], r["kind"], project)
                 if not refs:
                     continue
