@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -170,31 +171,35 @@ class CodeCheck:
         self.checks = 0
         self.flags = 0
 
-    def annotate(self, results: list[dict[str, Any]], cwd: str | None) -> None:
-        """Set ``code`` on the first :data:`MAX_CHECKED` candidates whose references
-        moved, went or changed. Never raises (a failure leaves the candidates unmarked)."""
+    def marker(self, cwd: str | None) -> Callable[[dict[str, Any]], str]:
+        """For one block, what to mark on a candidate about to be shown: "" when its
+        references are in place (or it has none), else what became of them. At most
+        :data:`MAX_CHECKED` candidates of a block are checked; past
+        :data:`SEARCH_BUDGET_SECONDS`, no more searches start. Never raises."""
         if not cwd:
-            return
-        try:
-            project = resolve_project(cwd)
-            root = work_tree(cwd) or project
-            started = time.monotonic()
-            checked = 0
-            for r in results:
-                if checked >= MAX_CHECKED:
-                    break
-                if r.get("project") == USER_SCOPE:
-                    continue  # about the user, not about this project's code
-                refs = references(r["text"], r["kind"], project)
+            return lambda result: ""
+        project = resolve_project(cwd)
+        started = time.monotonic()
+        checked = 0
+        root = ""
+
+        def code(result: dict[str, Any]) -> str:
+            nonlocal checked, root
+            if checked >= MAX_CHECKED or result.get("project") == USER_SCOPE:
+                return ""  # a user-wide memory is about the user, not this project's code
+            try:
+                refs = references(result["text"], result["kind"], project)
                 if not refs:
-                    continue
+                    return ""
                 checked += 1
+                root = root or work_tree(cwd) or project
                 search = time.monotonic() - started < SEARCH_BUDGET_SECONDS
-                found = self.check(r["id"], refs, root, day_of(r), search=search)
-                if found:
-                    r["code"] = mark(found)
-        except Exception as exc:
-            log.warning("cannot check the code references of a block: %s", exc)
+                return mark(self.check(result["id"], refs, root, day_of(result), search=search))
+            except Exception as exc:  # never fail a hook for it
+                log.warning("cannot check the code references of %s: %s", result["id"], exc)
+                return ""
+
+        return code
 
     def check(
         self,

@@ -9,7 +9,7 @@
 :mod:`memd.recall.choose` fills the block within its budget, :mod:`memd.recall.block` renders it, and
 :mod:`memd.recall.injected` remembers what each session was given: a memory injected earlier in a
 session is not injected again in that session. Superseded and archived memories are never
-injected. :mod:`memd.recall.codecheck` marks the candidates whose code moved, went or changed in
+injected. :mod:`memd.recall.codecheck` marks the memories shown whose code moved, went or changed in
 the working tree of the hook's ``cwd``. The hits of the memories injected are queued here and
 written in batch.
 """
@@ -222,10 +222,6 @@ class Injector:
     ) -> Injection:
         session_id = str(payload.get("session_id") or "")
         given = self.sessions.given(session_id) if dedupe and session_id else set()
-        self.code.annotate(
-            [r for r in results if r.get("relevant", True) and r["id"] not in given],
-            payload.get("cwd") or None,
-        )
         typed = [r["id"] for r in results if r.get("relevant", True) and r["kind"] in SUPERSEDABLE]
         vectors = self.vectors.vectors_of([project, USER_SCOPE], typed) if len(typed) > 1 else {}
         plan = choose(
@@ -236,6 +232,7 @@ class Injector:
             label == "brief",
             vectors,
             self.app.store.embedder.model_id,
+            self.code.marker(payload.get("cwd") or None),
         )
         kept = plan.items
         if dedupe and session_id and kept:

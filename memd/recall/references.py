@@ -40,6 +40,14 @@ _PATH = re.compile(
 )
 _TICKED = re.compile(r"`([^`\n]{2,200})`")
 _NAME = re.compile(r"--[A-Za-z][\w-]+|[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")
+_CODE_LIKE = re.compile(
+    r"--[A-Za-z][\w-]+|[A-Za-z_$][\w$]*(?:_[\w$]|[a-z][A-Z]|(?:\.|::)[A-Za-z_$])[\w$]*"
+    r"(?:(?:\.|::)[A-Za-z_$][\w$]*)*"
+)
+"""A token that can be a code name unquoted: with an underscore, a camelCase hump, a dot or
+``::`` inside, or a ``--flag`` (the plain words of a sentence are not even looked at)."""
+_HINT = re.compile(r"[`/]|\w\.[A-Za-z]|\w_|_\w|--\w|[a-z][A-Z]|::")
+"""Whatever a reference needs: text without any of these has none (most memories)."""
 _LISTED = re.compile(r"`([^`\n]+)`\s*\(([^()\n]{1,300})\)")
 """A path with the names an edit gave it: ``src/a.py`` (limit_rate, Bucket)."""
 _FLAG = re.compile(r"--[A-Za-z][\w-]+")
@@ -116,7 +124,7 @@ def references(text: str, kind: str, root: str = "") -> tuple[Reference, ...]:
     """The references of a memory of ``kind`` saying ``text``, in project ``root``: each
     path it names with the symbols named with it (in the same sentence, or listed after it
     as an edit's names), and the symbols it names with no path; () for an event record."""
-    if kind not in CHECKED_KINDS:
+    if kind not in CHECKED_KINDS or not _HINT.search(text):
         return ()
     out: dict[str, Reference] = {}
     for sentence in _SENTENCE.split(text):
@@ -130,7 +138,7 @@ def references(text: str, kind: str, root: str = "") -> tuple[Reference, ...]:
                 paths.append(path)
             elif token in ticked:
                 names.append(symbol_of(token, ticked=True))
-        for m in _NAME.finditer(_TICKED.sub(" ", _PATH.sub(" ", sentence))):
+        for m in _CODE_LIKE.finditer(_TICKED.sub(" ", _PATH.sub(" ", sentence))):
             names.append(symbol_of(m.group(0)))
         names = list(dict.fromkeys(n for n in names if n))
         paths = list(dict.fromkeys(paths))
