@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -263,3 +264,15 @@ def test_names_an_edit_recorded_were_there_when_the_memory_was_made(tmp_path: Pa
     assert (
         gone.text() == "may be outdated: `limit_rate` no longer in `net.py` (last seen 2026-11-02)"
     )
+
+
+def test_a_search_out_of_time_gives_no_mark_and_is_tried_again(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def load_config():\n    return {}\n")
+    refs = references("`load_config` in `a.py` reads the settings.", "fact", str(tmp_path))
+    check = CodeCheck()
+    assert check.check("m", refs, str(tmp_path)) == []
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.py").write_text("def load_config():\n    return {}\n")
+    assert check.check("m", refs, str(tmp_path), until=time.monotonic() - 1) == []
+    [moved] = check.check("m", refs, str(tmp_path))
+    assert moved.text() == "moved: `load_config` now in `b.py`"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from memd.models import USER_SCOPE
 from memd.project import resolve_project
 from memd.recall.references import Reference, is_hub, references
-from memd.recall.worktree import WorkTree, extension
+from memd.recall.worktree import OutOfTime, WorkTree, extension
 
 if TYPE_CHECKING:
     from memd.ingest.state import State
@@ -34,9 +34,9 @@ log = logging.getLogger(__name__)
 STATE_PREFIX = "coderef:"
 MAX_CHECKED = 12
 """At most this many candidates of one block are checked."""
-SEARCH_BUDGET_SECONDS = 0.15
-"""Past this much time in one block's checks, no more git searches are started (the rest is
-checked on a later prompt, from the cache)."""
+SEARCH_BUDGET_SECONDS = 0.25
+"""What one block's searches (git, or a walk without it) may take in all: a search not done
+in time gives no mark, and is tried again on a later prompt."""
 MAX_SIGHTINGS = 4096
 MOVED, GONE, CHANGED = "moved", "gone", "changed"
 DOC_EXTENSIONS = frozenset({"md", "rst", "txt", "html", "ipynb"})
@@ -175,7 +175,7 @@ class CodeCheck:
         """For one block, what to mark on a candidate about to be shown: "" when its
         references are in place (or it has none), else what became of them. At most
         :data:`MAX_CHECKED` candidates of a block are checked; past
-        :data:`SEARCH_BUDGET_SECONDS`, no more searches start. Never raises."""
+        :data:`SEARCH_BUDGET_SECONDS`, searches give up. Never raises."""
         if not cwd:
             return lambda result: ""
         project = resolve_project(cwd)
@@ -193,8 +193,8 @@ class CodeCheck:
                     return ""
                 checked += 1
                 root = root or work_tree(cwd) or project
-                search = time.monotonic() - started < SEARCH_BUDGET_SECONDS
-                return mark(self.check(result["id"], refs, root, day_of(result), search=search))
+                until = started + SEARCH_BUDGET_SECONDS
+                return mark(self.check(result["id"], refs, root, day_of(result), until=until))
             except Exception as exc:  # never fail a hook for it
                 log.warning("cannot check the code references of %s: %s", result["id"], exc)
                 return ""
@@ -208,17 +208,21 @@ class CodeCheck:
         root: str,
         said: str = "",
         *,
-        search: bool = True,
+        until: float | None = None,
         day: str = "",
     ) -> list[Finding]:
         """What became of ``refs`` (of the memory ``memory_id``, said on day ``said``) in the
-        working tree at ``root``; ``day``: today. Sightings are recorded as a side effect."""
+        working tree at ``root``; ``day``: today; ``until``: when searches give up (a
+        ``time.monotonic()``). Sightings are recorded as a side effect."""
         day = day or today()
         known = self.sightings.of(memory_id)
         out = []
         for ref in refs:
             self.checks += 1
-            finding = self.one(memory_id, ref, root, known.get(ref.key), said, day, search)
+            try:
+                finding = self.one(memory_id, ref, root, known.get(ref.key), said, day, until)
+            except OutOfTime:
+                continue  # no answer in time: a later prompt asks again
             if finding is not None:
                 self.flags += 1
                 out.append(finding)
@@ -232,7 +236,7 @@ class CodeCheck:
         seen: dict[str, str] | None,
         said: str,
         day: str,
-        search: bool,
+        until: float | None,
     ) -> Finding | None:
         tree = self.tree
         last = (seen or {}).get("seen") or said
@@ -244,9 +248,7 @@ class CodeCheck:
             if moved and moved != ref.path and tree.exists(root, moved):
                 self.sightings.saw(memory_id, ref, "", moved, day)
                 return Finding(MOVED, ref, now=moved)  # where it was found last time
-            if not search:
-                return None
-            state, new, removed = tree.fate(root, ref.path, seen is not None)
+            state, new, removed = tree.fate(root, ref.path, seen is not None, until)
             if state == "renamed" and tree.exists(root, new):
                 if seen is not None:
                     self.sightings.saw(memory_id, ref, "", new, day)
@@ -267,10 +269,10 @@ class CodeCheck:
         # An edit record's name (a keyword argument, say) that the file still uses is not
         # gone, only not defined the way memd reads definitions.
         known = seen is not None or (ref.recorded and not tree.mentions(root, ref.path, ref.symbol))
-        if not search or (ref.path and not known):
+        if ref.path and not known:
             return None  # unverified: never seen where the memory says it is
         # A name not seen yet is looked for again only once the repository changed.
-        places = [p for p in tree.definers(root, ref.symbol, known) if not is_doc(p)]
+        places = [p for p in tree.definers(root, ref.symbol, known, until) if not is_doc(p)]
         if not known:  # a name alone, seen for the first time: its baseline
             if places:
                 at = best_place(places, "")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from memd.project import git_dir
+from memd.recall.references import CODE_EXTENSIONS
 
 MAX_FILE_BYTES = 2_000_000
 MAX_FILES_CACHED = 1024
@@ -30,7 +31,8 @@ GIT_TTL_SECONDS = 10.0
 MAX_DEFINERS = 200
 """At most this many files that mention a name are read to find where it is defined."""
 WALK_LIMIT = 5000
-"""Without git, at most this many files are looked at to find where a name is defined."""
+"""Without git, at most this many code files are looked at to find where a name is defined."""
+MAX_WALK_BYTES = 512_000
 SKIP_DIRS = frozenset(
     {".git", "node_modules", ".venv", "venv", "target", "dist", "build", "__pycache__", ".tox"}
 )
@@ -170,48 +172,72 @@ class WorkTree:
         return os.path.exists(os.path.join(root, rel))
 
     # ---- searching the tree
-    def definers(self, root: str, name: str, fresh: bool = True) -> list[str]:
+    def definers(
+        self, root: str, name: str, fresh: bool = True, until: float | None = None
+    ) -> list[str]:
         """The repo-relative files under ``root`` that define ``name`` (``git grep`` where
         there is git, else a bounded walk), sorted. ``fresh``: git's answer is at most
-        :data:`GIT_TTL_SECONDS` old (else as old as the repository's state)."""
-        mentions = self.git(root, "grep", name, GIT_TTL_SECONDS if fresh else float("inf"))
+        :data:`GIT_TTL_SECONDS` old (else as old as the repository's state). Raises
+        :class:`OutOfTime` past ``until`` (a ``time.monotonic()``)."""
+        mentions = self.git(root, "grep", name, GIT_TTL_SECONDS if fresh else float("inf"), until)
         if mentions is None:
-            mentions = self.walk(root, name)
+            mentions = self.walk(root, name, until)
         out = []
         for rel in mentions[:MAX_DEFINERS]:
             if self.definition(root, rel, name):
                 out.append(rel)
         return sorted(out)
 
-    def walk(self, root: str, name: str) -> list[str]:
+    def walk(self, root: str, name: str, until: float | None = None) -> list[str]:
+        """The code files under ``root`` (at most :data:`WALK_LIMIT`) that mention ``name``."""
         out: list[str] = []
         seen = 0
         for top, dirs, files in os.walk(root):
             dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".")]
             for f in files:
+                if extension(f) not in CODE_EXTENSIONS:
+                    continue
                 seen += 1
                 if seen > WALK_LIMIT:
                     return out
-                rel = os.path.relpath(os.path.join(top, f), root)
-                view = self.view(os.path.join(root, rel))
-                if view is not None and name in view.text:
-                    out.append(rel)
+                if until is not None and time.monotonic() > until:
+                    raise OutOfTime(name)
+                path = os.path.join(top, f)
+                try:
+                    if os.path.getsize(path) > MAX_WALK_BYTES:
+                        continue
+                    with open(path, encoding="utf-8", errors="replace") as fh:
+                        if name not in fh.read():
+                            continue
+                except OSError:
+                    continue
+                out.append(os.path.relpath(path, root))
         return out
 
-    def fate(self, root: str, rel: str, fresh: bool = True) -> tuple[str, str, str]:
+    def fate(
+        self, root: str, rel: str, fresh: bool = True, until: float | None = None
+    ) -> tuple[str, str, str]:
         """What git says became of a file that is gone: ("renamed", new path, day),
         ("deleted", "", day), or ("", "", "") when git never had it (or there is no git);
-        ``fresh`` as for :meth:`definers`."""
-        found = self.git(root, "fate", rel, GIT_TTL_SECONDS if fresh else float("inf"))
+        ``fresh`` and ``until`` as for :meth:`definers`."""
+        found = self.git(root, "fate", rel, GIT_TTL_SECONDS if fresh else float("inf"), until)
         if not found:
             return "", "", ""
         state, new, day = found
         return state, new, day
 
     # ---- git, cached per repository state
-    def git(self, root: str, what: str, arg: str, ttl: float = GIT_TTL_SECONDS) -> list[str] | None:
+    def git(
+        self,
+        root: str,
+        what: str,
+        arg: str,
+        ttl: float = GIT_TTL_SECONDS,
+        until: float | None = None,
+    ) -> list[str] | None:
         """``what`` ("grep": files mentioning ``arg``; "fate": a gone file's rename or
-        deletion) answered by git in ``root``; None without git or when git fails."""
+        deletion) answered by git in ``root``; None without git. Raises :class:`OutOfTime`
+        when git fails or is not done by ``until`` (no answer is kept)."""
         gdir = git_dir(root)
         if gdir is None:
             return None
@@ -222,13 +248,19 @@ class WorkTree:
             cached = self._git.get(key)
             if cached is not None and cached.state == state and now - cached.at < ttl:
                 return cached.value  # type: ignore[return-value]
-        value = grep(root, arg) if what == "grep" else fate(root, arg)
+        value = grep(root, arg, until) if what == "grep" else fate(root, arg, until)
         self.git_runs += 1
+        if value is None:
+            raise OutOfTime(arg)
         with self._lock:
             self._git[key] = GitAnswer(now, state, value)
             while len(self._git) > MAX_FILES_CACHED:
                 self._git.popitem(last=False)
         return value
+
+
+class OutOfTime(Exception):
+    """A search that failed or would run past its block's time: tried again on a later prompt."""
 
 
 def repo_state(gdir: str) -> tuple[int, ...]:
@@ -242,13 +274,18 @@ def repo_state(gdir: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def run_git(root: str, *args: str) -> str | None:
+def run_git(root: str, *args: str, until: float | None = None) -> str | None:
+    """git's output, None when it fails or is not done within :data:`GIT_TIMEOUT` (or by
+    ``until``)."""
+    timeout = GIT_TIMEOUT if until is None else min(GIT_TIMEOUT, until - time.monotonic())
+    if timeout <= 0:
+        return None
     try:
         done = subprocess.run(
             ["git", "-C", root, *args],
             capture_output=True,
             text=True,
-            timeout=GIT_TIMEOUT,
+            timeout=timeout,
             env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
         )
     except (OSError, subprocess.SubprocessError):
@@ -256,24 +293,30 @@ def run_git(root: str, *args: str) -> str | None:
     return done.stdout if done.returncode in (0, 1) else None
 
 
-def grep(root: str, name: str) -> list[str] | None:
+def grep(root: str, name: str, until: float | None = None) -> list[str] | None:
     """The tracked files of ``root`` that mention ``name`` (as a word, a flag as written)."""
     word = [] if name.startswith("--") else ["-w"]
-    out = run_git(root, "grep", "-l", "-I", "-F", *word, "-e", name)
+    out = run_git(root, "grep", "-l", "-I", "-F", *word, "-e", name, until=until)
     return None if out is None else [line for line in out.splitlines() if line]
 
 
-def fate(root: str, rel: str) -> list[str] | None:
+def fate(root: str, rel: str, until: float | None = None) -> list[str] | None:
     """[state, new path, day] for a file git removed: the commit that removed it, and its
     rename there (followed through later renames, up to 3); [] when git never had it."""
     state, day = "", ""
     for _ in range(3):
-        out = run_git(root, "log", "-1", "--diff-filter=D", "--format=%H %cs", "--", rel)
-        if not out or not out.strip():
+        out = run_git(
+            root, "log", "-1", "--diff-filter=D", "--format=%H %cs", "--", rel, until=until
+        )
+        if out is None:
+            return None
+        if not out.strip():
             break
         commit, day = out.split()[:2]
         state = "deleted"
-        diff = run_git(root, "show", "-M", "--name-status", "--format=", commit) or ""
+        diff = run_git(root, "show", "-M", "--name-status", "--format=", commit, until=until)
+        if diff is None:
+            return None
         renamed = [
             parts[2]
             for parts in (line.split("\t") for line in diff.splitlines())
