@@ -15,6 +15,7 @@ import pytest
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
 from memd.embedding.embed import MINILM_MODEL
+from memd.ingest.state import State
 from memd.recall.codecheck import CodeCheck
 from memd.recall.references import Reference, references
 
@@ -276,3 +277,18 @@ def test_a_search_out_of_time_gives_no_mark_and_is_tried_again(tmp_path: Path) -
     assert check.check("m", refs, str(tmp_path), until=time.monotonic() - 1) == []
     [moved] = check.check("m", refs, str(tmp_path))
     assert moved.text() == "moved: `load_config` now in `b.py`"
+
+
+def test_what_was_seen_survives_a_restart(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def load_config():\n    return {}\n")
+    refs = references("`load_config` in `a.py` reads the settings.", "fact", str(tmp_path))
+    state = State(tmp_path / "state.db")
+    try:
+        before = CodeCheck(state)
+        assert before.check("m", refs, str(tmp_path), day="2026-11-02") == []
+        before.sightings.persist()
+        (tmp_path / "a.py").write_text("def load_config():\n    return {'debug': True}\n")
+        [changed] = CodeCheck(state).check("m", refs, str(tmp_path))
+        assert changed.text() == "`load_config` changed since 2026-11-02"
+    finally:
+        state.close()

@@ -121,9 +121,10 @@ class Sightings:
             known = self._load(memory_id)
             with self._lock:
                 known = self._memories.setdefault(memory_id, known)
-                while len(self._memories) > MAX_SIGHTINGS:
-                    old, _ = self._memories.popitem(last=False)
-                    self._dirty.discard(old)
+                if len(self._memories) > MAX_SIGHTINGS:  # the oldest already saved go
+                    saved = [m for m in self._memories if m not in self._dirty]
+                    for old in saved[: len(self._memories) - MAX_SIGHTINGS]:
+                        del self._memories[old]
         return known
 
     def _load(self, memory_id: str) -> dict[str, dict[str, str]]:
@@ -153,13 +154,17 @@ class Sightings:
         if self.state is None:
             return
         with self._lock:
-            dirty = [(m, dict(self._memories.get(m, {}))) for m in self._dirty]
+            dirty = [
+                (m, {k: dict(v) for k, v in self._memories.get(m, {}).items()}) for m in self._dirty
+            ]
             self._dirty.clear()
         for memory_id, known in dirty:
             try:
                 self.state.set(STATE_PREFIX + memory_id, known)
-            except Exception as exc:  # the next sighting writes it again
+            except Exception as exc:
                 log.warning("cannot save the code references of %s: %s", memory_id, exc)
+                with self._lock:
+                    self._dirty.add(memory_id)  # the next flush tries again
 
 
 class CodeCheck:
