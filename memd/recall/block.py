@@ -65,6 +65,9 @@ class Item:
     """The transcript turns (source uuids) whose text this item shows."""
     note: str = ""
     """A mark such as "newer" or "older: may be outdated"."""
+    code: str = ""
+    """What became of the code the memory names ("moved: `f` now in `b.py`", "may be
+    outdated: `a.py` no longer exists (last seen 2026-11-02)"): :mod:`memd.recall.codecheck`."""
     day: str = ""
     """Set on excerpts: the day their turns were said, shown once per day above the items of
     that day (in its section) instead of on every line."""
@@ -98,7 +101,8 @@ def line_for(item: Item) -> str:
     scope = " [user-wide]" if memory.get("project") == USER_SCOPE else ""
     day = "" if item.day or DATE_PREFIX.match(item.display) else day_of(memory)
     note = f" [{item.note}]" if item.note else ""
-    return f"- {item.display}{scope}" + (f" ({day})" if day else "") + note
+    code = f" [{item.code}]" if item.code else ""
+    return f"- {item.display}{scope}" + (f" ({day})" if day else "") + note + code
 
 
 def day_line(day: str) -> str:

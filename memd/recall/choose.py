@@ -9,6 +9,7 @@ both are marked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -64,6 +65,7 @@ def choose(
     brief: bool,
     vectors: dict[str, Any] | None = None,
     model_id: str = "",
+    code: Callable[[dict[str, Any]], str] | None = None,
 ) -> Plan:
     """The items to inject, best first, within ``budget`` characters, and why others were not.
 
@@ -72,7 +74,9 @@ def choose(
     own match with the prompt; typed memories are pieces of their own. One greedy pass in score
     order (summaries last): a turn already shown is skipped, a turn joins its excerpt's item
     (turns in their order, the excerpt citing only the turns it shows), and a piece is kept
-    when the block still fits.
+    when the block still fits. ``code`` marks a typed memory about to be kept with what
+    became of the code it names (:meth:`memd.recall.codecheck.CodeCheck.marker`), so only the
+    memories that may be shown are checked, and the block's size counts the mark.
     """
     plan = Plan()
     if not results:
@@ -149,7 +153,8 @@ def choose(
                 plan.left_out.append(left(r, "repeats what the items below say"))
                 continue
         section = "pinned" if r.get("pinned") and brief else r.get("section") or r["kind"]
-        item = Item(r, section, priority(r), display, turns_shown, day=day)
+        mark = code(r) if code is not None and n is None and r["kind"] != "excerpt" else ""
+        item = Item(r, section, priority(r), display, turns_shown, day=day, code=mark)
         is_pinned = brief and bool(r.get("pinned"))
         footer = overflow(pinned_total - pinned_shown - (1 if is_pinned else 0))
         fits = size.with_item(item, footer) <= budget

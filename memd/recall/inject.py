@@ -9,7 +9,9 @@
 :mod:`memd.recall.choose` fills the block within its budget, :mod:`memd.recall.block` renders it, and
 :mod:`memd.recall.injected` remembers what each session was given: a memory injected earlier in a
 session is not injected again in that session. Superseded and archived memories are never
-injected. The hits of the memories injected are queued here and written in batch.
+injected. :mod:`memd.recall.codecheck` marks the memories shown whose code moved, went or changed in
+the working tree of the hook's ``cwd``. The hits of the memories injected are queued here and
+written in batch.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from memd.project import resolve_project
 from memd.recall import bridge, dictionary, lexical, retrieve, stale
 from memd.recall.block import render
 from memd.recall.choose import choose
+from memd.recall.codecheck import CodeCheck
 from memd.recall.injected import SessionMemory
 from memd.store.filters import match
 
@@ -82,6 +85,7 @@ class Injector:
         self.settings = settings
         self.vectors, self.queries = app.recall_cache()
         self.sessions = SessionMemory(state)
+        self.code = CodeCheck(state)
         self._touch: dict[str, None] = {}
         self._touch_lock = threading.Lock()
         self.injections = 0
@@ -224,7 +228,7 @@ class Injector:
         every = [r["id"] for r in results if r.get("status", "active") == "active"]
         vectors = self.vectors.vectors_of([project, USER_SCOPE], every) if len(every) > 1 else {}
         if label != "brief":
-            results = second_tier(results)
+            results = second_tier(results, project)
         results = stale.mark_replaced(results, vectors, model_id)
         if label == "brief":  # the session's opening shows what holds now, nothing replaced
             results = [r for r in results if not r.get("replaced_by")]
@@ -236,6 +240,7 @@ class Injector:
             label == "brief",
             vectors,
             model_id,
+            self.code.marker(payload.get("cwd") or None),
         )
         kept = plan.items
         if dedupe and session_id and kept:
@@ -268,6 +273,7 @@ class Injector:
                 "turns": sorted(i.turns),
                 "why": why,
                 "note": i.note,
+                "code": i.code,
                 "score_breakdown": i.memory.get("score_breakdown", {}),
             }
             for i, why in zip(kept, whys, strict=True)
@@ -287,7 +293,7 @@ class Injector:
 
     def pending_writes(self) -> bool:
         """Whether :meth:`flush` has anything to write."""
-        return bool(self._touch) or self.sessions.dirty
+        return bool(self._touch) or self.sessions.dirty or self.code.sightings.dirty
 
     def take_touches(self) -> list[str]:
         with self._touch_lock:
@@ -304,6 +310,7 @@ class Injector:
                 self.queue_touch(ids)  # keep them for the next flush
                 raise
         self.sessions.persist()
+        self.code.sightings.persist()
         return len(ids)
 
 
@@ -314,16 +321,18 @@ after every relevant one. On the tuning split of bench/realwork.py the terms a p
 were mostly in memories of the same work that scored just under the threshold."""
 
 
-def second_tier(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``results`` with the near misses made relevant, ranked after every relevant result,
-    when at least one result is relevant; unchanged otherwise (an unrelated prompt)."""
+def second_tier(results: list[dict[str, Any]], project: str) -> list[dict[str, Any]]:
+    """``results`` with the near misses of ``project`` (not user-wide memories: those go with
+    every project) made relevant, ranked after every relevant result, when at least one result
+    is relevant; unchanged otherwise (an unrelated prompt)."""
     if not any(r.get("relevant", True) for r in results):
         return results
     out = []
     for r in results:
         b = r.get("score_breakdown") or {}
         near = b.get("relevance", 0.0) >= SECOND_TIER * b.get("threshold", 1.0)
-        if not r.get("relevant", True) and near and r.get("status", "active") == "active":
+        mine = r.get("project") == project and r.get("status", "active") == "active"
+        if not r.get("relevant", True) and near and mine:
             r = {**r, "relevant": True, "score": float(r.get("score", 0.0)) - 1.0}
         out.append(r)
     return out
