@@ -32,6 +32,7 @@ from memd.recall.choose import choose
 from memd.recall.codecheck import CodeCheck
 from memd.recall.injected import SessionMemory
 from memd.store.filters import match
+from memd.store.upsert import SUPERSEDABLE
 
 if TYPE_CHECKING:
     from memd.ingest.state import State
@@ -225,8 +226,8 @@ class Injector:
         session_id = str(payload.get("session_id") or "")
         given = self.sessions.given(session_id) if dedupe and session_id else set()
         model_id = self.app.store.embedder.model_id
-        every = [r["id"] for r in results if r.get("status", "active") == "active"]
-        vectors = self.vectors.vectors_of([project, USER_SCOPE], every) if len(every) > 1 else {}
+        typed = [r["id"] for r in results if r.get("relevant", True) and r["kind"] in SUPERSEDABLE]
+        vectors = self.vectors.vectors_of([project, USER_SCOPE], typed) if len(typed) > 1 else {}
         if label != "brief":
             results = second_tier(results, project)
         results = stale.mark_replaced(results, vectors, model_id)

@@ -21,7 +21,7 @@ from typing import Any
 
 from memd.store import current
 
-OLDER_SIDE = 12
+OLDER_SIDE = 8
 """How many of the best relevant candidates are checked for a replaced claim (a block shows
 about that many)."""
 MARK_WORDS = 14
@@ -55,11 +55,17 @@ def annotate(text: str, sentence: str, mark: str) -> str:
     return text[:cut] + mark + text[cut:]
 
 
-def _index(results: list[dict[str, Any]]) -> dict[str, list[tuple[int, current.Claim]]]:
+def _index(
+    results: list[dict[str, Any]], said: list[str], since: str, wanted: frozenset[str]
+) -> dict[str, list[tuple[int, current.Claim]]]:
+    """The claims of the candidates said after ``since`` that could replace another's (they
+    say a change), by their anchors, retired values and families among ``wanted``."""
     index: dict[str, list[tuple[int, current.Claim]]] = defaultdict(list)
     for n, r in enumerate(results):
+        if said[n] <= since or not current.may_replace(r["text"]):
+            continue  # only what says a change, later, can replace: the newer side
         for c in current.claims(r["text"]):
-            for key in c.anchors | c.retired | c.families:
+            for key in (c.anchors | c.retired | c.families) & wanted:
                 index[key].append((n, c))
     return index
 
@@ -78,11 +84,24 @@ def mark_replaced(
     if len(active) < 2:
         return results
     said = [said_at(r) for r in active]
-    index = _index(active)
     relevant = sorted(
         (n for n, r in enumerate(active) if r.get("relevant", True)),
         key=lambda n: -float(active[n].get("score", 0.0)),
     )[:OLDER_SIDE]
+    if not relevant:
+        return results
+    since = min(said[o] for o in relevant)
+    if not any(said[n] > since and current.may_replace(r["text"]) for n, r in enumerate(active)):
+        return results  # nothing later says a change: most prompts
+    wanted = frozenset(
+        key
+        for o in relevant
+        for c in current.claims(active[o]["text"])
+        for key in c.anchors | c.families
+    )
+    index = _index(active, said, since, wanted)
+    if not index:
+        return results  # no later candidate says a change about what they say
     changed: dict[str, dict[str, Any]] = {}
     for o in relevant:
         old = active[o]
@@ -132,7 +151,7 @@ def _replacements(
                     continue
                 if best is not None and said[n] <= said[best[0]]:
                     continue
-                cos = _cosine(vectors, active[n]["id"], old["id"])
+                cos = round(_cosine(vectors, active[n]["id"], old["id"]), 2)
                 why = current.replaces(nc, oc, cos, model_id)
                 if why and (why.startswith("retires") or not _same_session(active[n], old)):
                     best = (n, nc)

@@ -35,6 +35,8 @@ _SPEAKER = re.compile(
 )
 MAX_CLAIM = 320
 """Characters: a longer "sentence" is a pasted log or code, not a statement."""
+MAX_TEXT = 2000
+"""Characters of a memory read for claims (a long excerpt's tail is rarely shown)."""
 MAX_CHANGE = 220
 """Characters: a change is told of in a short sentence, on either side; in longer ones (a
 report, a list of files) a change word and two values of one shape meet by chance."""
@@ -76,6 +78,13 @@ _RETIRED = [
     re.compile(rf"(?P<v>{_V})\s*(?:的)?(?:升级)?(?:已经)?回滚"),
 ]
 """Where a sentence names a value that is no longer current."""
+_RETIRE_HINT = re.compile(
+    r"from|instead|rather than|in place of|replac|archiv|delet|remov|retir|deprecat|drop"
+    r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b"
+    r"|gone|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由",
+    re.I,
+)
+"""What every pattern of :data:`_RETIRED` holds: one search rules most sentences out."""
 _CUE = re.compile(
     r"\b(?:now(?! that\b| (?:passes|works|fails|builds|compiles|succeeds|shows|prints|returns)\b)"
     r"|no longer|any ?more|instead|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|"
@@ -225,7 +234,11 @@ def claim(sentence: str) -> Claim | None:
     words = {w for w in f.words if w not in GENERIC and len(w) > 1} - values
     if not values and len(words) < 2 and len(cjk) < 3:
         return None
-    retired = {_fold(m.group("v")) for pattern in _RETIRED for m in pattern.finditer(sentence)}
+    retired = (
+        {_fold(m.group("v")) for pattern in _RETIRED for m in pattern.finditer(sentence)}
+        if _RETIRE_HINT.search(sentence)
+        else set()
+    )
     return Claim(
         text=sentence,
         values=frozenset(values),
@@ -252,7 +265,7 @@ def claims(text: str) -> tuple[Claim, ...]:
         return ()
     out = []
     asked: frozenset[str] = frozenset()
-    for raw in _SENTENCE.split(_ENUMERATOR.sub("\n", text)):
+    for raw in _SENTENCE.split(_ENUMERATOR.sub("\n", text[:MAX_TEXT])):
         sentence = _SPEAKER.sub("", raw.strip())
         if _QUESTION.search(sentence):
             question = claim(_QUESTION.sub(".", sentence))
@@ -322,6 +335,22 @@ def _same_family(a: str, b: str) -> bool:
     return not family(a).isdisjoint(family(b))
 
 
+_MAY_REPLACE = re.compile(
+    _CUE.pattern
+    + r"|\bfrom\b|instead of|rather than|in place of|replac|archived|deleted|removed|retired"
+    r"|deprecated|dropped|renamed|has left|have left|went on|handed|stop(?:ped)? using"
+    r"|离开|停用|下线|废弃|从|由",
+    re.I,
+)
+
+
+@lru_cache(maxsize=16384)
+def may_replace(text: str) -> bool:
+    """Whether ``text`` could replace a claim of another (it says a change or retires a
+    value): one search, so most candidates are never read sentence by sentence."""
+    return _MAY_REPLACE.search(text[:MAX_TEXT]) is not None
+
+
 @dataclass(frozen=True)
 class Replacement:
     """An older claim (``old``, a sentence of the older memory), the newer sentence that
@@ -340,6 +369,7 @@ def _mentions(text: str, value: str) -> bool:
     return re.search(rf"(?<![\w#@-]){re.escape(value)}(?![\w-])", text, re.I) is not None
 
 
+@lru_cache(maxsize=65536)
 def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     """Why ``new`` (said later) replaces ``old``, or "" when it does not."""
     if new.text == old.text:
