@@ -33,7 +33,6 @@ from memd.daemon.hooksessions import HookSessions
 from memd.daemon.pools import Pools
 from memd.daemon.unixsocket import SocketFile, same_user
 from memd.errors import MemdError, UserError
-from memd.extract import forget_requests
 from memd.heap import release_library_pages, trim_heap
 from memd.recall.inject import Injection, Injector
 
@@ -482,8 +481,7 @@ class Server:
         self.sessions.seen(session_id)
         if event in ("user-prompt-submit", "session-start"):
             if event == "user-prompt-submit":
-                self.injector.prefetch(payload)  # the model runs while the request waits
-                self.forget_soon(payload)
+                self.injector.prefetch(payload, functools.partial(self.pools.submit, "write"))
             build = (
                 self.injector.prompt_context
                 if event == "user-prompt-submit"
@@ -509,37 +507,6 @@ class Server:
             self.counters["late"] += 1
             return None
         return build(payload)
-
-    def forget_soon(self, payload: dict[str, Any]) -> None:
-        """A prompt that asks to forget something it names ("forget my home address"):
-        archive what carries it now, in the writer thread, so neither this session's next
-        prompts nor the next session's brief bring it back (extraction does it again, with
-        the session's turns, and also for a bare "forget that")."""
-        prompt = str(payload.get("prompt") or "")
-        if not self.app.writer or not forget_requests.is_forget_request(prompt):
-            return
-        from memd.extract.redact import redact
-        from memd.store import forget_said
-
-        requests = forget_requests.named_in(redact(prompt, self.settings.redact_patterns))
-        if not requests:
-            return
-        from memd.project import resolve_project
-
-        project = resolve_project(payload.get("cwd") or None)
-        home = self.settings.home
-        try:
-            future = self.pools.submit(
-                "write", forget_said.honour, self.app.store, home, project, requests
-            )
-        except RuntimeError:  # shutting down: extraction honours it at the next start
-            return
-        future.add_done_callback(self.forgotten)
-
-    def forgotten(self, future: asyncio.Future[Any]) -> None:
-        self.injector.vectors.invalidate()
-        if not future.cancelled() and future.exception() is not None:
-            log.warning("archiving what a prompt asked to forget failed: %s", future.exception())
 
     def close_session_soon(self, session_id: str, transcript: str = "") -> None:
         """Queue the session's open segment for extraction; the reply does not wait for it."""

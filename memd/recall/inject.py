@@ -31,6 +31,7 @@ from memd.recall.block import render
 from memd.recall.choose import choose
 from memd.recall.codecheck import CodeCheck
 from memd.recall.injected import SessionMemory
+from memd.store import forget_said
 from memd.store.filters import match
 from memd.store.upsert import SUPERSEDABLE
 
@@ -93,11 +94,14 @@ class Injector:
         self.memories_injected = 0
 
     # ---- the two hooks
-    def prefetch(self, payload: dict[str, Any]) -> None:
+    def prefetch(self, payload: dict[str, Any], write: Callable[..., Any] | None = None) -> None:
         """Start embedding the prompt of a ``user-prompt-submit`` payload now, before its
-        request waits for a read thread: :meth:`prompt_context` joins the same embedding.
-        Never raises (a failure shows when the prompt is recalled)."""
+        request waits for a read thread: :meth:`prompt_context` joins the same embedding; and
+        with ``write`` (the writer's submit) archive what the prompt asks to forget
+        (:meth:`forget_asked`). Never raises (a failure shows when the prompt is recalled)."""
         try:
+            if write is not None:
+                self.forget_asked(payload, write)
             prompt = str(payload.get("prompt") or "").strip()
             if len(prompt) >= 3 and not prompt.startswith("/"):
                 query = retrieve.normalize_query(prompt)
@@ -280,6 +284,24 @@ class Injector:
             for i, why in zip(kept, whys, strict=True)
         ]
         return Injection(render(kept, plan.footer), chosen, plan.left_out)
+
+    def forget_asked(self, payload: dict[str, Any], submit: Callable[..., Any]) -> None:
+        """A prompt that asks to forget something it names: archive what carries it now,
+        through ``submit`` (the writer thread: :func:`forget_said.prompt_job`)."""
+        writer = getattr(self.app, "writer", False)
+        job = writer and forget_said.prompt_job(self.app.store, self.settings, payload)
+        if not job:
+            return
+        try:
+            future = submit(job)
+        except RuntimeError:  # shutting down: extraction honours it at the next start
+            return
+        future.add_done_callback(self.forgotten)
+
+    def forgotten(self, future: Any) -> None:
+        self.vectors.invalidate()
+        if not future.cancelled() and future.exception() is not None:
+            log.warning("archiving what a prompt asked to forget failed: %s", future.exception())
 
     # ---- usage counters, written in batch by the daemon's writer
     def queue_touch(self, ids: Iterable[str]) -> None:

@@ -201,8 +201,6 @@ def recall(
     where = where_clause(scope, kinds, statuses)
     cacheable = vectors is not None and not kinds and tuple(statuses) == ("active",)
     bridged = bridge.bridge(query)  # the query's terms in the other language (zh<->en)
-    carriers = synonyms.search_terms(query)  # "pnpm" for "package manager"
-    text_query = bridged.search_text(query) + (" " + " ".join(carriers) if carriers else "")
     # The query's embedding runs in the batcher's thread while this one finds the full-text
     # candidates and the terms' document frequencies: in the vector cache (BM25 over its
     # texts, the translations searched beside the query's own terms) when it holds the
@@ -213,7 +211,9 @@ def recall(
         wait_started(pending)
     whole, segments = lexical.query_terms(query)
     wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
+    carriers = synonyms.search_terms(query)  # "pnpm" for "package manager"
     searched = list(dict.fromkeys([*wanted, *bridged.search_terms, *carriers]))
+    text_query = " ".join([bridged.search_text(query), *carriers])
     found = vectors.text_search(scope, searched, depth) if cacheable and vectors else None
     stats: tuple[int, dict[str, int]] | None = None
     by_text_future: Future[list[tuple[Memory, float]]] | None = None
@@ -441,8 +441,7 @@ class Signals:
         text = memory.text
         memory_zh = text_is_chinese(text)
         have = lexical.term_set(text)
-        have = synonyms.carried(have, self.query)
-        lex = self.covers(self.bridged.extend(text, have))
+        lex = self.covers(self.bridged.extend(text, synonyms.carried(have, self.query)))
         if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
             lex = max(lex, crossterms.reverse_coverage(lexical.terms(text), self.reach))
         age = age_days(memory.said_at(), self.now_seconds)  # `now` once

@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
+from memd.extract import forget_requests
 from memd.extract.forget_requests import SUBJECT_RES, ForgetRequest
 from memd.models import USER_SCOPE, Memory
 from memd.store.filters import is_in, match
 from memd.store.forgetting import archive_memories
 from memd.store.table import MemoryStore
+
+if TYPE_CHECKING:
+    from memd.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -190,3 +195,23 @@ def honour(
         archived += done
         log.info("a request to forget %s archived %d memories", what(request), len(done))
     return archived
+
+
+def prompt_job(
+    store: MemoryStore, settings: Settings, payload: dict[str, Any]
+) -> Callable[[], list[Memory]] | None:
+    """For a prompt that asks to forget something it names ("forget my home address"), the
+    work that archives what carries it now, so neither the session's next prompts nor the next
+    brief bring it back (extraction does it again with the session's turns, and for a bare
+    "forget that"); None for any other prompt."""
+    prompt = str(payload.get("prompt") or "")
+    if not forget_requests.is_forget_request(prompt):
+        return None
+    from memd.extract.redact import redact
+    from memd.project import resolve_project
+
+    requests = forget_requests.named_in(redact(prompt, settings.redact_patterns))
+    if not requests:
+        return None
+    project = resolve_project(payload.get("cwd") or None)
+    return partial(honour, store, settings.home, project, requests)

@@ -203,7 +203,10 @@ def replaces(new: Memory, old: Memory, cos: float, model_id: str) -> bool:
         return True
     if (new.kind not in STATEMENTS and new.kind != "excerpt") or len(old.text) > MAX_REPLACED:
         return False
-    return current.replaced_claim(new.text, old.text, cos, model_id) is not None
+    # On insert only an explicit retirement ("instead of X", "X has left"); the looser
+    # readings of a change only mark a claim where it is shown (memd.recall.stale).
+    found = current.replaced_claim(new.text, old.text, cos, model_id)
+    return found is not None and found.reason.startswith(("retires", "a new version"))
 
 
 def supersession(
