@@ -182,8 +182,9 @@ def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> l
 
 
 def says_a_change(text: str) -> bool:
-    """Whether an excerpt says a value changed (worth comparing with the typed memories)."""
-    return any(c.retired or (c.cue and c.values) for c in current.claims(text))
+    """Whether an excerpt could supersede a typed memory on insert (:func:`replaces`): it
+    retires a value, or names a value of a family ("3.12", "pnpm") with a change word."""
+    return any(c.retired or (c.cue and c.families) for c in current.claims(text))
 
 
 STATEMENTS = ("decision", "preference", "fact")
