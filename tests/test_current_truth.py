@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from daemon_process import DaemonProcess, served
+from hitdata import hit
 
 from memd.extract import rules
 from memd.recall import lexical, stale, synonyms
@@ -357,13 +358,13 @@ def test_a_claim_said_again_after_a_change_is_current() -> None:
         {"id": "c", "project": "p", "kind": "excerpt", "score": 0.1, "relevant": False, "sources": [{"timestamp": "2026-03-04T10:00:00Z"}],
          "text": "user: We rolled back the Node upgrade. .nvmrc and the Dockerfile are back to 20.11.1."},
     ]  # fmt: skip
-    out = {r["id"]: r for r in stale.mark_replaced(results, {}, MINILM)}
-    assert "[until" not in out["a"]["text"]
+    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+    assert "[until" not in out["a"].text
     assert (
         "22.4.1-slim [until 2026-03-04; now: .nvmrc and the Dockerfile are back to 20.11.1]."
-        in (out["b"]["text"])
+        in (out["b"].text)
     )
-    assert out["c"]["relevant"] and out["c"]["score"] > out["b"]["score"]
+    assert out["c"].relevant and out["c"].score > out["b"].score
 
 
 @pytest.mark.parametrize(

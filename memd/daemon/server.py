@@ -34,6 +34,7 @@ from memd.daemon.pools import Pools
 from memd.daemon.unixsocket import SocketFile, same_user
 from memd.errors import MemdError, UserError
 from memd.heap import release_library_pages, trim_heap
+from memd.recall.hits import chosen_json, left_out_json
 from memd.recall.inject import Injection, Injector
 
 if TYPE_CHECKING:
@@ -467,8 +468,8 @@ class Server:
         result = await self.pools.run("read", lambda: build(payload, dedupe=False, touch=False))
         return {
             "context": result.text,
-            "chosen": result.chosen,
-            "left_out": result.left_out,
+            "chosen": [chosen_json(c) for c in result.chosen],
+            "left_out": [left_out_json(x) for x in result.left_out],
             "reason": result.reason,
         }
 

@@ -27,7 +27,7 @@ from starlette.staticfiles import StaticFiles
 from memd import client
 from memd.errors import DaemonUnavailable, MemdError
 from memd.models import KINDS, STATUSES, USER_SCOPE
-from memd.recall.retrieve import explain
+from memd.recall.hits import breakdown_from_json, explain
 from memd.settings import Settings
 from memd.ui import charts
 from memd.ui.security import CSRF_FIELD, Guard, GuardMiddleware
@@ -120,7 +120,7 @@ def make_env() -> Environment:
     env.filters["bytes"] = human_bytes
     env.filters["when"] = when
     env.filters["when_s"] = lambda stamp: str(stamp or "").replace("T", " ")[:19]
-    env.filters["explain"] = explain
+    env.filters["explain"] = lambda m: explain(breakdown_from_json(m["score_breakdown"]))
     env.globals.update(KINDS=KINDS, STATUSES=STATUSES, USER_SCOPE=USER_SCOPE, quote=quote)
     return env
 
