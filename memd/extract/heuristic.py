@@ -36,7 +36,7 @@ from memd.extract.findings import (
     hook_checks,
     outcome_candidate,
 )
-from memd.extract.keywords import keyword_text, top_keywords, words
+from memd.extract.keywords import keyword_text, prose_text, top_keywords, words
 from memd.extract.records import (
     Commands,
     TodoList,
@@ -435,7 +435,7 @@ def summary_candidate(
     for ep in episodes:
         if ep.by != "user" or ep.request is None or len(asked) >= 2:
             continue
-        for sentence in sentences(keyword_text(ep.request_text)):
+        for sentence in sentences(prose_text(ep.request_text)):
             norm = _norm(sentence)
             if is_small_talk(sentence) or any(norm in s or s in norm for s in stored):
                 continue

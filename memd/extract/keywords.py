@@ -48,6 +48,23 @@ _NOT_WORDS = re.compile(
 )
 
 
+_NOT_PROSE = re.compile(
+    r"\[REDACTED:[^\]]*\]"  # redaction labels
+    r"|```.*?(?:```|\Z)"  # fenced code
+    r"|</?[A-Za-z][\w:-]*(?:\s[^<>]{0,300})?/?>"  # markup tags and their attributes
+    r"|!?\[([^\]\n]{0,200})\]\([^)\s]{0,300}\)",  # markdown links: keep the label
+    re.DOTALL,
+)
+
+
+def prose_text(text: str) -> str:
+    """``text`` without redaction labels, markup tags and fenced code, its URLs kept: what a
+    summary may quote (a sentence whose URL is cut out says something else: "our registry is")."""
+    if "[" not in text and "<" not in text and "`" not in text:
+        return text
+    return _NOT_PROSE.sub(lambda m: f" {m.group(1) or ''} ", text)
+
+
 @lru_cache(maxsize=1024)
 def keyword_text(text: str) -> str:
     """``text`` without redaction labels, markup tags, fenced code and URLs: what words,
