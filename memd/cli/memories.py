@@ -10,6 +10,7 @@ import click
 
 from memd import client
 from memd.cli import handle_errors, settings_from, target_from
+from memd.errors import DaemonUnavailable
 from memd.names import KINDS, USER_SCOPE
 
 IMPORT_ERRORS_SHOWN = 5
@@ -339,7 +340,7 @@ def memories_reindex(ctx: click.Context) -> None:
     settings = settings_from(ctx)
     try:
         reply = client.daemon_request(settings, "reindex")
-    except client.DaemonUnavailable:
+    except DaemonUnavailable:
         app = App(settings).open(writer=True, check_model=False)
         try:
             reply = app.reindex()

@@ -42,6 +42,7 @@ from importlib import metadata, resources
 from pathlib import Path
 
 from memd.atomic import write_atomic
+from memd.embedding.embed import CJK_CLASS
 from memd.recall import lexical
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ MAX_FORMS = 6
 MAX_WORDS_PER_FORM = 8
 """Chinese words kept per English form."""
 
-_ALL_CJK = re.compile(f"^{lexical.CJK_CLASS}+$")
+_ALL_CJK = re.compile(f"^{CJK_CLASS}+$")
 _PAREN = re.compile(r"\(([^()]*)\)")
 _WORD = re.compile(r"^[a-z]{2,}(?:-[a-z]+)*$")
 _SKIP_PREFIXES = (
@@ -107,7 +108,7 @@ _PARTICLES = frozenset(["up", "of"])
 """Dropped from the end of a phrasal verb ("clear up", "dispose of"); a sense ending in any
 other ("write off", "log in") is dropped whole: its verb alone means something else."""
 _GENERIC = frozenset(["time", "times", "way", "ways", "thing", "things", "one", "a", "an", "the"])
-_STEM = lexical._stem.__wrapped__  # type: ignore[attr-defined]  # not the shared cache
+_STEM = lexical._stem.__wrapped__  # not the shared cache
 
 
 def clean_sense(sense: str) -> tuple[str, bool] | None:

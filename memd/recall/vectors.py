@@ -17,9 +17,10 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any, NamedTuple
 
+from memd.embedding.embed import CJK_CLASS
 from memd.heap import trim_heap
 from memd.models import Memory
-from memd.recall.lexical import CJK_CHAR, CJK_CLASS
+from memd.recall.lexical import CJK_CHAR
 from memd.recall.wordindex import WordIndex, no_postings
 from memd.store.filters import match
 from memd.store.layout import from_row

@@ -157,7 +157,8 @@ class UI:
     async def page(self, request: Request, build: Any) -> Response:
         request.scope["memd.started"] = time.perf_counter()
         try:
-            return await build(request)
+            response: Response = await build(request)
+            return response
         except DaemonUnavailable as exc:
             return self.down(request, exc)
         except MemdError as exc:
