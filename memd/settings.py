@@ -23,6 +23,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from memd import kinds
 from memd.errors import ConfigError
 
 ENV_PREFIX = "MEMD_"
@@ -176,16 +177,7 @@ class Settings(BaseSettings):
         default=200, ge=1, description="Optimize after this many written rows."
     )
     half_life_days: dict[str, float] = Field(
-        default_factory=lambda: {
-            "todo": 7.0,
-            "progress": 7.0,
-            "excerpt": 30.0,
-            "summary": 60.0,
-            "fact": 120.0,
-            "bugfix": 120.0,
-            "decision": 365.0,
-            "preference": 365.0,
-        },
+        default_factory=lambda: {k.name: k.half_life_days for k in kinds.KINDS},
         description="Decay half-life per kind, in days.",
     )
     archive_score_threshold: float = Field(

@@ -14,7 +14,7 @@ MAX_LINES = 520
 
 ORDER = [
     # the foundations: no memd imports beyond each other
-    {"__init__", "errors", "names", "settings", "models", "project", "protocol"},
+    {"__init__", "errors", "kinds", "names", "settings", "models", "project", "protocol"},
     {"atomic", "heap", "timestamps", "phrasing", "timeline"},  # small utilities
     {"embedding", "extract"},  # models and extraction: text in, vectors or candidate memories out
     {"ingest"},  # transcripts -> sessions -> segments

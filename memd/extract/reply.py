@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any, Literal, get_args
+from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import CoreSchema
 
+from memd import kinds
 from memd.errors import ExtractionError
 from memd.extract.redact import redact
 from memd.extract.vocabulary import STOPWORDS
@@ -19,17 +20,10 @@ from memd.models import Candidate
 
 log = logging.getLogger(__name__)
 
-LlmKind = Literal["decision", "preference", "fact", "todo", "progress", "bugfix", "summary"]
-LLM_KINDS: tuple[str, ...] = get_args(LlmKind)
+LLM_KINDS: tuple[str, ...] = kinds.names("llm")
+"""The kinds an LLM may answer with (an excerpt is made from the turns, never by a model)."""
 TOOL_NAME = "record_memories"
-_KIND_ALIASES = {
-    "decisions": "decision", "choice": "decision", "prefs": "preference",
-    "preferences": "preference", "convention": "preference", "conventions": "preference",
-    "rule": "preference", "facts": "fact", "note": "fact", "info": "fact", "excerpt": "fact",
-    "task": "todo", "tasks": "todo", "todos": "todo", "open_item": "todo", "next_step": "todo",
-    "done": "progress", "status": "progress", "bug": "bugfix", "fix": "bugfix",
-    "bug_fix": "bugfix", "bugfixes": "bugfix", "overview": "summary",
-}  # fmt: skip
+_KIND_ALIASES = {alias: k.name for k in kinds.KINDS if k.llm for alias in k.llm_aliases}
 _TEXT_KEYS = ("text", "memory", "content", "fact", "statement", "value", "description")
 _SOURCE_KEYS = ("sources", "source_uuids", "source_ids", "source", "turns", "turn_ids", "ids")
 _LIST_KEYS = ("memories", "candidates", "items", "results", "facts", "data", "output")
@@ -61,7 +55,11 @@ class LlmMemory(BaseModel):
         extra="ignore", json_schema_extra={"required": ["kind", "text", "sources"]}
     )
 
-    kind: LlmKind = Field(default="fact", validation_alias=AliasChoices("kind", "type", "category"))
+    kind: str = Field(
+        default="fact",
+        validation_alias=AliasChoices("kind", "type", "category"),
+        json_schema_extra={"enum": list(LLM_KINDS)},
+    )
     text: str = Field(
         min_length=1,
         description="One short, self-contained fact.",

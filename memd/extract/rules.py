@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from memd import kinds
 from memd.extract import vocabulary as vocab
 from memd.extract.vocabulary import tech_in_text
 
@@ -280,16 +281,7 @@ STACK_SAID = _rx(
     r"用的是|使用|基于|我们用|项目用|技术栈",
 )
 
-IMPORTANCE = {
-    "decision": 0.75,
-    "progress": 0.5,
-    "preference": 0.8,
-    "bugfix": 0.7,
-    "todo": 0.6,
-    "fact": 0.55,
-    "summary": 0.5,
-    "excerpt": 0.3,
-}
+IMPORTANCE = {k.name: k.importance for k in kinds.KINDS}
 _STRONG = _rx(r"\b(?:always|never|must)\b", r"必须|一律|永远|务必|禁止")
 
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from memd import kinds
 from memd.models import USER_SCOPE
 from memd.recall import lexical
 from memd.recall.hits import Hit
@@ -39,14 +40,7 @@ KEEP_SHARE = 0.5
 """Of a long turn, the sentences whose match is at least half the best one's are kept."""
 SECTIONS = (
     ("pinned", "Pinned"),
-    ("summary", "Last session"),
-    ("decision", "Decisions"),
-    ("todo", "Open TODOs"),
-    ("preference", "Preferences"),
-    ("fact", "Facts"),
-    ("bugfix", "Fixes"),
-    ("progress", "Progress"),
-    ("excerpt", "Excerpts"),
+    *((k.name, k.section) for k in sorted(kinds.KINDS, key=lambda k: k.block_rank)),
 )
 DATE_PREFIX = re.compile(r"^\[(\d{4}-\d{2}-\d{2})\]\s*")
 SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")

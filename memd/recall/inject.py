@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memd import kinds
 from memd.extract import forget_requests
 from memd.models import USER_SCOPE, Memory
 from memd.names import STOPPED_TOPIC
@@ -49,17 +50,10 @@ HARD_CAP = 10_000
 """Claude Code's cap on hook output, in characters."""
 SEARCH_DEPTH = 24
 
-BRIEF_LIMITS = {"todo": 8, "decision": 8, "preference": 6, "summary": 1, "progress": 1}
+BRIEF_LIMITS = {k.name: k.brief_limit for k in kinds.KINDS if k.brief_limit}
 """How many of each kind a session-start brief considers before the budget trims it (the one
 progress memory is where the last session's work stopped)."""
-BRIEF_BASE = {
-    "pinned": 4.0,
-    "summary": 3.0,
-    "progress": 2.9,
-    "todo": 2.5,
-    "decision": 2.0,
-    "preference": 1.5,
-}
+BRIEF_BASE = {"pinned": 4.0, **{k.name: k.brief_base for k in kinds.KINDS if k.brief_limit}}
 
 
 @dataclass

@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from memd import kinds
 from memd.embedding.embed import is_chinese
 from memd.models import USER_SCOPE, Memory, check_kind
 from memd.recall import bridge, crossterms, lexical, synonyms
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from memd.recall.vectors import VectorCache
 
 RRF_K = 60
-BROAD_KINDS = ("excerpt", "summary")
+BROAD_KINDS = kinds.names("broad")
 """Raw turns and session summaries: broad texts that share words with many prompts, so they
 need ``excerpt_margin`` more relevance than a typed memory."""
 TEXT_SEARCH = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memd-fts")

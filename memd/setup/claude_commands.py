@@ -8,7 +8,14 @@ through a shell, so quotes and ``$`` in what the user types are harmless.
 
 from __future__ import annotations
 
+from memd import kinds
+
 PLUGIN_TOOL_PREFIX = "mcp__plugin_memd_memd__"
+KIND_RULE = (
+    ", ".join(f'"{k.name}" for {k.meaning}' for k in kinds.KINDS if k.addable and k.name != "fact")
+    + ', else "fact"'
+)
+"""How /remember picks a kind: every kind ``memd add`` offers, by what it means."""
 
 COMMANDS: dict[str, str] = {
     "remember": """---
@@ -22,7 +29,7 @@ Arguments: $ARGUMENTS
 
 - text: the arguments without the flags `--pin` and `--global`, word for word.
 - `--pin` given: pin=true. `--global` given: user_wide=true.
-- kind: "preference" for a rule or habit (always, never, prefer, use X), "decision" for a choice made, "todo" for work still to do, else "fact".
+- kind: {kind_rule}.
 """,
     "recall": """---
 description: Show what memd remembers about a topic (this project and user-wide)
@@ -50,4 +57,4 @@ Forgetting archives a memory: memd stops offering it, and `memd restore ID` brin
 
 def render(name: str, tool_prefix: str) -> str:
     """The command file ``name``.md with memd's tools under ``tool_prefix``."""
-    return COMMANDS[name].replace("{p}", tool_prefix)
+    return COMMANDS[name].replace("{p}", tool_prefix).replace("{kind_rule}", KIND_RULE)

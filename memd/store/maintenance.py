@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memd import kinds
 from memd.models import Memory, now_iso
 from memd.store import archive, profiles, similar
 from memd.store.filters import Filter, clause, match
@@ -50,7 +51,7 @@ MIN_SCORE = 0.0001
 DEDUPE_BLOCK = 512
 UPDATE_CHUNK = 5000
 RESULT_LIST_MAX = 20
-DURABLE = frozenset({"decision", "preference", "fact", "bugfix"})
+DURABLE = frozenset(kinds.names("durable"))
 """Kinds that stay true until something replaces them: never archived for their age alone,
 and the last a full project gives up."""
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memd import kinds
 from memd.models import Memory, now_iso
 from memd.store import archive
 from memd.store.filters import clause, match
@@ -53,7 +54,7 @@ GENERIC = frozenset(
         *("implement", "implemented", "resolve", "resolved"),
     }
 )
-CLOSING_KINDS = ("progress", "decision", "fact", "bugfix", "preference", "summary", "excerpt")
+CLOSING_KINDS = kinds.names("closes_todos")
 """Kinds whose text may say a TODO is done (any kind but another TODO)."""
 
 

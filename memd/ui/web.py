@@ -24,7 +24,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from memd import client
+from memd import client, kinds
 from memd.errors import DaemonUnavailable, MemdError
 from memd.models import KINDS, STATUSES, USER_SCOPE
 from memd.recall.hits import breakdown_from_json, explain
@@ -38,7 +38,7 @@ SEARCH_LIMIT = 20
 TIMEOUT = 30.0
 
 
-KNOWLEDGE = [k for k in KINDS if k != "excerpt"]
+KNOWLEDGE = [k.name for k in kinds.KINDS if not k.raw]
 """The Memories page's default view: what memd learned, without the raw excerpts."""
 BULK_ACTIONS = ("forget", "restore", "pin", "unpin")
 BULK_DONE = {"forget": "forgot", "restore": "restored", "pin": "pinned", "unpin": "unpinned"}
@@ -404,8 +404,17 @@ class UI:
             Route("/preview", wrap(self.preview)),
             Route("/sessions", wrap(self.sessions)),
             Route("/health", wrap(self.health)),
+            Route("/kinds.css", kinds_css),
             Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
         ]
+
+
+KINDS_CSS = "".join(f".kind-{k.name} {{ background: {k.tint}; }}\n" for k in kinds.KINDS)
+"""Each kind's label colour, from the registry (a kind added there gets its colour here)."""
+
+
+async def kinds_css(request: Request) -> Response:
+    return Response(KINDS_CSS, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
 
 
 def create_app(settings: Settings, guard: Guard) -> Any:
