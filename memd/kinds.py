@@ -26,6 +26,7 @@ class Kind:
         "importance",
         "llm",
         "llm_aliases",
+        "llm_meaning",
         "meaning",
         "name",
         "raw",
@@ -76,6 +77,8 @@ class Kind:
     """Stored turns rather than knowledge: the viewer's knowledge view leaves it out."""
     meaning: str
     """What it is, in a few words, for the texts that list the kinds to a model or a person."""
+    llm_meaning: str
+    """What it is, as the LLM extraction prompt explains it (for the kinds an LLM may return)."""
 
     def __init__(
         self,
@@ -89,6 +92,7 @@ class Kind:
         colour: str,
         tint: str,
         meaning: str,
+        llm_meaning: str = "",
         durable: bool = False,
         supersedable: bool = False,
         statement: bool = False,
@@ -125,6 +129,7 @@ KINDS: tuple[Kind, ...] = (
         colour="#4e79a7",
         tint="#dbe6f5",
         meaning="a choice made",
+        llm_meaning="a choice made, with its reason when the turns give one",
         durable=True,
         supersedable=True,
         statement=True,
@@ -144,6 +149,7 @@ KINDS: tuple[Kind, ...] = (
         colour="#f28e2b",
         tint="#fde3cc",
         meaning="a rule or habit (always, never, prefer, use X)",
+        llm_meaning="how the user wants work done: code, tools, style, process, things to always or never do; a remark about their life is not a preference",
         durable=True,
         supersedable=True,
         statement=True,
@@ -164,6 +170,7 @@ KINDS: tuple[Kind, ...] = (
         colour="#59a14f",
         tint="#dcefd9",
         meaning="how things are: the stack, where things live, how to run them",
+        llm_meaning="tech stack, project structure, commands run, where things live; facts a person states about themselves",
         durable=True,
         supersedable=True,
         statement=True,
@@ -182,6 +189,7 @@ KINDS: tuple[Kind, ...] = (
         colour="#e15759",
         tint="#f9d9da",
         meaning="work still to do",
+        llm_meaning="open items still to do; a sentence saying something is done is progress, never a todo",
         brief_limit=8,
         brief_base=2.5,
         llm_aliases=("task", "tasks", "todos", "open_item", "next_step"),
@@ -197,6 +205,7 @@ KINDS: tuple[Kind, ...] = (
         colour="#76b7b2",
         tint="#dcefee",
         meaning="what was completed",
+        llm_meaning="what was completed",
         closes_todos=True,
         brief_limit=1,
         brief_base=2.9,
@@ -212,6 +221,7 @@ KINDS: tuple[Kind, ...] = (
         colour="#edc948",
         tint="#fbf1c7",
         meaning="the cause of a bug and its fix",
+        llm_meaning="the cause of a bug and its fix",
         durable=True,
         supersedable=True,
         closes_todos=True,
@@ -228,6 +238,7 @@ KINDS: tuple[Kind, ...] = (
         colour="#b07aa1",
         tint="#ecdde8",
         meaning="what a session worked on",
+        llm_meaning="exactly one: one short line on what this piece worked on, the requests and files; do not repeat the decisions, fixes and todos listed separately, and skip greetings and small talk",
         closes_todos=True,
         broad=True,
         brief_limit=1,
