@@ -22,6 +22,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from memd import __version__, protocol
+from memd.kinds import KINDS as KIND_SPECS
 from memd.kinds import listed
 from memd.models import KINDS, USER_SCOPE
 
@@ -135,7 +136,8 @@ kinds: any of {listed(last="or")}.
 Returns memories with ids, kinds, dates and provenance (source sessions and lines)."""
 ADD_DOC = f"""Remember TEXT in this project (user_wide: in every project). Secrets are redacted.
 
-kind: {listed("addable")}. pin: always in the session brief."""
+kind: {"; ".join(f"{k.name} for {k.meaning}" for k in KIND_SPECS if k.addable)}.
+pin: always in the session brief."""
 
 
 def build_server(socket_path: str) -> MCPServer:

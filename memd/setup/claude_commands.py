@@ -8,14 +8,7 @@ through a shell, so quotes and ``$`` in what the user types are harmless.
 
 from __future__ import annotations
 
-from memd import kinds
-
 PLUGIN_TOOL_PREFIX = "mcp__plugin_memd_memd__"
-KIND_RULE = (
-    ", ".join(f'"{k.name}" for {k.meaning}' for k in kinds.KINDS if k.addable and k.name != "fact")
-    + ', else "fact"'
-)
-"""How /remember picks a kind: every kind ``memd add`` offers, by what it means."""
 
 COMMANDS: dict[str, str] = {
     "remember": """---
@@ -29,7 +22,7 @@ Arguments: $ARGUMENTS
 
 - text: the arguments without the flags `--pin` and `--global`, word for word.
 - `--pin` given: pin=true. `--global` given: user_wide=true.
-- kind: {kind_rule}.
+- kind: the one of the tool's kinds that says what the text is (the tool describes each); "fact" when none fits.
 """,
     "recall": """---
 description: Show what memd remembers about a topic (this project and user-wide)
@@ -57,4 +50,4 @@ Forgetting archives a memory: memd stops offering it, and `memd restore ID` brin
 
 def render(name: str, tool_prefix: str) -> str:
     """The command file ``name``.md with memd's tools under ``tool_prefix``."""
-    return COMMANDS[name].replace("{p}", tool_prefix).replace("{kind_rule}", KIND_RULE)
+    return COMMANDS[name].replace("{p}", tool_prefix)
