@@ -46,7 +46,7 @@ class Kind:
     importance: float
     """The importance extraction gives it unless a rule says otherwise."""
     half_life_days: float
-    """How fast an unused one decays (the default of the ``half_life_days`` setting)."""
+    """How fast an unused one decays, in days (the ``half_life_days`` setting may say otherwise)."""
     colour: str
     """Its colour in the viewer's charts."""
     tint: str

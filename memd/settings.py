@@ -23,7 +23,6 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from memd import kinds
 from memd.errors import ConfigError
 
 ENV_PREFIX = "MEMD_"
@@ -177,8 +176,8 @@ class Settings(BaseSettings):
         default=200, ge=1, description="Optimize after this many written rows."
     )
     half_life_days: dict[str, float] = Field(
-        default_factory=lambda: {k.name: k.half_life_days for k in kinds.KINDS},
-        description="Decay half-life per kind, in days.",
+        default_factory=dict,
+        description="Decay half-life in days of the kinds named (others: their own, memd/kinds.py).",
     )
     archive_score_threshold: float = Field(
         default=0.05, ge=0, description="Score under which an unused memory may be archived."
@@ -392,7 +391,7 @@ def toml_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, dict):
         inner = ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items())
-        return "{ " + inner + " }"
+        return "{ " + inner + " }" if inner else "{}"
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'

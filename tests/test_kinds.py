@@ -42,7 +42,6 @@ def test_every_table_holds_every_kind() -> None:
 
     assert tuple(CHOICES) == NAMES
     assert set(IMPORTANCE) == set(NAMES)
-    assert set(Settings().half_life_days) == set(NAMES)
     assert set(SECTION_TITLES) == {"pinned", *NAMES}
     assert set(HEADING_TO_KIND.values()) == set(NAMES)
     assert set(PALETTE) >= set(NAMES)
