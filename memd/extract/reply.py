@@ -17,6 +17,7 @@ from memd.errors import ExtractionError
 from memd.extract.redact import redact
 from memd.extract.vocabulary import STOPWORDS
 from memd.models import Candidate
+from memd.text.chinese import CJK_RUN
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +198,7 @@ CANDIDATE_SCHEMA: dict[str, Any] = LlmOutput.model_json_schema(schema_generator=
 GROUNDED_MIN_SHARE = 0.5
 """An LLM memory is dropped when under half of its content words are in the turns it cites."""
 _LATIN = re.compile(r"[a-z][a-z0-9_-]{2,}")
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_CJK_RUN = CJK_RUN
 
 
 def _stem(word: str) -> str:

@@ -13,6 +13,7 @@ import re
 from memd import kinds
 from memd.extract import vocabulary as vocab
 from memd.extract.vocabulary import tech_in_text
+from memd.text.chinese import CJK_CHAR
 
 SENTENCE_MAX = 400
 
@@ -25,7 +26,7 @@ _NOISE_BLOCKS = re.compile(
 )
 _CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _INTERRUPTED = re.compile(r"\[Request interrupted by user[^\]]*\]")
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK = CJK_CHAR
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
 _BULLET = re.compile(r"^\s*(?:[-*•>]+|\d+[.)]|#+)\s*")
 _FILLER = re.compile(

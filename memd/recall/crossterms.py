@@ -8,8 +8,9 @@ import re
 from functools import lru_cache
 
 from memd.recall import lexical
+from memd.text.chinese import CJK_CHAR
 
-_CJK_CHAR = lexical.CJK_CHAR
+_CJK_CHAR = CJK_CHAR
 _PART_SPLIT = re.compile(r"[-_./]+")
 
 

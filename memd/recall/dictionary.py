@@ -42,8 +42,8 @@ from importlib import metadata, resources
 from pathlib import Path
 
 from memd.atomic import write_atomic
-from memd.embedding.embed import CJK_CLASS
 from memd.recall import lexical
+from memd.text.chinese import CJK_CLASS
 
 log = logging.getLogger(__name__)
 

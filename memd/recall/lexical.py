@@ -17,13 +17,13 @@ import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-from memd.embedding.embed import CJK_CLASS
+from memd.text.chinese import CJK_CHAR as CJK_CHAR
+from memd.text.chinese import RANGES
 
 _TOKEN = re.compile(
-    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"  # a Chinese run
-    r"|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[._+#/-][^\W_\u3400-\u9fff]+)*[+#]*"
+    rf"[{RANGES}]+"  # a Chinese run
+    rf"|[^\W_{RANGES}]+(?:[._+#/-][^\W_{RANGES}]+)*[+#]*"
 )
-CJK_CHAR = re.compile(CJK_CLASS)
 _CJK_STOP_TEXT = """
 怎么样 怎么 怎样 什么 哪个 哪些 哪里 哪儿 如何 是否 应该 可以 需要 已经 现在 之前 之后 以前
 以后 时候 多少 几个 几次 还是 或者 以及 并且 而且 但是 因为 所以 如果 然后 关于 一直 总是 所有

@@ -35,12 +35,12 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from memd import kinds
-from memd.embedding.embed import is_chinese
 from memd.models import USER_SCOPE, Memory, check_kind
 from memd.recall import bridge, crossterms, lexical, synonyms
 from memd.recall.hits import BriefScore, Hit, Relevance
 from memd.store.filters import Filter, is_in, match
 from memd.store.table import MemoryStore
+from memd.text.chinese import is_chinese
 from memd.timestamps import epoch_seconds
 
 if TYPE_CHECKING:

@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any, NamedTuple
 
-from memd.embedding.embed import CJK_CLASS
 from memd.heap import trim_heap
 from memd.models import Memory
 from memd.recall.lexical import CJK_CHAR
 from memd.recall.wordindex import WordIndex, no_postings
 from memd.store.filters import match
 from memd.store.layout import from_row
+from memd.text.chinese import CJK_CLASS
 
 CACHE_MAX_ROWS = 20_000
 """A project with more active memories than this is searched in the table instead."""

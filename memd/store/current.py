@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from memd.store import roles, similar
+from memd.text.chinese import RANGES
 
 _SENTENCE = re.compile(
     r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.!?;])\s+|(?<=[。！？；])\s*(?=\S)|\n+"
@@ -44,7 +45,7 @@ MAX_VALUES = 8
 """A sentence naming more values is a list (files, commands), not a statement of one."""
 RECORDS = ("Files changed for ",)
 """Typed memories that record what was done (event records): never replaced."""
-_CJK = r"\u3400-\u9fff"
+_CJK = RANGES
 _V = r"(?:--?|[#@])?[\w][\w.+/:#@-]*[\w+#]|[#@]?\w"
 """A value as written: a name, a number, a version, a path, a host, a #channel."""
 _RETIRED = [

@@ -27,6 +27,7 @@ from functools import lru_cache
 
 from memd.store import roles
 from memd.store.profiles import profile_for
+from memd.text.chinese import RANGES
 
 # ---- text features
 
@@ -107,12 +108,12 @@ _CHANGE = re.compile(
 _ALSO = re.compile(r"\b(?:also|too|as well|additionally|in addition|both)\b|同时|也|还(?!原)|另外")
 _CJK_STOP = re.compile(
     r"我们|你们|他们|现在|统一|都|也|就|把|被|吧|呢|啊|了|着|的|是|在|使用|采用|通过|进行|一下|"
-    r"一遍|需要|要(?!求)|用(?![户例])|为|所有|之前|以前|上(?=$)|做(?=[\u3400-\u9fff])|作为|由|"
-    r"执行|运行|跑|走|放在|位于|一次|每隔|先|和|与|及|加|三个|两个|中|到(?=[\u3400-\u9fff])|"
+    rf"一遍|需要|要(?!求)|用(?![户例])|为|所有|之前|以前|上(?=$)|做(?=[{RANGES}])|作为|由|"
+    rf"执行|运行|跑|走|放在|位于|一次|每隔|先|和|与|及|加|三个|两个|中|到(?=[{RANGES}])|"
     r"不要|不能|不用|不需要|不再|禁止|别|勿|没有|无需|避免|不|分钟|小时|秒|天|次|个|"
     r"设置|设为|调整|改为|改成|改用|换成|换用|提高到|降低到|发送|上报|推送"
 )
-_CJK = r"\u3400-\u9fff\uf900-\ufaff"
+_CJK = RANGES
 _TOKEN = re.compile(
     rf"(?P<w>[a-z0-9_@~$][a-z0-9_]*(?:(?:[.\-/:+#@~]|://)+[a-z0-9_]+)*[+#]*)|(?P<c>[{_CJK}]+)"
 )
