@@ -18,6 +18,7 @@ from memd.extract.redact import redact
 from memd.extract.vocabulary import STOPWORDS
 from memd.models import Candidate
 from memd.text.chinese import CJK_RUN
+from memd.text.stems import grounding_stem
 
 log = logging.getLogger(__name__)
 
@@ -201,14 +202,10 @@ _LATIN = re.compile(r"[a-z][a-z0-9_-]{2,}")
 _CJK_RUN = CJK_RUN
 
 
-def _stem(word: str) -> str:
-    return word[:5]
-
-
 def content_units(text: str) -> list[str]:
     """Content words (stemmed to five letters, stop words left out) and Chinese bigrams."""
     low = text.lower()
-    units = [_stem(w) for w in _LATIN.findall(low) if w not in STOPWORDS]
+    units = [grounding_stem(w) for w in _LATIN.findall(low) if w not in STOPWORDS]
     for run in _CJK_RUN.findall(text):
         units += [run[i : i + 2] for i in range(len(run) - 1)] or [run]
     return units
@@ -220,7 +217,7 @@ def grounded_share(text: str, said: str) -> float:
     if len(units) < 3:
         return 1.0  # too short to judge
     low = said.lower()
-    stems = {_stem(w) for w in _LATIN.findall(low)}
+    stems = {grounding_stem(w) for w in _LATIN.findall(low)}
     present = sum(1 for u in units if (u in stems if u.isascii() else u in said))
     return present / len(units)
 

@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from memd.text.chinese import CJK_CHAR as CJK_CHAR
 from memd.text.chinese import RANGES
+from memd.text.stems import search_stem
 
 _TOKEN = re.compile(
     rf"[{RANGES}]+"  # a Chinese run
@@ -105,28 +106,6 @@ again us one two way ways time times
 STOP = frozenset(_STOP_TEXT.split())
 
 
-@lru_cache(maxsize=1 << 16)
-def _stem(word: str) -> str:
-    """A light, consistent stemmer: plural and common suffixes only. Query and memory go
-    through the same function, so what matters is that variants meet, not that stems are real
-    words."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    if word.endswith("'s"):
-        word = word[:-2]
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("ing") and len(word) > 5:
-        return word[:-3]
-    if word.endswith("ed") and len(word) > 4:
-        return word[:-2]
-    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
 @lru_cache(maxsize=8192)
 def terms(text: str) -> tuple[str, ...]:
     """The meaningful terms of ``text``, in order, repeats kept."""
@@ -156,7 +135,7 @@ def _word_term(token: str) -> str | None:
         return None
     if len(token) == 1 and not token.isdigit():
         return None
-    return _stem(token)
+    return search_stem(token)
 
 
 _IDENTIFIER = re.compile(

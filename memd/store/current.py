@@ -25,6 +25,7 @@ from functools import lru_cache
 
 from memd.store import roles, similar
 from memd.text.chinese import RANGES
+from memd.text.stems import statement_stem
 
 _SENTENCE = re.compile(
     r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.!?;])\s+|(?<=[。！？；])\s*(?=\S)|\n+"
@@ -130,7 +131,7 @@ def _listed(words: str) -> frozenset[str]:
 
 
 GENERIC = frozenset(
-    similar._stem(w)
+    statement_stem(w)
     for w in _listed(
         """
     add added fix fixed run ran make file files test tests pass passed check checked work works
@@ -221,7 +222,7 @@ def _names(sentence: str) -> set[str]:
     out = set()
     for m in _NAME.finditer(sentence):
         word = m.group("w").lower()
-        if similar._stem(word) in GENERIC or word in similar._STOP:
+        if statement_stem(word) in GENERIC or word in similar._STOP:
             continue
         initial = m.start("w") == 0 or m.group("at").strip() != ""
         following = m.group("next")
@@ -266,7 +267,7 @@ def claim(sentence: str) -> Claim | None:
             for r in retired
             if (len(r) > 1 or r.isdigit())
             and r not in similar._STOP
-            and similar._stem(r) not in GENERIC
+            and statement_stem(r) not in GENERIC
         ),
         cue=_CUE.search(sentence) is not None,
         also=_ALSO.search(sentence) is not None,
@@ -334,7 +335,7 @@ def slot(sentence: str, value: str) -> frozenset[str]:
         for near in content[max(0, i - SLOT_WINDOW) : i] + content[i + 1 : i + 1 + SLOT_WINDOW]:
             if near == value:
                 continue
-            stem = similar._stem(near)
+            stem = statement_stem(near)
             if stem not in GENERIC:
                 out.add(stem)
     return frozenset(out)
@@ -343,7 +344,7 @@ def slot(sentence: str, value: str) -> frozenset[str]:
 def _noun_after(sentence: str, value: str) -> frozenset[str]:
     """The stem of the word after ``value`` in ``sentence`` ("approval" of "two approvals")."""
     m = re.search(rf"(?<![\w-]){re.escape(value)}\s+([a-z][\w-]*)", sentence.casefold())
-    return frozenset([similar._stem(m.group(1))]) if m else frozenset()
+    return frozenset([statement_stem(m.group(1))]) if m else frozenset()
 
 
 def _stem_of(path: str) -> str:

@@ -28,6 +28,7 @@ from functools import lru_cache
 from memd.store import roles
 from memd.store.profiles import profile_for
 from memd.text.chinese import RANGES
+from memd.text.stems import statement_stem
 
 # ---- text features
 
@@ -123,12 +124,6 @@ _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _VALUE_SHAPE = re.compile(r"[0-9._/:#+@]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _NOT = re.compile(r"(?<=[a-z])n't\b")
-_IRREGULAR = {
-    "built": "build", "sent": "send", "written": "write", "wrote": "write", "shown": "show",
-    "ran": "run", "kept": "keep", "taken": "take", "took": "take", "came": "come",
-    "went": "go", "made": "make", "held": "hold", "chosen": "choose", "chose": "choose",
-    "maximum": "max", "minimum": "min", "larger": "large", "smaller": "small",
-}  # fmt: skip
 
 
 @lru_cache(maxsize=8192)
@@ -156,25 +151,6 @@ def normalize(text: str) -> str:
                 continue
         out.append(tok)
     return " ".join(out)
-
-
-def _stem(word: str) -> str:
-    word = _IRREGULAR.get(word, word)
-    if not word.isalpha() or len(word) <= 3:
-        return word
-    if word.endswith(("ies", "ied")) and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("ing") and len(word) > 5:
-        word = word[:-3]
-    elif (word.endswith("ed") and len(word) > 4) or word.endswith(("ches", "shes", "sses", "xes")):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
-    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "slz":
-        word = word[:-1]  # "committed" -> "commit"
-    return word
 
 
 @dataclass(frozen=True)
@@ -212,7 +188,7 @@ def _word_token(raw: str) -> tuple[str, bool, int, str]:
     article = tok in _ARTICLES
     if tok in _STOP:
         return tok, article, _STOPPED, ""
-    stem = _stem(tok)
+    stem = statement_stem(tok)
     unit = _UNITS.get(tok) or _UNITS.get(tok[:-1] if tok.endswith("s") else tok) or _UNITS.get(stem)
     if unit:
         return tok, article, _UNIT, unit
