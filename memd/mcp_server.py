@@ -26,6 +26,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from memd import __version__
 from memd.client import AsyncDaemonClient, DaemonClient
 from memd.errors import DaemonNoReply, DaemonUnavailable, MemdError
+from memd.kinds import KINDS as KIND_SPECS
+from memd.kinds import listed
 from memd.models import KINDS, USER_SCOPE
 
 REQUEST_TIMEOUT = 30.0
@@ -120,20 +122,25 @@ def timeline(memories: Sequence[Mapping[str, Any]], sessions: int) -> list[dict[
     return rows[:sessions]
 
 
+SEARCH_DOC = f"""Search memd's memories of this project (and user-wide ones) by meaning and words.
+
+kinds: any of {listed(last="or")}.
+Returns memories with ids, kinds, dates and provenance (source sessions and lines)."""
+ADD_DOC = f"""Remember TEXT in this project (user_wide: in every project). Secrets are redacted.
+
+kind: {"; ".join(f"{k.name} for {k.meaning}" for k in KIND_SPECS if k.addable)}.
+pin: always in the session brief."""
+
+
 def build_server(socket_path: str) -> MCPServer:
     client = DaemonClient(socket_path, timeout=REQUEST_TIMEOUT)
     daemon = AsyncDaemonClient(client, functools.partial(tool_error, socket_path))
     server: MCPServer = MCPServer(name="memd", version=__version__, instructions=INSTRUCTIONS)
 
-    @server.tool()
+    @server.tool(description=SEARCH_DOC)
     async def memory_search(
         query: str, limit: int = 10, kinds: list[str] | None = None, ctx: Context | None = None
     ) -> dict[str, Any]:
-        """Search memd's memories of this project (and user-wide ones) by meaning and words.
-
-        kinds: any of decision, preference, todo, bugfix, fact, summary, excerpt.
-        Returns memories with ids, kinds, dates and provenance (source sessions and lines).
-        """
         for kind in kinds or []:
             if kind not in KINDS:
                 raise ToolError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}")
@@ -145,7 +152,7 @@ def build_server(socket_path: str) -> MCPServer:
         )
         return {"memories": [brief(r, r.get("score")) for r in reply["results"]]}
 
-    @server.tool()
+    @server.tool(description=ADD_DOC)
     async def memory_add(
         text: str,
         kind: str = "fact",
@@ -153,10 +160,6 @@ def build_server(socket_path: str) -> MCPServer:
         user_wide: bool = False,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """Remember TEXT in this project (user_wide: in every project). Secrets are redacted.
-
-        kind: decision, preference, todo, bugfix or fact. pin: always in the session brief.
-        """
         reply = await daemon.add(
             text=text,
             kind=kind,

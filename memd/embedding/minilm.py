@@ -12,7 +12,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memd.embedding.embed import MAX_TOKENS, QUERY_MODEL, assemble_minilm
+from memd.embedding.minilm_files import MAX_TOKENS, QUERY_MODEL, assemble_minilm
 from memd.errors import StoreError
 
 if TYPE_CHECKING:

@@ -168,7 +168,8 @@ class Doctor(SetupChecks):
 
     def check_schema(self) -> Check:
         """Schema versions of the store and the state DB, and the migrations still pending."""
-        from memd.store import migrations
+        from memd.ingest.state import STATE_VERSION
+        from memd.store import migrations, table
 
         try:
             steps = migrations.pending(self.settings)
@@ -177,8 +178,8 @@ class Doctor(SetupChecks):
         store = migrations.store_version(self.settings)
         state = migrations.state_version(self.settings)
         shown = (
-            f"store v{migrations.STORE_VERSION if store is None else store}, "
-            f"state v{migrations.STATE_VERSION if state is None else state}"
+            f"store v{table.STORE_VERSION if store is None else store}, "
+            f"state v{STATE_VERSION if state is None else state}"
         )
         if not steps:
             return Check("schema", "ok", f"{shown}; no migration pending")

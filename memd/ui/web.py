@@ -24,11 +24,11 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from memd import protocol
+from memd import kinds, protocol
 from memd.client import AsyncDaemonClient, DaemonClient
 from memd.errors import DaemonUnavailable, MemdError
 from memd.models import KINDS, STATUSES, USER_SCOPE
-from memd.recall.retrieve import explain
+from memd.recall.hits import breakdown_from_json, explain
 from memd.settings import Settings
 from memd.ui import charts
 from memd.ui.security import CSRF_FIELD, Guard, GuardMiddleware
@@ -39,7 +39,7 @@ SEARCH_LIMIT = 20
 TIMEOUT = 30.0
 
 
-KNOWLEDGE = [k for k in KINDS if k != "excerpt"]
+KNOWLEDGE = [k.name for k in kinds.KINDS if not k.raw]
 """The Memories page's default view: what memd learned, without the raw excerpts."""
 BULK_ACTIONS = ("forget", "restore", "pin", "unpin")
 BULK_DONE = {"forget": "forgot", "restore": "restored", "pin": "pinned", "unpin": "unpinned"}
@@ -108,7 +108,7 @@ def make_env() -> Environment:
     env.filters["bytes"] = human_bytes
     env.filters["when"] = when
     env.filters["when_s"] = lambda stamp: str(stamp or "").replace("T", " ")[:19]
-    env.filters["explain"] = explain
+    env.filters["explain"] = lambda m: explain(breakdown_from_json(m["score_breakdown"]))
     env.globals.update(KINDS=KINDS, STATUSES=STATUSES, USER_SCOPE=USER_SCOPE, quote=quote)
     return env
 
@@ -147,7 +147,8 @@ class UI:
     ) -> Response:
         request.scope["memd.started"] = time.perf_counter()
         try:
-            return await build(request)
+            response: Response = await build(request)
+            return response
         except DaemonUnavailable as exc:
             return self.down(request, exc)
         except MemdError as exc:
@@ -397,8 +398,17 @@ class UI:
             Route("/preview", wrap(self.preview)),
             Route("/sessions", wrap(self.sessions)),
             Route("/health", wrap(self.health)),
+            Route("/kinds.css", kinds_css),
             Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
         ]
+
+
+KINDS_CSS = "".join(f".kind-{k.name} {{ background: {k.tint}; }}\n" for k in kinds.KINDS)
+"""Each kind's label colour, from the registry (a kind added there gets its colour here)."""
+
+
+async def kinds_css(request: Request) -> Response:
+    return Response(KINDS_CSS, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
 
 
 def create_app(settings: Settings, guard: Guard) -> Any:
