@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-import anyio.to_thread
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -24,7 +24,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from memd import client, kinds
+from memd import kinds, protocol
+from memd.client import AsyncDaemonClient, DaemonClient
 from memd.errors import DaemonUnavailable, MemdError
 from memd.models import KINDS, STATUSES, USER_SCOPE
 from memd.recall.hits import breakdown_from_json, explain
@@ -72,19 +73,6 @@ def bulk_notice(params: Any) -> str:
     return f"{BULK_DONE[action].capitalize()} {what}."
 
 
-class Daemon:
-    """Socket requests to the daemon, off the event loop."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-
-    async def __call__(self, cmd: str, **args: Any) -> dict[str, Any]:
-        def call() -> dict[str, Any]:
-            return client.daemon_request(self.settings, cmd, timeout=TIMEOUT, **args)
-
-        return await anyio.to_thread.run_sync(call)
-
-
 def short_project(project: str) -> str:
     """The last two path parts of a project (the full path is in the title attribute)."""
     if project.startswith("user:"):
@@ -129,7 +117,7 @@ class UI:
     def __init__(self, settings: Settings, guard: Guard) -> None:
         self.settings = settings
         self.guard = guard
-        self.daemon = Daemon(settings)
+        self.daemon = AsyncDaemonClient(DaemonClient(settings, timeout=TIMEOUT))
         self.env = make_env()
 
     # ---- rendering
@@ -154,7 +142,9 @@ class UI:
         status = 404 if "no memory with id" in text else 400
         return self.render("error.html", request, code=status, error=text, page="error")
 
-    async def page(self, request: Request, build: Any) -> Response:
+    async def page(
+        self, request: Request, build: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
         request.scope["memd.started"] = time.perf_counter()
         try:
             response: Response = await build(request)
@@ -165,11 +155,11 @@ class UI:
             return self.failed(request, exc)
 
     async def projects_list(self) -> list[str]:
-        return list((await self.daemon("projects", fresh=False))["projects"])
+        return list((await self.daemon.projects(fresh=False))["projects"])
 
     # ---- pages
     async def projects(self, request: Request) -> Response:
-        reply = await self.daemon("stats", fresh=False)
+        reply = await self.daemon.stats(fresh=False)
         return self.render(
             "projects.html", request, stats=reply["stats"], table=reply.get("table", {})
         )
@@ -198,9 +188,9 @@ class UI:
             "order": order,
             "excerpts": "1" if with_excerpts and kind != "excerpt" else "",
         }
+        rows: Sequence[Mapping[str, Any]]
         if q:
-            reply = await self.daemon(
-                "find",
+            found = await self.daemon.find(
                 query=q,
                 project=project or None,
                 kind=kind,
@@ -209,10 +199,9 @@ class UI:
                 pinned=pinned,
                 limit=SEARCH_LIMIT,
             )
-            rows, total, pages = reply["results"], len(reply["results"]), 1
+            rows, total, pages = found["results"], len(found["results"]), 1
         else:
-            reply = await self.daemon(
-                "list",
+            listed = await self.daemon.list_memories(
                 project=project or None,
                 all_projects=not project,
                 kind=kind,
@@ -224,7 +213,7 @@ class UI:
                 limit=PAGE_SIZE,
                 order=order,
             )
-            rows, total = reply["memories"], int(reply["total"])
+            rows, total = listed["memories"], int(listed["total"])
             pages = max(1, math.ceil(total / PAGE_SIZE))
         keep = {k: v for k, v in filters.items() if v}
         return self.render(
@@ -245,7 +234,7 @@ class UI:
 
     async def memory(self, request: Request) -> Response:
         mid = request.path_params["id"]
-        memory = (await self.daemon("show", id=mid, excerpts=True, turns=True))["memory"]
+        memory = (await self.daemon.show(id=mid, excerpts=True, turns=True))["memory"]
         return self.render(
             "memory.html",
             request,
@@ -258,7 +247,7 @@ class UI:
         action = request.path_params["action"]
         form = dict(parse_qsl((await request.body()).decode("utf-8", "replace")))
         if action == "edit":
-            args: dict[str, Any] = {"id": mid}
+            args: protocol.EditRequest = {"id": mid}
             if "text" in form:
                 args["text"] = form["text"]
             if form.get("kind"):
@@ -268,15 +257,15 @@ class UI:
                     args["importance"] = float(form["importance"])
                 except ValueError:
                     raise MemdError("importance must be a number between 0 and 1") from None
-            await self.daemon("edit", **args)
+            await self.daemon.edit(**args)
         elif action in ("pin", "unpin"):
-            await self.daemon("pin", id=mid, pinned=action == "pin")
+            await self.daemon.pin(id=mid, pinned=action == "pin")
         elif action == "forget":
-            await self.daemon("forget", id=mid, reason="forgotten in memd ui")
+            await self.daemon.forget(id=mid, reason="forgotten in memd ui")
         elif action == "restore":
-            await self.daemon("restore", id=mid)
+            await self.daemon.restore(id=mid)
         elif action == "delete":
-            reply = await self.daemon("forget", id=mid, purge=True)
+            reply = await self.daemon.forget(id=mid, purge=True)
             return self.render(
                 "deleted.html", request, forgotten=reply["forgotten"], text=reply.get("text", "")
             )
@@ -298,21 +287,27 @@ class UI:
         if not ids:
             return RedirectResponse(with_notice(back, "none", 0), status_code=303)
         if action == "forget":
-            reply = await self.daemon("forget", ids=ids, reason="forgotten in memd ui")
+            reply = await self.daemon.forget(ids=ids, reason="forgotten in memd ui")
             done = len(reply["forgotten"])
         elif action == "restore":
-            done = len((await self.daemon("restore", ids=ids))["restored"])
+            done = len((await self.daemon.restore(ids=ids))["restored"])
         else:
-            done = len((await self.daemon("pin", ids=ids, pinned=action == "pin"))["ids"])
+            done = len((await self.daemon.pin(ids=ids, pinned=action == "pin"))["ids"])
         return RedirectResponse(with_notice(back, action, done), status_code=303)
 
     async def restore_many(self, request: Request) -> Response:
         """Restore every archived memory of a project, a session or a cleanup run."""
         fields = dict(parse_qsl((await request.body()).decode("utf-8", "replace")))
-        args = {k: fields[k] for k in ("project", "session", "run") if fields.get(k)}
+        args: protocol.RestoreRequest = {}
+        if fields.get("project"):
+            args["project"] = fields["project"]
+        if fields.get("session"):
+            args["session"] = fields["session"]
+        if fields.get("run"):
+            args["run"] = fields["run"]
         if not args:
             raise MemdError("name a project, a session or a cleanup run to restore")
-        reply = await self.daemon("restore", **args)
+        reply = await self.daemon.restore(**args)
         back = safe_back(fields.get("back", ""))
         return RedirectResponse(with_notice(back, "restore", len(reply["restored"])), 303)
 
@@ -326,7 +321,7 @@ class UI:
         projects = await self.projects_list()
         result = None
         if project and (prompt.strip() or event == "session-start"):
-            result = await self.daemon("context", cwd=project, prompt=prompt, event=event)
+            result = await self.daemon.context(cwd=project, prompt=prompt, event=event)
         return self.render(
             "preview.html",
             request,
@@ -346,8 +341,7 @@ class UI:
             page_no = 1
         per_page = 20
         projects = await self.projects_list()
-        reply = await self.daemon(
-            "sessions",
+        reply = await self.daemon.sessions(
             project=project or None,
             offset=(page_no - 1) * per_page,
             limit=per_page,
@@ -371,8 +365,8 @@ class UI:
         )
 
     async def health(self, request: Request) -> Response:
-        status = await self.daemon("status")
-        stats = (await self.daemon("stats", fresh=False))["stats"]
+        status = await self.daemon.status()
+        stats = (await self.daemon.stats(fresh=False))["stats"]
         return self.render(
             "health.html",
             request,
