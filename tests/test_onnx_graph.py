@@ -12,8 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memd.embedding import embed
-from memd.embedding.embed import MINILM_MODEL, Embedder, assemble_minilm, default_model_files
+from memd.embedding import minilm_files
+from memd.embedding.embed import Embedder
+from memd.embedding.minilm_files import assemble_minilm, default_model_files
+from memd.embedding.models import MINILM_MODEL
 from memd.embedding.onnx_graph import GraphRewriteError, gather_before_dequantize, is_rewritten
 from memd.settings import load_settings
 
@@ -36,7 +38,7 @@ def test_lean_model_gives_the_packaged_models_vectors_bit_for_bit(
     lean = Embedder(load_settings(home=str(tmp_path / "lean"))).load()
     path = model_file(tmp_path / "lean")
     assert not path.is_symlink() and is_rewritten(path)
-    monkeypatch.setattr(embed, "write_lean_model", lambda model, dest: False)
+    monkeypatch.setattr(minilm_files, "write_lean_model", lambda model, dest: False)
     packaged = Embedder(load_settings(home=str(tmp_path / "packaged"))).load()
     assert model_file(tmp_path / "packaged").resolve() == default_model_files()[0].resolve()
     assert lean.model_id == packaged.model_id  # stored vectors stay valid: nothing to re-embed
@@ -74,7 +76,7 @@ def test_other_graphs_are_refused_and_loaded_as_packaged(
     # A package whose graph has another shape: its file is linked and loaded as it is.
     other = tmp_path / "other.onnx"
     other.write_bytes(lean)
-    monkeypatch.setattr(embed, "default_model_files", lambda: (other, tokenizer, sha))
+    monkeypatch.setattr(minilm_files, "default_model_files", lambda: (other, tokenizer, sha))
     path = Path(assemble_minilm(tmp_path / "home")) / "model.onnx"
     assert path.is_symlink() and path.resolve() == other.resolve()
     vectors = Embedder(load_settings(home=str(tmp_path / "home"))).embed_queries(TEXTS[1:2])
@@ -85,13 +87,13 @@ MEASURE = """
 import ctypes, json, sys
 from memd.embedding.embed import Embedder
 from memd.settings import load_settings
-import memd.embedding.embed as embed
+import memd.embedding.minilm_files as minilm_files
 def anon():
     for line in open("/proc/self/smaps_rollup"):
         if line.startswith("Anonymous:"):
             return int(line.split()[1]) / 1024
 if sys.argv[1] == "packaged":
-    embed.write_lean_model = lambda model, dest: False
+    minilm_files.write_lean_model = lambda model, dest: False
 import fastembed  # imports are not the model's
 before = anon()
 e = Embedder(load_settings(home=sys.argv[2])).load()
@@ -155,7 +157,7 @@ def test_prompts_use_the_integer_graph_close_to_the_float_one(tmp_path: Path) ->
     from memd.embedding.onnx_graph import is_quantized, quantize_matmuls
 
     embedder = Embedder(load_settings(home=str(tmp_path))).load()
-    query_model = model_file(tmp_path).with_name(embed.QUERY_MODEL)
+    query_model = model_file(tmp_path).with_name(minilm_files.QUERY_MODEL)
     assert is_quantized(query_model) and not is_quantized(model_file(tmp_path))
     assert embedder._backend.query_session is not embedder._backend.session
     with pytest.raises(GraphRewriteError, match="no MatMul"):
@@ -175,9 +177,9 @@ def test_prompts_use_the_integer_graph_close_to_the_float_one(tmp_path: Path) ->
 def test_without_the_integer_graph_prompts_use_the_float_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(embed, "write_query_model", lambda model, dest: False)
+    monkeypatch.setattr(minilm_files, "write_query_model", lambda model, dest: False)
     embedder = Embedder(load_settings(home=str(tmp_path))).load()
-    assert not model_file(tmp_path).with_name(embed.QUERY_MODEL).exists()
+    assert not model_file(tmp_path).with_name(minilm_files.QUERY_MODEL).exists()
     assert embedder._backend.query_session is embedder._backend.session
     assert np.array_equal(embedder.embed(TEXTS[1:2]), embedder.embed_queries(TEXTS[1:2]))
     assert not embedder.release_passages()  # the prompts' graph too: kept
@@ -222,7 +224,7 @@ def test_the_query_graph_is_fused_and_embeds_as_the_unfused_one(tmp_path: Path) 
     from memd.embedding.onnx_graph import quantize_matmuls, with_graph
 
     embedder = Embedder(load_settings(home=str(tmp_path))).load()
-    query_model = model_file(tmp_path).with_name(embed.QUERY_MODEL)
+    query_model = model_file(tmp_path).with_name(minilm_files.QUERY_MODEL)
     assert is_fused(query_model) and not is_fused(model_file(tmp_path))
     unfused = quantize_matmuls(model_file(tmp_path).read_bytes())
     fused, counts = fuse_query_graph(unfused)
