@@ -118,7 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=3, help="fresh processes per load figure")
     ap.add_argument("--rounds", type=int, default=3, help="passes over the prompts")
-    ap.add_argument("--record", action="store_true", help="append a section to BENCHMARKS.md")
+    ap.add_argument(
+        "--record", action="store_true", help="append a section to bench/results/log.md"
+    )
     args = ap.parse_args(argv)
     body = "\n\n".join(
         [

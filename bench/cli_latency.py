@@ -14,7 +14,7 @@ Each round runs every command once, interleaved so they share the machine's nois
 -C DIR``) with the same interpreter, ``python -c 'sys.path[:0] = [DIR]; memd.cli.main()' ARGS``,
 against the same daemon, and this tree the same way, so the two differ only in their code.
 Medians (and p90) of the wall time, and the median CPU time of the process, in milliseconds, go to stdout as Markdown; ``--record`` appends them to
-BENCHMARKS.md.
+bench/results/log.md.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument("--distinct", type=int, default=1000)
     p.add_argument("--runs", type=int, default=30)
     p.add_argument("--baseline", type=Path, help="another memd source tree to time as well")
-    p.add_argument("--record", action="store_true", help="append to BENCHMARKS.md")
+    p.add_argument("--record", action="store_true", help="append to bench/results/log.md")
     args = p.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="memd-cli-", dir="/tmp"))
     env = bench_env(workdir)

@@ -1,6 +1,6 @@
-"""Shared pieces of the benchmark harnesses: machine, commit, tables, BENCHMARKS.md sections.
+"""Shared pieces of the benchmark harnesses: machine, commit, tables, recorded sections.
 
-Figures reach BENCHMARKS.md only through :func:`append_section`, which appends one dated section
+Figures reach bench/results/log.md only through :func:`append_section`, which appends one dated section
 with the machine, the commit and the exact command. Nothing here is ever rewritten in place.
 """
 
@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = ROOT / "BENCHMARKS.md"
+BENCHMARKS = ROOT / "bench" / "results" / "log.md"
+"""Where ``--record`` appends; BENCHMARKS.md holds the current table, updated by hand."""
 CACHE = ROOT / "bench" / ".cache"
 """Git-ignored: embeddings and generated transcripts live here between runs."""
 
@@ -137,7 +138,7 @@ def section(title: str, body: str, command: str | None = None) -> str:
 def append_section(
     title: str, body: str, command: str | None = None, path: Path = BENCHMARKS
 ) -> str:
-    """Append one section to BENCHMARKS.md (creating it if needed); returns the text written."""
+    """Append one section to bench/results/log.md (creating it if needed); the text written."""
     text = section(title, body, command)
     existing = path.read_text() if path.exists() else ""
     sep = "" if not existing else ("\n" if existing.endswith("\n") else "\n\n")

@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument("--size", type=int, default=10_000)
     p.add_argument("--clients", type=int, default=200)
     p.add_argument("--distinct", type=int, default=3000)
-    p.add_argument("--record", action="store_true", help="append to BENCHMARKS.md")
+    p.add_argument("--record", action="store_true", help="append to bench/results/log.md")
     args = p.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="memd-conc-", dir="/tmp"))
     env = bench_env(workdir)

@@ -177,7 +177,9 @@ def main() -> None:
     ap.add_argument("--split", choices=sorted(SPLITS), default="tuning")
     ap.add_argument("--details", type=Path, help="write every case's block and verdict here")
     ap.add_argument("--keep", type=Path, help="keep the work folder under this directory")
-    ap.add_argument("--record", action="store_true", help="append the table to BENCHMARKS.md")
+    ap.add_argument(
+        "--record", action="store_true", help="append the table to bench/results/log.md"
+    )
     args = ap.parse_args()
     rows = run(args.split, args.keep)
     text = table(rows, args.split)

@@ -424,7 +424,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--sets", default=",".join(SETS), help="with --daemon: the sets to run (comma-separated)"
     )
-    ap.add_argument("--record", action="store_true", help="append a section to BENCHMARKS.md")
+    ap.add_argument(
+        "--record", action="store_true", help="append a section to bench/results/log.md"
+    )
     return ap.parse_args(argv)
 
 

@@ -194,7 +194,7 @@ def main() -> None:
     ap.add_argument("--models", default="minilm,e5", help="comma-separated: minilm, e5")
     ap.add_argument("--calibrate", action="store_true", help="print half-A calibration")
     ap.add_argument("--errors", action="store_true", help="list held-out mistakes")
-    ap.add_argument("--record", action="store_true", help="append to BENCHMARKS.md")
+    ap.add_argument("--record", action="store_true", help="append to bench/results/log.md")
     args = ap.parse_args()
 
     dups, confs = load_pairs("duplicates"), load_pairs("conflicts")

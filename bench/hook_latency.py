@@ -22,7 +22,7 @@ measured, with an in-process socket client sending the same hook request.
 The store is filled before the daemon starts with ``bench/memory.py``'s ``fill``: 3,000 distinct
 texts are embedded, every other memory reuses one of their vectors plus N(0, 0.01) noise under its
 own text, then the table is optimized (which builds the ANN index past 50k rows), as the daemon's
-jobs would. Figures go to stdout as Markdown; ``--record`` appends them to BENCHMARKS.md.
+jobs would. Figures go to stdout as Markdown; ``--record`` appends them to bench/results/log.md.
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument("--distinct", type=int, default=3000)
     p.add_argument("--idle-seconds", type=float, default=30)
     p.add_argument("--model", default="", help="embedding model (default: memd's default)")
-    p.add_argument("--record", action="store_true", help="append to BENCHMARKS.md")
+    p.add_argument("--record", action="store_true", help="append to bench/results/log.md")
     p.add_argument("--keep", action="store_true", help="keep the temporary home")
     args = p.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="memd-hook-", dir="/tmp"))

@@ -25,7 +25,7 @@ Ingestion is slow (minutes), so it is kept: ``--home DIR`` holds ``projects/``, 
 ``runs/`` (per-prompt blocks as JSON lines, for reading by eye). A later ``--reuse`` only starts a
 daemon on that home, with the code of the checkout it runs from (or ``--memd``), and asks;
 ``--daemon-socket PATH`` asks a daemon that is already running on it instead. The raw baselines'
-vectors are cached in ``bench/.cache/``. ``--record`` appends the summary to BENCHMARKS.md.
+vectors are cached in ``bench/.cache/``. ``--record`` appends the summary to bench/results/log.md.
 
 Commands (from the repository root; ``H`` is a folder outside the repository, e.g. the home
 ingested from main ``83c250f``: ``/work/wt/bench-homes/main-20261130``):
@@ -46,7 +46,7 @@ ingested from main ``83c250f``: ``/work/wt/bench-homes/main-20261130``):
     .venv/bin/python bench/locomo.py --budgeted --home H --daemon-socket H/home/memd.sock
     # the window mode (search/citation recall) on the same home
     .venv/bin/python bench/locomo.py --home H --reuse
-    # add --record to append the summary to BENCHMARKS.md (command, commit, machine)
+    # add --record to append the summary to bench/results/log.md (command, commit, machine)
 
 Per prompt, ``H/runs/budgeted-<time>.jsonl`` keeps the block memd returned and the gold turns it
 missed. A home is refused without ``--reuse`` once ingested (``H/ingest.json`` exists).
@@ -673,7 +673,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="with --tune: prototypes minus fully covered results",
     )
     p.add_argument("--proto", action="append", default=[], help="prototype excerpts, e.g. w1+0d")
-    p.add_argument("--record", action="store_true", help="append the summary to BENCHMARKS.md")
+    p.add_argument(
+        "--record", action="store_true", help="append the summary to bench/results/log.md"
+    )
     p.add_argument("--no-record", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if (args.reuse or args.daemon_socket) and args.home is None:

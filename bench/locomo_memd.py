@@ -158,13 +158,15 @@ def inproc_searcher(
     store: Any, projects: dict[str, str], leaks: list[str], weights: Any = None
 ) -> Searcher:
     from memd.recall import retrieve
+    from memd.recall.hits import hit_json
 
     w = weights or retrieve.DEFAULT_WEIGHTS
 
     def search(conv: Conversation, query: str) -> tuple[list[Hit], float | None]:
         project = projects[conv.sample_id]
         t0 = time.perf_counter()
-        results = retrieve.search(store, query, [project], limit=max(KS), weights=w)
+        found = retrieve.search(store, query, [project], limit=max(KS), weights=w)
+        results = [hit_json(h) for h in found]
         ms = (time.perf_counter() - t0) * 1000
         leaks.extend(r["id"] for r in results if r.get("project") not in (project, "user:global"))
         return memd_hits(conv, results), ms
@@ -310,9 +312,9 @@ def idf_of(store: Any, query: str, where: Any) -> dict[str, float] | None:
     return lexical.idf_weights(*stats) if stats else None
 
 
-def relevant(ranked: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def relevant(ranked: list[Any]) -> list[Any]:
     """The results ``search`` returns: the relevant ones, best first, at most ``max(KS)``."""
-    return [r for r in ranked if r["relevant"]][: max(KS)]
+    return [r for r in ranked if r.relevant][: max(KS)]
 
 
 class Candidates:
@@ -356,6 +358,7 @@ class Candidates:
     def searcher(self, weights: Any, collapse: bool = False) -> Searcher:
         """``collapse``: skip a result whose turns are all covered by better results already."""
         from memd.recall import retrieve
+        from memd.recall.hits import hit_json
 
         calibration = retrieve.calibration_of(self.embedder)
 
@@ -363,7 +366,7 @@ class Candidates:
             by_vec, by_text, norm, cosines, idf = self.lists[(conv.sample_id, query)]
             depth = 40 if collapse else max(KS)
             ranked = retrieve.rank(by_vec, by_text, norm, cosines, weights, calibration, idf=idf)
-            hits = memd_hits(conv, [r for r in ranked if r["relevant"]][:depth])
+            hits = memd_hits(conv, [hit_json(r) for r in ranked if r.relevant][:depth])
             if collapse:
                 covered: set[str] = set()
                 kept = []
@@ -454,8 +457,8 @@ def latency_breakdown(
             retrieve.rank(by_vec2, by_text2, query, cosines2, calibration=calibration, idf=idf)
         )
         t6 = time.perf_counter()
-        ids = [r["id"] for r in threaded]
-        mismatches += ids != [r["id"] for r in full] or ids != [r["id"] for r in ranked]
+        ids = [r.id for r in threaded]
+        mismatches += ids != [r.id for r in full] or ids != [r.id for r in ranked]
         for name, dt in (("embed", t1 - t0), ("vector", t2 - t1), ("fts", t3 - t2),
                          ("rank", t4 - t3), ("search", t5 - t4), ("threaded", t6 - t5)):  # fmt: skip
             steps[name].append(dt * 1000)

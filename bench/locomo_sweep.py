@@ -17,7 +17,6 @@ Nothing from LoCoMo is written anywhere but stdout.
 from __future__ import annotations
 
 import argparse
-import copy
 import itertools
 import sys
 import time
@@ -66,26 +65,25 @@ GRIDS: dict[str, dict[str, list[Any]]] = {
 }
 
 
-def rescore(results: list[dict[str, Any]], weights: Any, calibration: Any) -> list[dict[str, Any]]:
-    """The candidates scored and decided as ``retrieve.rank`` would with ``weights``."""
+def rescore(results: list[Any], weights: Any, calibration: Any) -> list[Any]:
+    """The candidates (:class:`memd.recall.hits.Hit`) scored and decided as ``retrieve.rank``
+    would with ``weights``."""
     out = []
     for r in results:
-        r = copy.copy(r)
-        b = dict(r["score_breakdown"])
-        semantic = calibration.scale(b["cosine"])
-        relevance = max(semantic, weights.semantic * semantic + weights.lexical * b["lexical"])
-        margin = weights.excerpt_margin if r["kind"] in BROAD_KINDS else 0.0
+        b = r.breakdown
+        semantic = calibration.scale(b.cosine)
+        relevance = max(semantic, weights.semantic * semantic + weights.lexical * b.lexical)
+        margin = weights.excerpt_margin if r.kind in BROAD_KINDS else 0.0
         need = weights.threshold + margin
         total = (
-            weights.relevance * ((1 - weights.rank_mix) * relevance + weights.rank_mix * b["rrf"])
-            + weights.importance * b["importance"]
-            + weights.recency * b["recency"]
-            + (weights.pinned if b["pinned"] else 0.0)
+            weights.relevance * ((1 - weights.rank_mix) * relevance + weights.rank_mix * b.rrf)
+            + weights.importance * b.importance
+            + weights.recency * b.recency
+            + (weights.pinned if b.pinned else 0.0)
         )
-        b.update(semantic=semantic, relevance=relevance, threshold=need, total=total)
-        r.update(score=total, relevant=relevance >= need, score_breakdown=b)
-        out.append(r)
-    out.sort(key=lambda r: (-r["score"], r["id"]))
+        b = replace(b, semantic=semantic, relevance=relevance, threshold=need, total=total)
+        out.append(replace(r, score=total, relevant=relevance >= need, breakdown=b))
+    out.sort(key=lambda r: (-r.score, r.id))
     return out
 
 
@@ -117,7 +115,7 @@ def main() -> None:
     calibration = retrieve.calibration_of(app.store.embedder)
     model_id = app.store.embedder.model_id
     permissive = replace(retrieve.DEFAULT_WEIGHTS, threshold=0.0, excerpt_margin=0.0)
-    asked: list[tuple[Judge, int, list[str], tuple[str, ...], list[dict[str, Any]], dict]] = []
+    asked: list[tuple[Judge, int, list[str], tuple[str, ...], list[Any], dict]] = []
     t0 = time.perf_counter()
     for conv in convs:
         project = str((args.projects or home / "projects") / conv.sample_id)
@@ -134,7 +132,7 @@ def main() -> None:
                 vectors=vectors,
                 embed_query=queries.embed_one,
             )
-            typed = [r["id"] for r in results if r["kind"] in SUPERSEDABLE]
+            typed = [r.id for r in results if r.kind in SUPERSEDABLE]
             vecs = vectors.vectors_of([project], typed) if len(typed) > 1 else {}
             terms = lexical.terms(retrieve.normalize_query(prompt))
             asked.append((judge, category, gold, terms, results, vecs))

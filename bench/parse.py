@@ -11,7 +11,7 @@ The fixtures (../shared/fixtures/transcripts) are copied into a temp dir until i
 - ``backfill``: parse + segmenting + durable SQLite state (WAL, synchronous=FULL) on
   ``--backfill-mb`` MB of copies whose session ids and uuids are rewritten, so nothing dedupes.
 
-Figures are printed; ``--record`` also appends them to BENCHMARKS.md. The data is generated at run
+Figures are printed; ``--record`` also appends them to bench/results/log.md. The data is generated at run
 time and deleted afterwards; nothing is committed.
 """
 
@@ -81,7 +81,7 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=200, help="parse corpus size (MB)")
     ap.add_argument("--backfill-mb", type=float, default=20, help="backfill corpus size (MB)")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--record", action="store_true", help="append to BENCHMARKS.md")
+    ap.add_argument("--record", action="store_true", help="append to bench/results/log.md")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="memd-bench-parse-"))

@@ -452,7 +452,9 @@ def main() -> None:
     ap.add_argument("--split", choices=sorted(SPLITS), default="tuning")
     ap.add_argument("--details", type=Path, help="write every probe's block and misses here")
     ap.add_argument("--keep", type=Path, help="keep the work folder under this directory")
-    ap.add_argument("--record", action="store_true", help="append the table to BENCHMARKS.md")
+    ap.add_argument(
+        "--record", action="store_true", help="append the table to bench/results/log.md"
+    )
     args = ap.parse_args()
     result = run(args.split, args.keep)
     table = summary_table(result)

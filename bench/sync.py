@@ -128,7 +128,9 @@ def main() -> int:
     ap.add_argument("--memories", type=int, default=10_000)
     ap.add_argument("--changes", default="10,100,1000")
     ap.add_argument("--apply", type=int, default=500)
-    ap.add_argument("--record", action="store_true", help="append a section to BENCHMARKS.md")
+    ap.add_argument(
+        "--record", action="store_true", help="append a section to bench/results/log.md"
+    )
     args = ap.parse_args()
     changes = [int(c) for c in args.changes.split(",") if c]
 

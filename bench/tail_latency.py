@@ -9,7 +9,7 @@
   idle for ``--idle-seconds`` with rescans every 10 s (the default is 60 s, so this overstates
   the cost), and the process CPU time over that window is reported as a % of one core.
 
-Figures are printed; ``--record`` also appends them to BENCHMARKS.md. Data lives in a temp dir.
+Figures are printed; ``--record`` also appends them to bench/results/log.md. Data lives in a temp dir.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def main() -> None:
     ap.add_argument("--appends", type=int, default=200)
     ap.add_argument("--files", type=int, default=10_000)
     ap.add_argument("--idle-seconds", type=float, default=30)
-    ap.add_argument("--record", action="store_true", help="append to BENCHMARKS.md")
+    ap.add_argument("--record", action="store_true", help="append to bench/results/log.md")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="memd-bench-tail-"))
     try:

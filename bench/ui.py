@@ -109,7 +109,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--record", action="store_true", help="Append to BENCHMARKS.md.")
+    parser.add_argument("--record", action="store_true", help="Append to bench/results/log.md.")
     parser.add_argument("--keep", type=Path, help="Build the store here once and reuse it.")
     args = parser.parse_args()
 

@@ -79,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from memd.daemon.app import App, project_of
     from memd.recall import bridge, retrieve
+    from memd.recall.hits import hit_json
     from memd.settings import load_settings
 
     ids = json.loads((work / "ids.json").read_text())
@@ -118,10 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     asked += 1
                     gold = "" if args.foreign else ids[f"{name}-{dst}"][p[dst]]
                     vec = vector_of(retrieve.normalize_query(p[src]))
-                    res = retrieve.recall(
+                    res = [hit_json(h) for h in retrieve.recall(
                         app.store, p[src], [project], depth=40, weights=weights,
                         vector=vec, vectors=vectors,
-                    )  # fmt: skip
+                    )]  # fmt: skip
                     top = [r for r in res if r["relevant"]][:5]
                     if dump is not None:
                         for r in res:

@@ -53,7 +53,12 @@ class ServerError(MemdError):
 
 
 class DaemonUnavailable(MemdError):
-    """The daemon is not running or did not answer."""
+    """The daemon is not running (nothing, or not a daemon, answers at its socket)."""
+
+
+class DaemonNoReply(MemdError):
+    """The daemon took the request but its reply did not come (timeout or a dropped
+    connection): it may still be working on it, so the request is never redone elsewhere."""
 
 
 class ExtractionError(MemdError):

@@ -11,8 +11,10 @@ starts MCP servers in the session's directory).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -21,7 +23,11 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from memd import __version__, protocol
+from memd import __version__
+from memd.client import AsyncDaemonClient, DaemonClient
+from memd.errors import DaemonNoReply, DaemonUnavailable, MemdError
+from memd.kinds import KINDS as KIND_SPECS
+from memd.kinds import listed
 from memd.models import KINDS, USER_SCOPE
 
 REQUEST_TIMEOUT = 30.0
@@ -35,29 +41,17 @@ INSTRUCTIONS = (
 )
 
 
-class Daemon:
-    """Requests to the daemon's socket, each a tool error on failure."""
-
-    def __init__(self, socket_path: str) -> None:
-        self.socket_path = socket_path
-
-    def call(self, cmd: str, **args: Any) -> dict[str, Any]:
-        try:
-            reply = protocol.request(self.socket_path, {"cmd": cmd, **args}, REQUEST_TIMEOUT)
-        except protocol.NoReply as exc:
-            raise ToolError(f"memd's daemon took the request but did not answer: {exc}") from exc
-        except (OSError, ValueError) as exc:
-            raise ToolError(
-                f"memd's daemon is not running (nothing answers at {self.socket_path}: "
-                f"{exc.__class__.__name__}). Start it with `memd serve`, or `memd install` "
-                "for the user service."
-            ) from exc
-        if not reply.get("ok"):
-            raise ToolError(str(reply.get("error") or "memd's daemon refused the request"))
-        return reply
-
-    async def acall(self, cmd: str, **args: Any) -> dict[str, Any]:
-        return await anyio.to_thread.run_sync(lambda: self.call(cmd, **args))
+def tool_error(socket_path: str, exc: MemdError) -> ToolError:
+    """The client's error as the tool error the MCP client shows."""
+    if isinstance(exc, DaemonNoReply):
+        return ToolError(f"memd's daemon took the request but did not answer: {exc.__cause__}")
+    if isinstance(exc, DaemonUnavailable):
+        return ToolError(
+            f"memd's daemon is not running (nothing answers at {socket_path}: "
+            f"{exc.__cause__.__class__.__name__}). Start it with `memd serve`, or `memd install` "
+            "for the user service."
+        )
+    return ToolError(str(exc))
 
 
 async def project_dir(ctx: Context | None) -> str:
@@ -77,7 +71,7 @@ async def project_dir(ctx: Context | None) -> str:
     return os.getcwd()
 
 
-def brief(memory: dict[str, Any], score: float | None = None) -> dict[str, Any]:
+def brief(memory: Mapping[str, Any], score: float | None = None) -> dict[str, Any]:
     """What a tool shows of one memory: id, kind, text, dates and provenance."""
     out = {
         "id": memory.get("id"),
@@ -95,7 +89,7 @@ def brief(memory: dict[str, Any], score: float | None = None) -> dict[str, Any]:
     return out
 
 
-def timeline(memories: list[dict[str, Any]], sessions: int) -> list[dict[str, Any]]:
+def timeline(memories: Sequence[Mapping[str, Any]], sessions: int) -> list[dict[str, Any]]:
     """Sessions, newest first, each with what was learned from it (from memories' sources)."""
     learned: dict[str, list[dict[str, Any]]] = defaultdict(list)
     span: dict[str, list[str]] = {}
@@ -128,24 +122,29 @@ def timeline(memories: list[dict[str, Any]], sessions: int) -> list[dict[str, An
     return rows[:sessions]
 
 
+SEARCH_DOC = f"""Search memd's memories of this project (and user-wide ones) by meaning and words.
+
+kinds: any of {listed(last="or")}.
+Returns memories with ids, kinds, dates and provenance (source sessions and lines)."""
+ADD_DOC = f"""Remember TEXT in this project (user_wide: in every project). Secrets are redacted.
+
+kind: {"; ".join(f"{k.name} for {k.meaning}" for k in KIND_SPECS if k.addable)}.
+pin: always in the session brief."""
+
+
 def build_server(socket_path: str) -> MCPServer:
-    daemon = Daemon(socket_path)
+    client = DaemonClient(socket_path, timeout=REQUEST_TIMEOUT)
+    daemon = AsyncDaemonClient(client, functools.partial(tool_error, socket_path))
     server: MCPServer = MCPServer(name="memd", version=__version__, instructions=INSTRUCTIONS)
 
-    @server.tool()
+    @server.tool(description=SEARCH_DOC)
     async def memory_search(
         query: str, limit: int = 10, kinds: list[str] | None = None, ctx: Context | None = None
     ) -> dict[str, Any]:
-        """Search memd's memories of this project (and user-wide ones) by meaning and words.
-
-        kinds: any of decision, preference, todo, bugfix, fact, summary, excerpt.
-        Returns memories with ids, kinds, dates and provenance (source sessions and lines).
-        """
         for kind in kinds or []:
             if kind not in KINDS:
                 raise ToolError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}")
-        reply = await daemon.acall(
-            "search",
+        reply = await daemon.search(
             query=query,
             cwd=await project_dir(ctx),
             limit=max(1, min(int(limit), 100)),
@@ -153,7 +152,7 @@ def build_server(socket_path: str) -> MCPServer:
         )
         return {"memories": [brief(r, r.get("score")) for r in reply["results"]]}
 
-    @server.tool()
+    @server.tool(description=ADD_DOC)
     async def memory_add(
         text: str,
         kind: str = "fact",
@@ -161,12 +160,7 @@ def build_server(socket_path: str) -> MCPServer:
         user_wide: bool = False,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """Remember TEXT in this project (user_wide: in every project). Secrets are redacted.
-
-        kind: decision, preference, todo, bugfix or fact. pin: always in the session brief.
-        """
-        reply = await daemon.acall(
-            "add",
+        reply = await daemon.add(
             text=text,
             kind=kind,
             pin=pin,
@@ -187,7 +181,7 @@ def build_server(socket_path: str) -> MCPServer:
         must show them to the user, ask which one they mean, and call again with its id.
         """
         if id.strip():
-            reply = await daemon.acall("forget", id=id.strip(), reason="forgotten through MCP")
+            reply = await daemon.forget(id=id.strip(), reason="forgotten through MCP")
             return {
                 "forgotten": reply["forgotten"],
                 "text": reply.get("text", ""),
@@ -196,8 +190,8 @@ def build_server(socket_path: str) -> MCPServer:
             }
         if not query.strip():
             raise ToolError("give the id of the memory to forget, or a query to find it")
-        found = await daemon.acall(
-            "search", query=query, cwd=await project_dir(ctx), limit=FORGET_CANDIDATES
+        found = await daemon.search(
+            query=query, cwd=await project_dir(ctx), limit=FORGET_CANDIDATES
         )
         candidates = [brief(r, r.get("score")) for r in found["results"]]
         return {
@@ -214,19 +208,19 @@ def build_server(socket_path: str) -> MCPServer:
     @server.tool()
     async def memory_restore(id: str) -> dict[str, Any]:
         """Bring back a forgotten (archived) or superseded memory ID (a prefix of 4+ characters)."""
-        reply = await daemon.acall("restore", id=id)
+        reply = await daemon.restore(id=id)
         return {"memory": brief(reply["memory"])}
 
     @server.tool()
     async def memory_pin(id: str, pinned: bool = True) -> dict[str, Any]:
         """Pin memory ID (always in the session-start brief), or unpin it with pinned=false."""
-        reply = await daemon.acall("pin", id=id, pinned=pinned)
+        reply = await daemon.pin(id=id, pinned=pinned)
         return {"memory": brief(reply["memory"])}
 
     @server.tool()
     async def memory_show(id: str) -> dict[str, Any]:
         """One memory in full: provenance (sessions, lines, times) and history (merges, edits)."""
-        memory = (await daemon.acall("show", id=id))["memory"]
+        memory = (await daemon.show(id=id))["memory"]
         out = brief(memory)
         for key in ("topic", "keywords", "importance", "hits", "last_used_at", "history"):
             out[key] = memory.get(key)
@@ -237,14 +231,14 @@ def build_server(socket_path: str) -> MCPServer:
     @server.tool()
     async def memory_timeline(sessions: int = 10, ctx: Context | None = None) -> dict[str, Any]:
         """Recent sessions of this project, newest first, with what memd learned from each."""
-        reply = await daemon.acall("list", cwd=await project_dir(ctx))
+        reply = await daemon.list_memories(cwd=await project_dir(ctx))
         return {"sessions": timeline(reply["memories"], max(1, min(int(sessions), 100)))}
 
     @server.tool()
     async def memory_status() -> dict[str, Any]:
         """Whether memd's daemon runs, its version, memory counts, sessions and extractor."""
         try:
-            reply = await daemon.acall("status")
+            reply = await daemon.status()
         except ToolError as exc:
             return {"running": False, "detail": str(exc)}
         keys = ("version", "pid", "uptime_seconds", "socket", "home", "memories", "sessions")

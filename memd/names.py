@@ -1,10 +1,14 @@
-"""The names the CLI offers as choices (kinds, jobs, the user-wide scope), with no imports.
+"""The names the CLI offers as choices (kinds, jobs, the user-wide scope), with no imports
+beyond the kind registry (plain data).
 
 ``memd.models`` re-exports them; they live here so that a command answered by the daemon does
 not pay for the models' own imports (hashlib's OpenSSL, dataclasses, datetime) at start.
 """
 
-KINDS = ("decision", "preference", "fact", "todo", "progress", "bugfix", "summary", "excerpt")
+from memd.kinds import NAMES as KINDS
+
+__all__ = ["JOB_NAMES", "KINDS", "STATUSES", "STOPPED_TOPIC", "USER_SCOPE"]
+
 STATUSES = ("active", "superseded", "archived")
 JOB_NAMES = ("decay", "dedupe", "cleanup", "optimize")
 """The maintenance jobs (memd.daemon.jobs); here so the CLI can name them without importing the store."""

@@ -176,17 +176,8 @@ class Settings(BaseSettings):
         default=200, ge=1, description="Optimize after this many written rows."
     )
     half_life_days: dict[str, float] = Field(
-        default_factory=lambda: {
-            "todo": 7.0,
-            "progress": 7.0,
-            "excerpt": 30.0,
-            "summary": 60.0,
-            "fact": 120.0,
-            "bugfix": 120.0,
-            "decision": 365.0,
-            "preference": 365.0,
-        },
-        description="Decay half-life per kind, in days.",
+        default_factory=dict,
+        description="Decay half-life in days of the kinds named (others: their own, memd/kinds.py).",
     )
     archive_score_threshold: float = Field(
         default=0.05, ge=0, description="Score under which an unused memory may be archived."
@@ -400,7 +391,7 @@ def toml_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, dict):
         inner = ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items())
-        return "{ " + inner + " }"
+        return "{ " + inner + " }" if inner else "{}"
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -6,6 +6,7 @@ words; an event of a kind this version does not know is shown as its fields, nev
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 TEXT_SHOWN = 120
@@ -52,7 +53,7 @@ def describe(event: dict[str, Any]) -> str:
     return line
 
 
-def lines(memory: dict[str, Any]) -> list[str]:
+def lines(memory: Mapping[str, Any]) -> list[str]:
     """The memory's timeline, oldest first: created, each history event."""
     out = [f"{when(memory.get('created_at'))}  created"]
     out += [f"{when(event.get('at'))}  {describe(event)}" for event in memory.get("history") or []]

@@ -220,7 +220,7 @@ def lexical_of(query: str, text: str) -> float:
     found = retrieve.rank(
         [(memory, 0.0)], [], query, {"m1": 0.0}, calibration=retrieve.Calibration()
     )
-    return float(found[0]["score_breakdown"]["lexical"])
+    return float(found[0].breakdown.lexical)
 
 
 def test_across_languages_a_memory_said_in_full_by_the_prompt_is_covered() -> None:
@@ -350,7 +350,7 @@ def test_across_languages_the_lexical_signal_is_read_on_the_model_s_scale() -> N
     cosines = {"m1": 0.0, "m2": 0.0}
     by = {
         c: {
-            r["id"]: r["score_breakdown"]["lexical"]
+            r.id: r.breakdown.lexical
             for r in retrieve.rank([(memory, 0.0), (same, 0.0)], [], query, cosines, calibration=c)
         }
         for c in (plain, scaled)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from daemon_process import DaemonProcess, served
+from hitdata import hit
 
 from memd.extract import rules
 from memd.recall import lexical, stale, synonyms
@@ -357,13 +358,13 @@ def test_a_claim_said_again_after_a_change_is_current() -> None:
         {"id": "c", "project": "p", "kind": "excerpt", "score": 0.1, "relevant": False, "sources": [{"timestamp": "2026-03-04T10:00:00Z"}],
          "text": "user: We rolled back the Node upgrade. .nvmrc and the Dockerfile are back to 20.11.1."},
     ]  # fmt: skip
-    out = {r["id"]: r for r in stale.mark_replaced(results, {}, MINILM)}
-    assert "[until" not in out["a"]["text"]
+    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+    assert "[until" not in out["a"].text
     assert (
         "22.4.1-slim [until 2026-03-04; now: .nvmrc and the Dockerfile are back to 20.11.1]."
-        in (out["b"]["text"])
+        in (out["b"].text)
     )
-    assert out["c"]["relevant"] and out["c"]["score"] > out["b"]["score"]
+    assert out["c"].relevant and out["c"].score > out["b"].score
 
 
 @pytest.mark.parametrize(
@@ -376,6 +377,12 @@ def test_a_claim_said_again_after_a_change_is_current() -> None:
         ("The full suite is `just test-all` now.", "Run the full suite with `make test`."),
         ("DBA 把上限调高了，我们这边 DB_POOL_SIZE 改成 50。", "config/db.py 里 DB_POOL_SIZE=20。"),
         ("我已经改用 Neovim 了，不用再维护那份插件配置。", "我平时用 VS Code，帮我在仓库里加一份推荐插件的配置。"),
+        ("Run the consumers with 4 workers instead of 2. Deploy after lunch.", "consumer/main.py starts WORKERS = 2 processes."),
+        ("Release notes are written by Priya Nair from this sprint on.", "Tomasz Wojcik writes the release notes for every tag."),
+        ("We moved the base image to node:20-bookworm-slim for faster installs.", "The Dockerfile starts `FROM node:20-alpine`."),
+        ("运维说线上已经是 Redis 7.2 了。", "我们线上是 Redis 6.2，先别用新命令。"),
+        ("We tried 2.9 on a branch, the DAG parser broke, and we reverted.", "Next sprint: upgrade Airflow to 2.9."),
+        ("分支命名改了：统一用 fix/工单号，比如 fix/OPS-12。", "我们的分支命名是 bugfix/描述，比如 bugfix/login。"),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
@@ -392,6 +399,9 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("We also use Prettier for formatting now.", "We use ESLint for linting."),
         ("JDK 21 的升级回滚了，先回到 JDK 17。", "pom.xml 里 release 是 17，CI 也用 JDK 17。"),
         ("The nightly ingest job failed again last night.", "Bumped pandas to 2.2.3."),
+        ("The CI job now uses python:3.12-slim for the tests.", "The production image is node:20-alpine."),
+        ("Steps: 1. run make 2. deploy the build", "A deploy takes 2 minutes on staging."),
+        ("We tried 2.9 of the client on a branch and it works.", "The server runs Airflow 2.9."),
     ],
 )  # fmt: skip
 def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:

@@ -160,6 +160,17 @@ def test_summary_says_what_was_asked_without_small_talk_or_labels() -> None:
         assert not any("github_token" in k or "REDACTED" in k for k in cand.keywords)
 
 
+def test_summary_keeps_the_url_a_request_names() -> None:
+    """A URL is the value of "our registry is …": the summary quotes it (cut out, the summary
+    said "our private npm registry is" and nothing more)."""
+    segment = seg(
+        turn(1, "user", "CI can't install the UI kit. Our private npm registry is https://npm.internal.example.io."),
+        turn(2, "assistant", "Added the scope line to .npmrc.", ("Edit", f"{CWD}/.npmrc")),
+    )  # fmt: skip
+    (summary,) = by_kind(HeuristicExtractor().extract(segment), "summary")
+    assert "registry is https://npm.internal.example.io" in summary.text
+
+
 def test_summary_skips_chit_chat_locomo_style() -> None:
     segment = seg(
         turn(1, "user", "Caroline: Hey Mel! Good to see you! How have you been?"),

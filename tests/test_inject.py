@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hitdata import hit
 
 from memd.daemon.app import App
 from memd.embedding.models import MINILM_MODEL
@@ -19,6 +20,7 @@ from memd.ingest.transcript import MEMD_CONTEXT_HEADER, strip_injected
 from memd.models import USER_SCOPE, Memory
 from memd.recall.block import CLOSE_TAG, HEADER, OPEN_TAG, BlockSize, Item, render, spoken
 from memd.recall.choose import choose
+from memd.recall.hits import Hit
 from memd.recall.inject import HARD_CAP, Injector
 from memd.recall.injected import SessionMemory
 from memd.recall.retrieve import normalize_query
@@ -81,7 +83,7 @@ def test_relevant_memory_is_injected_in_a_tagged_block(app: App, tmp_path: Path)
     assert result.text.endswith(CLOSE_TAG)
     assert HEADER.startswith(MEMD_CONTEXT_HEADER)
     assert "Decisions:\n- The billing service stores invoices in PostgreSQL 16." in result.text
-    assert result.chosen[0]["why"].startswith("total ")
+    assert result.chosen[0].why.startswith("total ")
     # The transcript parser strips the whole block: memd never re-learns its own injection.
     assert strip_injected(result.text + "\nreal question") == "real question"
 
@@ -161,11 +163,12 @@ def test_choose_never_exceeds_the_budget_or_the_hard_cap() -> None:
         }
         for n in range(300)
     ]
+    results = [hit(r) for r in results]
     for budget in (0, 50, 200, 1500, 2500, 10_000, 50_000):
         plan = choose(results, set(), min(budget, HARD_CAP), (), brief=False)
         assert len(render(plan.items, plan.footer)) <= min(budget, HARD_CAP)
     kept = choose(results, set(), 1500, (), brief=False).items
-    assert kept[0].priority == max(r["score"] for r in results)
+    assert kept[0].priority == max(r.score for r in results)
     assert render([]) == ""
     assert isinstance(kept[0], Item)
 
@@ -196,22 +199,22 @@ def test_excerpts_need_more_relevance_than_typed_memories(app: App, tmp_path: Pa
     add(app, p, "Login is slow because the bcrypt cost factor is set to 14.", kind="bugfix")
     inj = Injector(app, app.settings)
     result = ask(inj, p, "Why is the login page slow?")
-    kinds = [c["kind"] for c in result.chosen]
+    kinds = [c.hit.kind for c in result.chosen]
     assert "bugfix" in kinds
     if "excerpt" in kinds:  # only when very relevant, and after the typed memory
         assert kinds.index("bugfix") < kinds.index("excerpt")
     # An excerpt needs excerpt_margin more relevance than a typed memory: set the threshold
     # so that the excerpt's relevance is just under its own bar.
-    found = {r["kind"]: r["score_breakdown"] for r in inj.recall("Why is the login page slow?", p)}
-    margin = found["excerpt"]["threshold"] - found["bugfix"]["threshold"]
+    found = {r.kind: r for r in inj.recall("Why is the login page slow?", p)}
+    margin = found["excerpt"].threshold - found["bugfix"].threshold
     assert margin > 0
-    bar = round(found["excerpt"]["relevance"] - margin / 2, 4)
+    bar = round(found["excerpt"].relevance - margin / 2, 4)
     strict = Injector(app, app.settings.model_copy(update={"relevance_threshold": bar}))
     strict_result = ask(strict, p, "Why is the login page slow?", session="strict")
     # Under its own bar the excerpt is not relevant: at most a near miss, after the typed one.
-    assert strict_result.chosen[0]["kind"] == "bugfix"
-    below = {r["kind"]: r for r in strict.recall("Why is the login page slow?", p)}
-    assert not below["excerpt"]["relevant"] and below["bugfix"]["relevant"]
+    assert strict_result.chosen[0].hit.kind == "bugfix"
+    below = {r.kind: r for r in strict.recall("Why is the login page slow?", p)}
+    assert not below["excerpt"].relevant and below["bugfix"].relevant
 
 
 def test_same_session_dedupe_survives_a_restart(app: App, tmp_path: Path, state: State) -> None:
@@ -419,11 +422,11 @@ def test_search_through_the_cache_matches_the_table_and_keeps_sources(
     for query in ("payment provider", "how are invoices made", "webhook retries", "zebra"):
         plain = retrieve.search(app.store, query, [p], limit=3)
         cached = retrieve.search(app.store, query, [p], limit=3, cache=inj.vectors)
-        assert [r["id"] for r in cached] == [r["id"] for r in plain]
+        assert [r.id for r in cached] == [r.id for r in plain]
         for a, b in zip(cached, plain, strict=True):
-            assert a["sources"] == b["sources"]  # read back by id when only the cache had it
-            assert a["sources"] or a["project"] != p
-            assert abs(a["score"] - b["score"]) < 0.01
+            assert a.sources == b.sources  # read back by id when only the cache had it
+            assert a.sources or a.project != p
+            assert abs(a.score - b.score) < 0.01
     assert inj.vectors.builds >= 1
     # Filters the cache cannot answer (kinds, other statuses) still go to the table.
     builds = inj.vectors.builds
@@ -485,22 +488,22 @@ def test_the_block_is_filled_turn_by_turn() -> None:
     from memd.recall.lexical import terms as lexical_terms
 
     query = lexical_terms(normalize_query("Where is the deploy script, what is AWS_PROFILE?"))
-    only = [Item(w, "excerpt", w["score"], w["text"].split("\n")[1]) for w in (a, b)]
+    only = [Item(hit(w), "excerpt", w["score"], w["text"].split("\n")[1]) for w in (a, b)]
     room = len(render(only)) + 20  # the two matching turns, and less than any neighbour
-    tight = choose([a, b], set(), room, query, brief=False)
+    tight = choose([hit(a), hit(b)], set(), room, query, brief=False)
     text = render(tight.items, tight.footer)
     assert "tools/deploy.sh" in text and "AWS_PROFILE was not set" in text
     assert "Good morning" not in text and "after lunch" not in text  # neighbours wait
-    roomy = choose([a, b], set(), 1500, query, brief=False)
+    roomy = choose([hit(a), hit(b)], set(), 1500, query, brief=False)
     text = render(roomy.items, roomy.footer)
     assert "Good morning" in text and "Export it in your shell" in text  # the room is used
     assert text.count("after lunch") == 1  # turn t2 is in both windows, shown once
     cited = [t for item in roomy.items for t in item.turns]
     assert sorted(cited) == ["t0", "t1", "t2", "t3", "t4"]
     for item in roomy.items:  # each excerpt cites exactly the turns it shows, in order
-        lines = (a if item.memory["id"] == "a" else b)["text"].split("\n")
+        lines = (a if item.memory.id == "a" else b)["text"].split("\n")
         shown = [n for n, x in enumerate(lines) if spoken(x.split("] ")[-1]) in item.display]
-        assert item.turns == frozenset(item.memory["sources"][n]["uuid"] for n in shown)
+        assert item.turns == frozenset(item.memory.sources[n].uuid for n in shown)
 
 
 def test_a_turn_up_to_whole_turn_chars_is_shown_whole() -> None:
@@ -517,11 +520,11 @@ def test_a_turn_up_to_whole_turn_chars_is_shown_whole() -> None:
     )
     assert 280 < len(said) <= WHOLE_TURN_CHARS
     query = lexical_terms("Why was the cache warmer test flaky?")
-    plan = choose([window("w", 0.9, [said], 0)], set(), 1500, query, brief=False)
+    plan = choose([hit(window("w", 0.9, [said], 0))], set(), 1500, query, brief=False)
     assert said.split(": ", 1)[1] in render(plan.items)
     long_turn = said + " " + " ".join(f"Unrelated remark number {n}." for n in range(30))
     assert len(long_turn) > WHOLE_TURN_CHARS
-    plan = choose([window("w", 0.9, [long_turn], 0)], set(), 1500, query, brief=False)
+    plan = choose([hit(window("w", 0.9, [long_turn], 0))], set(), 1500, query, brief=False)
     text = render(plan.items)
     assert "race in the cache warmer" in text and "Unrelated remark number 29" not in text
 
@@ -542,8 +545,8 @@ def test_a_prompt_term_every_candidate_carries_still_ranks_turns() -> None:
     query = lexical_terms("What does Alice do?")
     weights = local_weights(query, [a["text"], b["text"]])
     assert weights["alice"] == LOCAL_FLOOR > 0  # in every candidate: the floor, not ~0
-    only = [Item(a, "excerpt", a["score"], a["text"].split("\n")[1])]
-    plan = choose([a, b], set(), len(render(only)) + 5, query, brief=False)
+    only = [Item(hit(a), "excerpt", a["score"], a["text"].split("\n")[1])]
+    plan = choose([hit(a), hit(b)], set(), len(render(only)) + 5, query, brief=False)
     text = render(plan.items)
     assert "Alice owns it" in text and "Good morning" not in text
 
@@ -570,7 +573,8 @@ def test_excerpts_show_their_day_once_and_who_said_what() -> None:
         "text": "Webhook retries back off exponentially.",
     }
     query = lexical_terms("How do the webhook retries work?")
-    plan = choose([older, newer, same_day, decision], set(), 1500, query, brief=False)
+    candidates = [hit(r) for r in (older, newer, same_day, decision)]
+    plan = choose(candidates, set(), 1500, query, brief=False)
     text = render(plan.items, plan.footer)
     assert "- Webhook retries back off exponentially. (2026-11-20)" in text
     assert "assistant:" not in text and text.count("claude: ") == 2
@@ -579,12 +583,12 @@ def test_excerpts_show_their_day_once_and_who_said_what() -> None:
     assert "[2026-" not in text
     days = text.index("Excerpts:\n2026-11-18:\n- user: The webhook handler times out on retries.")
     assert days < text.index("2026-11-20:\n- ")  # the older day first
-    assert [i.memory["id"] for i in plan.items] == ["d", "o", "s", "n"]  # in the order said
+    assert [i.memory.id for i in plan.items] == ["d", "o", "s", "n"]  # in the order said
     assert text.index("claude: The webhook retries now") < text.index("user: Why do the webhook")
     assert len(text) == BlockSize.of(plan.items).total()
     # An older excerpt (not one line per turn) is shown whole, speakers named the same way.
     whole = {**older, "id": "w", "sources": older["sources"][:1]}
-    plan = choose([whole], set(), 1500, query, brief=False)
+    plan = choose([hit(whole)], set(), 1500, query, brief=False)
     assert plan.items[0].display == (
         "user: The webhook handler times out on retries. claude: I moved it to a job."
     )
@@ -596,21 +600,23 @@ def test_near_misses_fill_the_room_left_only_after_a_relevant_memory() -> None:
     relevant one; an unrelated prompt (nothing relevant) stays empty."""
     from memd.recall.inject import SECOND_TIER, second_tier
 
-    def result(mid: str, relevance: float, score: float, project: str = "p") -> dict:
+    def result(mid: str, relevance: float, score: float, project: str = "p") -> Hit:
         b = {"relevance": relevance, "threshold": 0.35}
-        return {
-            "id": mid,
-            "project": project,
-            "relevant": relevance >= 0.35,
-            "score": score,
-            "score_breakdown": b,
-        }
+        return hit(
+            {
+                "id": mid,
+                "project": project,
+                "relevant": relevance >= 0.35,
+                "score": score,
+                "score_breakdown": b,
+            }
+        )
 
     near = 0.35 * SECOND_TIER + 0.01
     found = [result("a", 0.5, 0.6), result("b", near, 0.9), result("c", 0.05, 0.9)]
     found.append(result("u", near, 0.9, project="user"))  # user-wide: goes with every project
-    out = {r["id"]: r for r in second_tier(found, "p")}
-    assert out["b"]["relevant"] and out["b"]["score"] < out["a"]["score"]
-    assert not out["c"]["relevant"] and not out["u"]["relevant"]
+    out = {r.id: r for r in second_tier(found, "p")}
+    assert out["b"].relevant and out["b"].score < out["a"].score
+    assert not out["c"].relevant and not out["u"].relevant
     alone = second_tier([result("b", near, 0.9)], "p")
-    assert not alone[0]["relevant"]
+    assert not alone[0].relevant

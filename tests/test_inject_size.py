@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import random
 
+from hitdata import hit
+
 from memd.recall import block
+from memd.recall.hits import Hit
 
 
-def memory(i: int, kind: str, text: str, project: str = "/p") -> dict[str, object]:
-    return {
-        "id": f"m{i:04d}",
-        "kind": kind,
-        "text": text,
-        "project": project,
-        "sources": [{"uuid": f"u{i}", "timestamp": f"2026-0{1 + i % 9}-1{i % 10}T00:00:00Z"}],
-        "score": 1.0 - i / 100,
-    }
+def memory(i: int, kind: str, text: str, project: str = "/p") -> Hit:
+    return hit(
+        {
+            "id": f"m{i:04d}",
+            "kind": "fact" if kind == "pinned" else kind,  # "pinned" is a section, not a kind
+            "text": text,
+            "project": project,
+            "sources": [{"uuid": f"u{i}", "timestamp": f"2026-0{1 + i % 9}-1{i % 10}T00:00:00Z"}],
+            "score": 1.0 - i / 100,
+        }
+    )
 
 
 def test_block_size_matches_render() -> None:

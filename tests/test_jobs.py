@@ -225,10 +225,10 @@ def test_cleanup_archives_stale_to_readable_file_and_restore(
     assert "unused for 400 days" in text
     # Archived memories are no longer found; restore brings one back.
     hits = retrieve.search(app.store, "flaky auth test skipped", [P])
-    assert stale.id not in [h["id"] for h in hits]
+    assert stale.id not in [h.id for h in hits]
     app.restore(stale.id)
     assert app.store.get(stale.id).status == "active"
-    assert stale.id in [h["id"] for h in retrieve.search(app.store, "flaky auth test", [P])]
+    assert stale.id in [h.id for h in retrieve.search(app.store, "flaky auth test", [P])]
     # Restoring counts as activity: the next cleanup keeps it.
     assert maintenance.cleanup(app.store, app.settings)["archived_stale"] == 0
 

@@ -215,13 +215,9 @@ def test_the_query_graph_is_fused_and_embeds_as_the_unfused_one(tmp_path: Path) 
     import onnxruntime as ort
 
     from memd.embedding.onnx_attention import fuse_attention
-    from memd.embedding.onnx_fuse import (
-        fuse_operators,
-        fuse_query_graph,
-        is_fused,
-        parse,
-    )
+    from memd.embedding.onnx_fuse import fuse_operators, parse
     from memd.embedding.onnx_graph import quantize_matmuls, with_graph
+    from memd.embedding.onnx_query import fuse_query_graph, is_fused
 
     embedder = Embedder(load_settings(home=str(tmp_path))).load()
     query_model = model_file(tmp_path).with_name(minilm_files.QUERY_MODEL)

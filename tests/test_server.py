@@ -16,7 +16,7 @@ import pytest
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
 from memd import hook, protocol
-from memd.daemon import server as server_module
+from memd.daemon import housekeeping
 from memd.daemon.app import App
 from memd.daemon.server import Server, encode_reply
 from memd.daemon.unixsocket import SocketFile, clear_stale_socket, peer_uid, prepare_socket_dir
@@ -320,9 +320,9 @@ def test_heap_is_trimmed_after_activity_once_idle(
     from memd.settings import Settings
 
     if sys.platform.startswith("linux"):
-        assert server_module.trim_heap() is True  # glibc's malloc_trim is there and runs
+        assert housekeeping.trim_heap() is True  # glibc's malloc_trim is there and runs
     calls: list[float] = []
-    monkeypatch.setattr(server_module, "trim_heap", lambda: calls.append(time.monotonic()))
+    monkeypatch.setattr(housekeeping, "trim_heap", lambda: calls.append(time.monotonic()))
     settings = Settings(home=tmp_path / "home", config=tmp_path / "none.toml")
     srv = Server(App(settings), settings)  # never opened: nothing here reads the store
     try:
@@ -333,21 +333,21 @@ def test_heap_is_trimmed_after_activity_once_idle(
         srv.last_request_at = time.monotonic()
         asyncio.run(srv.maybe_trim())
         assert calls == []  # a request just arrived: a hook may be right behind it
-        srv._trimmed = (time.monotonic() - server_module.TRIM_EVERY_SECONDS - 1, 0)
+        srv._trimmed = (time.monotonic() - housekeeping.TRIM_EVERY_SECONDS - 1, 0)
         asyncio.run(srv.maybe_trim())
         assert calls == []  # busy, but not for TRIM_BUSY_SECONDS yet
-        srv.last_request_at -= server_module.TRIM_IDLE_SECONDS + 1
+        srv.last_request_at -= housekeeping.TRIM_IDLE_SECONDS + 1
         asyncio.run(srv.maybe_trim())
         assert len(calls) == 1
         srv.counters["requests"] += 1
         asyncio.run(srv.maybe_trim())
         assert len(calls) == 1  # at most every TRIM_EVERY_SECONDS
-        srv._trimmed = (srv._trimmed[0] - server_module.TRIM_EVERY_SECONDS, srv._trimmed[1])
+        srv._trimmed = (srv._trimmed[0] - housekeeping.TRIM_EVERY_SECONDS, srv._trimmed[1])
         asyncio.run(srv.maybe_trim())
         assert len(calls) == 2
         srv.counters["requests"] += 1
         srv.last_request_at = time.monotonic()  # steady load ...
-        srv._trimmed = (time.monotonic() - server_module.TRIM_BUSY_SECONDS - 1, 0)
+        srv._trimmed = (time.monotonic() - housekeeping.TRIM_BUSY_SECONDS - 1, 0)
         asyncio.run(srv.maybe_trim())
         assert len(calls) == 3  # ... still trims every TRIM_BUSY_SECONDS
     finally:
@@ -367,14 +367,14 @@ def test_library_pages_are_released_after_heavy_work_once_quiet(
         calls.append(time.monotonic())
         return 4096
 
-    monkeypatch.setattr(server_module, "release_library_pages", release)
+    monkeypatch.setattr(housekeeping, "release_library_pages", release)
     settings = Settings(home=tmp_path / "home", config=tmp_path / "none.toml")
     srv = Server(App(settings), settings)  # never opened: nothing here reads the store
     try:
         asyncio.run(srv.maybe_release())
         assert calls == []  # nothing ran since start-up (which releases on its own)
         srv.counters["requests"] += 5
-        srv.last_request_at = time.monotonic() - server_module.RELEASE_IDLE_SECONDS - 1
+        srv.last_request_at = time.monotonic() - housekeeping.RELEASE_IDLE_SECONDS - 1
         asyncio.run(srv.maybe_release())
         assert calls == []  # hooks alone never: the next one would pay the faults
         srv.extraction_runs += 1  # the extraction loop's poll found nothing: not heavy
@@ -384,7 +384,7 @@ def test_library_pages_are_released_after_heavy_work_once_quiet(
         srv.last_request_at = time.monotonic()
         asyncio.run(srv.maybe_release())
         assert calls == []  # heavy work, but a request just arrived: a hook may follow
-        srv.last_request_at -= server_module.RELEASE_IDLE_SECONDS + 1
+        srv.last_request_at -= housekeeping.RELEASE_IDLE_SECONDS + 1
         asyncio.run(srv.maybe_release())
         assert len(calls) == 1
         assert srv.library_pages == {"releases": 1, "last_bytes": 4096, "total_bytes": 4096}
@@ -406,14 +406,14 @@ def test_the_stored_texts_model_graph_is_released_after_a_write_once_quiet(
 
     from memd.settings import Settings
 
-    monkeypatch.setattr(server_module, "release_library_pages", lambda: 4096)
+    monkeypatch.setattr(housekeeping, "release_library_pages", lambda: 4096)
 
     settings = Settings(home=tmp_path / "home", config=tmp_path / "none.toml")
     app = App(settings)
     embedder = app.store.embedder.load()
     srv = Server(app, settings)
     try:
-        srv.last_request_at = time.monotonic() - server_module.RELEASE_IDLE_SECONDS - 1
+        srv.last_request_at = time.monotonic() - housekeeping.RELEASE_IDLE_SECONDS - 1
         asyncio.run(srv.maybe_release())
         assert srv.library_pages["releases"] == 0  # prompts alone: nothing to release
         embedder.embed(["We deploy with the release workflow."])
@@ -421,7 +421,7 @@ def test_the_stored_texts_model_graph_is_released_after_a_write_once_quiet(
         srv.last_request_at = time.monotonic()
         asyncio.run(srv.maybe_release())
         assert embedder._backend.holds_passages  # a request just came: not yet
-        srv.last_request_at -= server_module.RELEASE_IDLE_SECONDS + 1
+        srv.last_request_at -= housekeeping.RELEASE_IDLE_SECONDS + 1
         asyncio.run(srv.maybe_release())
         assert not embedder._backend.holds_passages
         assert srv.library_pages["releases"] == 1

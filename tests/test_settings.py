@@ -9,6 +9,7 @@ import pytest
 
 from memd.errors import ConfigError
 from memd.settings import Settings, describe_settings, load_settings
+from memd.store.maintenance import half_life_of
 
 
 def write_config(text: str) -> Path:
@@ -99,7 +100,7 @@ def test_example_config_is_complete_and_current(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delenv("MEMD_TRANSCRIPTS_DIR")
     s = load_settings()
     assert s.home == Path.home() / ".local" / "share" / "memd"
-    assert s.half_life_days["todo"] == 7
+    assert half_life_of("todo", s) == 7 and half_life_of("decision", s) == 365
     assert s.model_dump(exclude={"home", "transcripts_dir", "config"}) == Settings(
         home=s.home, transcripts_dir=s.transcripts_dir
     ).model_dump(exclude={"home", "transcripts_dir", "config"})
@@ -117,6 +118,9 @@ def test_settings_itself_reads_the_config_file_through_the_toml_source(
     assert Settings().half_life_days == {"todo": 5.0, "fact": 10.0}
     write_config("half_life_days = { todo = 3.0, bugfix = 9.0 }\n")
     assert Settings().half_life_days == {"todo": 5.0, "fact": 10.0, "bugfix": 9.0}
+    # The kinds not set keep their own half-life (a partial table used to leave them at 90).
+    assert half_life_of("todo", Settings()) == 5.0
+    assert half_life_of("decision", Settings()) == 365.0
     # --config names another file; a broken one is an error even without load_settings.
     other = Path(os.environ["MEMD_CONFIG"]).with_name("other.toml")
     other.write_text("search_limit = 6\n")

@@ -4,6 +4,7 @@ against a real S3 API on loopback (moto's server mode)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import subprocess
 import time
@@ -356,6 +357,34 @@ def test_redaction_runs_again_before_upload(
         a2.app.close()
     finally:
         pass
+
+
+@needs_git
+def test_what_another_device_sends_is_redacted_again_before_it_is_stored(
+    tmp_path: Path, aws_env: S3Server
+) -> None:
+    """A device with older rules (here: no custom pattern) pushes what this one would redact:
+    this device stores, embeds and lists only the redacted text, and does not push it back."""
+    bucket = f"p{time.monotonic_ns()}"
+    aws_env.create_bucket(bucket)
+    uri = f"s3://{bucket}/memd"
+    a = Device(tmp_path / "a", uri, REMOTE_HTTPS)
+    b = Device(tmp_path / "b", uri, REMOTE_SSH, redact_patterns=["BLUEBIRD"])
+    try:
+        for d in (a, b):
+            d.app.sync_enable(d.project, scope="me")
+        a.app.add("Project codename BLUEBIRD ships in March", project=a.project)
+        assert a.sync()["pushed"] == 1
+        assert b.sync()["applied"] == 1
+        assert b.texts() == ["Project codename [REDACTED:custom] ships in March"]
+        found = b.app.find("codename ships in March", project=b.project)["results"]
+        assert "BLUEBIRD" not in json.dumps(found)
+        home = Path(b.settings.home)
+        assert not any(b"BLUEBIRD" in f.read_bytes() for f in home.rglob("*") if f.is_file())
+        assert b.sync()["pushed"] == 0  # what it received is not sent back as an edit
+    finally:
+        a.close()
+        b.close()
 
 
 @needs_git

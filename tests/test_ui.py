@@ -102,9 +102,13 @@ def test_login_token_becomes_an_httponly_strict_cookie_and_leaves_the_url(stack:
     assert token not in cookie
     page = client.get("/memories?kind=decision")
     assert page.status_code == 200 and "Memories" in page.text
+    assert '<link rel="stylesheet" href="/kinds.css">' in page.text
+    css = client.get("/kinds.css")  # each kind's label colour, from memd/kinds.py
+    assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+    assert ".kind-decision { background: #dbe6f5; }" in css.text
 
 
-@pytest.mark.parametrize("path", ["/", "/memories", "/health", "/static/ui.js"])
+@pytest.mark.parametrize("path", ["/", "/memories", "/health", "/static/ui.js", "/kinds.css"])
 def test_without_the_cookie_every_page_is_refused(stack: dict[str, Any], path: str):
     client = client_for(stack, login=False)
     reply = client.get(path)

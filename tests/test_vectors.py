@@ -11,6 +11,7 @@ from daemon_process import daemon_env
 
 from memd.daemon.app import App
 from memd.models import USER_SCOPE
+from memd.recall.hits import Relevance
 from memd.recall.retrieve import recall, where_clause
 from memd.settings import load_settings
 from memd.store.filters import match
@@ -108,10 +109,11 @@ def test_recall_finds_a_memory_by_its_words_alone_through_the_cache(app: App) ->
         vectors=cache,
         embed_later=batcher.submit,
     )
-    by_text = {r["text"]: r for r in found}
+    by_text = {r.text: r for r in found}
     never = by_text[TEXTS[1]]
-    assert never["relevant"]
-    assert never["score_breakdown"]["bm25"] > 0  # a full-text candidate, scored by the cache
+    assert never.relevant
+    assert isinstance(never.breakdown, Relevance)
+    assert never.breakdown.bm25 > 0  # a full-text candidate, scored by the cache
 
 
 def test_chinese_terms_are_not_scanned_for_in_a_project_without_chinese(app: App) -> None:

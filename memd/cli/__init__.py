@@ -6,12 +6,15 @@ import functools
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from memd import __version__
 from memd.errors import MemdError
+
+if TYPE_CHECKING:
+    from memd.client import DaemonClient, Progress
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -77,6 +80,16 @@ def target_from(ctx: click.Context) -> Any:
 
     obj = ctx.find_root().obj or {}
     return CliTarget(home=obj.get("home"), config=obj.get("config"))
+
+
+def client_from(
+    ctx: click.Context, timeout: float | None = 600.0, progress: Progress | None = None
+) -> DaemonClient:
+    """The daemon's client for a command that also works without a daemon: through the daemon
+    when it runs, else in this process (at ``target_from(ctx)``)."""
+    from memd.client import DaemonClient
+
+    return DaemonClient(target_from(ctx), timeout=timeout, local=True, progress=progress)
 
 
 def _register() -> None:

@@ -43,12 +43,12 @@ def daemon_serve(ctx: click.Context, log_level: str | None) -> None:
 @click.pass_context
 def daemon_status(ctx: click.Context, as_json: bool) -> None:
     """Daemon health. Exit 0 when it is running, 1 when it is not."""
-    from memd.client import daemon_request
+    from memd.client import DaemonClient
     from memd.errors import MemdError
 
     target = target_from(ctx)
     try:
-        reply = daemon_request(target, "status", timeout=10.0)
+        status = DaemonClient(target, timeout=10.0).status()
     except MemdError as exc:
         stopped = stopped_status(target, exc)
         if as_json:
@@ -56,7 +56,7 @@ def daemon_status(ctx: click.Context, as_json: bool) -> None:
         else:
             click.echo(human_stopped(stopped))
         sys.exit(1)
-    reply.pop("ok", None)
+    reply = {k: v for k, v in status.items() if k != "ok"}
     if as_json:
         click.echo(json.dumps(reply, ensure_ascii=False, indent=2))
         return

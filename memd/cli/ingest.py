@@ -10,8 +10,7 @@ from typing import Any
 
 import click
 
-from memd import client
-from memd.cli import handle_errors, target_from
+from memd.cli import client_from, handle_errors
 
 
 class ProgressBar:
@@ -58,18 +57,13 @@ def ingest_run(ctx: click.Context, paths: tuple[str, ...], as_json: bool) -> Non
     if bar.enabled:  # a running daemon does the work without a progress bar
         sys.stderr.write("reading transcripts (through the daemon when it runs)...\n")
     # Through the daemon when it runs (a backfill can take long: wait as long as it works).
-    reply = client.run(
-        target_from(ctx),
-        "ingest",
-        writer=True,
-        timeout=None,
-        progress=bar,
+    reply = client_from(ctx, timeout=None, progress=bar).ingest(
         paths=[os.path.abspath(p) for p in paths],
     )
-    reply.pop("ok", None)
     bar.done()
     if as_json:
-        click.echo(json.dumps(reply, ensure_ascii=False, indent=2))
+        shown = {k: v for k, v in reply.items() if k != "ok"}
+        click.echo(json.dumps(shown, ensure_ascii=False, indent=2))
         return
     click.echo(
         f"read {reply['files']} files ({reply['bytes'] / 1e6:.1f} MB), {reply['sessions']} sessions, "

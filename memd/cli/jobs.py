@@ -8,8 +8,7 @@ from typing import Any
 
 import click
 
-from memd import client
-from memd.cli import handle_errors, target_from
+from memd.cli import client_from, handle_errors
 from memd.names import JOB_NAMES
 
 
@@ -40,7 +39,7 @@ def jobs_list(ctx: click.Context, as_json: bool) -> None:
     """List the maintenance jobs with their next and last run and result."""
     if ctx.invoked_subcommand is not None:
         return
-    reply = client.run(target_from(ctx), "jobs", writer=False)
+    reply = client_from(ctx).jobs()
     jobs = reply["jobs"]
     if as_json:
         echo_json(jobs)
@@ -67,7 +66,7 @@ def jobs_list(ctx: click.Context, as_json: bool) -> None:
 @handle_errors
 def jobs_run(ctx: click.Context, name: str, as_json: bool) -> None:
     """Run job NAME now (through the daemon when it runs, else in this process)."""
-    reply = client.run(target_from(ctx), "jobs_run", writer=True, name=name)
+    reply = client_from(ctx).jobs_run(name=name)
     record = {k: v for k, v in reply.items() if k != "ok"}
     if as_json:
         echo_json(record)

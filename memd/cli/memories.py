@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
 
-from memd import client
-from memd.cli import handle_errors, settings_from, target_from
+from memd.cli import client_from, handle_errors, settings_from
 from memd.names import KINDS, USER_SCOPE
 
 IMPORT_ERRORS_SHOWN = 5
@@ -18,6 +18,11 @@ IMPORT_ERRORS_SHOWN = 5
 
 def echo_json(obj: Any) -> None:
     click.echo(json.dumps(obj, ensure_ascii=False, indent=2))
+
+
+def echo_reply(reply: Mapping[str, Any]) -> None:
+    """A daemon reply as JSON, without its ``ok``."""
+    echo_json({k: v for k, v in reply.items() if k != "ok"})
 
 
 def cwd() -> str:
@@ -37,7 +42,7 @@ def count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def short(memory: dict[str, Any]) -> str:
+def short(memory: Mapping[str, Any]) -> str:
     pin = " [pinned]" if memory.get("pinned") else ""
     status = "" if memory.get("status", "active") == "active" else f" ({memory['status']})"
     return f"{memory['id'][:10]}  {memory['kind']:<10} {memory['text']}{pin}{status}"
@@ -69,10 +74,7 @@ def memories_add(
 
     words = " ".join(text)
     inferred = kind is None
-    reply = client.run(
-        target_from(ctx),
-        "add",
-        writer=True,
+    reply = client_from(ctx).add(
         text=words,
         cwd=cwd(),
         project=project_dir(project),
@@ -115,10 +117,7 @@ def memories_list(
     if all_projects and project:
         raise click.UsageError("give --project or --all-projects, not both")
     here = project_dir(project or cwd())
-    reply = client.run(
-        target_from(ctx),
-        "list",
-        writer=False,
+    reply = client_from(ctx).list_memories(
         cwd=cwd(),
         project=project_dir(project),
         kind=kind,
@@ -149,7 +148,7 @@ def memories_list(
 @handle_errors
 def memories_show(ctx: click.Context, id: str, as_json: bool) -> None:
     """Show one memory with its provenance and history."""
-    memory = client.run(target_from(ctx), "show", writer=False, id=id)["memory"]
+    memory = client_from(ctx).show(id=id)["memory"]
     if as_json:
         echo_json(memory)
         return
@@ -184,21 +183,21 @@ def memories_show(ctx: click.Context, id: str, as_json: bool) -> None:
         click.echo(f"    {line}")
 
 
-def _id_command(name: str, cmd: str, verb: str, help: str, **fixed: Any) -> click.Command:
+def _id_command(name: str, verb: str, help: str, pinned: bool) -> click.Command:
     @click.command(name=name, help=f"{help} ID may be any unique prefix of 4+ characters.")
     @click.argument("id")
     @click.pass_context
     @handle_errors
     def command(ctx: click.Context, id: str) -> None:
-        memory = client.run(target_from(ctx), cmd, writer=True, id=id, **fixed)["memory"]
+        memory = client_from(ctx).pin(id=id, pinned=pinned)["memory"]
         click.echo(f"{verb} {memory['id'][:10]}  {memory['text']}")
 
     command.callback.__name__ = f"memories_{name}"  # type: ignore[union-attr]
     return command
 
 
-memories_pin = _id_command("pin", "pin", "pinned", "Pin memory ID: always in the session brief.")
-memories_unpin = _id_command("unpin", "pin", "unpinned", "Unpin memory ID.", pinned=False)
+memories_pin = _id_command("pin", "pinned", "Pin memory ID: always in the session brief.", True)
+memories_unpin = _id_command("unpin", "unpinned", "Unpin memory ID.", False)
 
 
 def id_args(ids: tuple[str, ...]) -> dict[str, Any]:
@@ -219,27 +218,27 @@ def memories_forget(
     """Forget memories ID...: archive them, so no hook, brief or search offers them again;
     `memd restore ID` brings one back. --purge deletes them for good. An ID may be any unique
     prefix of 4+ characters."""
-    target = target_from(ctx)
+    daemon = client_from(ctx)
     if purge and not yes:
-        shown = [client.run(target, "show", writer=False, id=i)["memory"] for i in ids]
+        shown = [daemon.show(id=i)["memory"] for i in ids]
         for memory in shown:
             click.echo(short(memory))
         n = count(len(shown), "memory", "memories")
         click.confirm(f"Delete {n} for good? This cannot be undone", abort=True, err=True)
         ids = tuple(m["id"] for m in shown)
-    reply = client.run(target, "forget", writer=True, purge=purge, **id_args(ids))
-    reply.pop("ok", None)
+    reply = daemon.forget(purge=purge, **id_args(ids))
     if as_json:
-        echo_json(reply)
+        echo_reply(reply)
         return
+    gone: Sequence[Mapping[str, Any]]
     if len(ids) == 1:
         gone = [{"id": reply["forgotten"], "text": reply["text"]}]
     else:
         gone = reply["memories"]
         for mid in reply.get("already", []):
             click.echo(f"already archived: {mid[:10]}")
-    for memory in gone:
-        click.echo(f"{'deleted' if purge else 'forgot'} {memory['id'][:10]}  {memory['text']}")
+    for m in gone:
+        click.echo(f"{'deleted' if purge else 'forgot'} {m['id'][:10]}  {m['text']}")
     if gone and not purge:
         restore = " ".join(m["id"][:10] for m in gone[:20])
         click.echo(f"archived, not deleted: `memd restore {restore}` brings it back")
@@ -272,10 +271,9 @@ def memories_restore(
     args = id_args(ids) if ids else {"project": project_dir(project), "session": session}
     if run:
         args["run"] = run
-    reply = client.run(target_from(ctx), "restore", writer=True, **args)
-    reply.pop("ok", None)
+    reply = client_from(ctx).restore(**args)
     if as_json:
-        echo_json(reply)
+        echo_reply(reply)
         return
     restored = [reply["memory"]] if "memory" in reply else reply["memories"]
     for mid in reply.get("already", []):
@@ -295,12 +293,9 @@ def memories_import(ctx: click.Context, path: str, as_json: bool) -> None:
     """Import a JSONL file (one memory per line) or a directory written by `memd export`.
     Anything else is refused with one error; a file with no valid line imports nothing and
     exits 1."""
-    reply = client.run(
-        target_from(ctx), "import_memories", writer=True, path=os.path.abspath(path), cwd=cwd()
-    )
-    reply.pop("ok", None)
+    reply = client_from(ctx).import_memories(path=os.path.abspath(path), cwd=cwd())
     if as_json:
-        echo_json(reply)
+        echo_reply(reply)
         return
     read = count(
         reply["read"],
@@ -322,7 +317,7 @@ def memories_import(ctx: click.Context, path: str, as_json: bool) -> None:
 @handle_errors
 def memories_export(ctx: click.Context, path: str) -> None:
     """Write readable Markdown per project, plus index.json, to PATH."""
-    reply = client.run(target_from(ctx), "export", writer=False, path=os.path.abspath(path))
+    reply = client_from(ctx).export(path=os.path.abspath(path))
     click.echo(
         f"exported {count(reply['memories'], 'memory', 'memories')} of "
         f"{count(reply['projects'], 'project', 'projects')} to {reply['dir']}"
@@ -334,18 +329,20 @@ def memories_export(ctx: click.Context, path: str) -> None:
 @handle_errors
 def memories_reindex(ctx: click.Context) -> None:
     """Re-embed every memory with the configured model (after a model change)."""
+    from memd.client import DaemonClient
     from memd.daemon.app import App
+    from memd.errors import DaemonUnavailable
 
     settings = settings_from(ctx)
     try:
-        reply = client.daemon_request(settings, "reindex")
-    except client.DaemonUnavailable:
+        reindexed = dict(DaemonClient(settings).reindex())
+    except DaemonUnavailable:  # not `local`: an old model must not stop the store opening
         app = App(settings).open(writer=True, check_model=False)
         try:
-            reply = app.reindex()
+            reindexed = app.reindex()
         finally:
             app.close()
-    click.echo(f"re-embedded {reply['reindexed']} memories with {reply['model']}")
+    click.echo(f"re-embedded {reindexed['reindexed']} memories with {reindexed['model']}")
 
 
 @click.command(name="config")

@@ -5,12 +5,12 @@ nearest candidates and why each missed."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
 
-from memd import client
-from memd.cli import handle_errors, target_from
+from memd.cli import client_from, handle_errors
 from memd.cli.memories import cwd, echo_json, project_dir, short
 from memd.names import KINDS, USER_SCOPE
 
@@ -37,20 +37,21 @@ def why_missed(b: dict[str, Any]) -> str:
     return f"relevance {b['relevance']:.2f} is under the threshold {b['threshold']:.2f}: {meaning}; {words}"
 
 
-def echo_results(results: list[dict[str, Any]], here: str | None, explain: bool) -> None:
+def echo_results(results: Sequence[Mapping[str, Any]], here: str | None, explain: bool) -> None:
     if explain:
-        from memd.recall.retrieve import explain as explain_line  # loads the store: only here
+        from memd.recall.hits import breakdown_from_json
+        from memd.recall.hits import explain as explain_line
     for r in results:
         click.echo(f"{r['score']:.3f}  {short(r)}{label(r['project'], here)}")
         if explain:
-            click.echo(f"       why: {explain_line(r)}")
+            click.echo(f"       why: {explain_line(breakdown_from_json(r['score_breakdown']))}")
             for s in r["sources"][:3]:
                 click.echo(
                     f"       from: session {s['session_id']} line {s['uuid']} {s['timestamp']}"
                 )
 
 
-def echo_nothing(reply: dict[str, Any], query: str, explain: bool) -> None:
+def echo_nothing(reply: Mapping[str, Any], query: str, explain: bool) -> None:
     """An empty answer: where it looked, where else there are matches, the near misses."""
     here = reply.get("project")
     where = "in any project" if here is None else f"in {here} (or user-wide)"
@@ -100,10 +101,7 @@ def memories_search(
     if all_projects and project:
         raise click.UsageError("give --project or --all-projects, not both")
     text = " ".join(query)
-    reply = client.run(
-        target_from(ctx),
-        "search",
-        writer=False,
+    reply = client_from(ctx).search(
         query=text,
         cwd=cwd(),
         project=project_dir(project),

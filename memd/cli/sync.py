@@ -7,8 +7,7 @@ from typing import Any
 
 import click
 
-from memd import client
-from memd.cli import handle_errors, target_from
+from memd.cli import client_from, handle_errors
 
 
 def echo_json(obj: Any) -> None:
@@ -41,10 +40,7 @@ def sync_enable(
     ctx: click.Context, project: str, scope: str, excerpts: bool, as_json: bool
 ) -> None:
     """Sync a project: `me` (all my machines) or `team` (everyone with access to the bucket)."""
-    reply = client.run(
-        target_from(ctx),
-        "sync_enable",
-        writer=False,
+    reply = client_from(ctx).sync_enable(
         project=project_path(project),
         scope=scope,
         excerpts=excerpts,
@@ -68,9 +64,7 @@ def sync_enable(
 @handle_errors
 def sync_disable(ctx: click.Context, project: str) -> None:
     """Stop syncing a project (memories already shared stay in the bucket)."""
-    reply = client.run(
-        target_from(ctx), "sync_disable", writer=False, project=project_path(project)
-    )
+    reply = client_from(ctx).sync_disable(project=project_path(project))
     click.echo(f"no longer syncing {reply['disabled']}")
 
 
@@ -80,7 +74,7 @@ def sync_disable(ctx: click.Context, project: str) -> None:
 @handle_errors
 def sync_now(ctx: click.Context, as_json: bool) -> None:
     """Run one sync round now and wait for it; exit 1 when it fails."""
-    reply = client.run(target_from(ctx), "sync_now", writer=True)
+    reply = client_from(ctx).sync_now()
     result = reply["round"]
     if as_json:
         echo_json(result)
@@ -101,7 +95,7 @@ def sync_now(ctx: click.Context, as_json: bool) -> None:
 @handle_errors
 def sync_status(ctx: click.Context, as_json: bool) -> None:
     """What syncs where, and how the last round went (never touches the network)."""
-    status = client.run(target_from(ctx), "sync_status", writer=False)["sync"]
+    status = client_from(ctx).sync_status()["sync"]
     if as_json:
         echo_json(status)
         return

@@ -6,8 +6,8 @@ import json
 
 import click
 
-from memd import client
 from memd.cli import handle_errors, settings_from
+from memd.client import DaemonClient
 
 
 @click.command(name="ui")
@@ -43,7 +43,7 @@ def size(n: int) -> str:
 def stats(ctx: click.Context, as_json: bool) -> None:
     """Counts by project, kind and status, growth per week, hits, most and least used memories,
     store size on disk (through the daemon, or read directly when it is not running)."""
-    reply = client.run(settings_from(ctx), "stats", writer=False)
+    reply = DaemonClient(settings_from(ctx), local=True).stats()
     data = reply["stats"]
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))

@@ -20,6 +20,7 @@ from memd.errors import NotFound, StoreError, UserError
 from memd.models import USER_SCOPE, Memory, now_iso
 from memd.project import resolve_project
 from memd.recall import gloss, nearest, retrieve
+from memd.recall.hits import hit_json
 from memd.recall.vectors import QueryBatcher, VectorCache
 from memd.settings import Settings
 from memd.store.filters import match
@@ -179,8 +180,8 @@ class App:
             cache=None,  # the hooks' cache: rebuilding it for every project costs more here
         )
         if pinned is not None:
-            results = [r for r in results if bool(r["pinned"]) == pinned][:limit]
-        return {"results": results}
+            results = [r for r in results if r.pinned == pinned][:limit]
+        return {"results": [hit_json(r) for r in results]}
 
     def list_memories(
         self,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from memd.errors import UserError
 from memd.models import STATUSES, USER_SCOPE
 from memd.recall import retrieve
+from memd.recall.hits import hit_json
 from memd.store import curate
 
 if TYPE_CHECKING:
@@ -58,7 +59,10 @@ def search(
         cache=vectors,
         embed_later=queries.submit if queries is not None else None,
     )
-    out: dict[str, Any] = {"results": results, "project": None if all_projects else project}
+    out: dict[str, Any] = {
+        "results": [hit_json(r) for r in results],
+        "project": None if all_projects else project,
+    }
     if results:
         return out
     if explain:  # the same recall (and depth) as search, read for the candidates that missed
@@ -71,15 +75,15 @@ def search(
             statuses=statuses,
             weights=weights,
         )
-        missed = [r for r in found if not r["relevant"]][:MISSES_SHOWN]
-        out["missed"] = retrieve.complete(app.store, missed)
+        missed = [r for r in found if not r.relevant][:MISSES_SHOWN]
+        out["missed"] = [hit_json(r) for r in retrieve.complete(app.store, missed)]
     if not all_projects:
         others = [p for p in curate.projects_of(app.store) if p not in (project, USER_SCOPE)]
         if others:
             found = retrieve.search(
                 app.store, query, others, limit=limit, kinds=kinds, statuses=statuses
             )
-            tally = Counter(r["project"] for r in found if r["project"] != USER_SCOPE)
+            tally = Counter(r.project for r in found if r.project != USER_SCOPE)
             out["elsewhere"] = [
                 {"project": p, "count": n} for p, n in tally.most_common(ELSEWHERE_SHOWN)
             ]

@@ -4,7 +4,8 @@ A command runs ``cmd_<name>`` of the server (``ping``, ``status``, ``context``, 
 the ``App`` method that :data:`memd.daemon.commands.APP_COMMANDS` names for it, in that table's pool.
 
 The event loop only moves bytes: the work runs in the thread pools of :mod:`memd.daemon.pools`. The
-server also runs the flush loop (hit counters, heap trim) and the extraction loop.
+flush loop and memory release are :mod:`memd.daemon.housekeeping`'s, the extraction loop
+:mod:`memd.daemon.extraction`'s (both mixed into :class:`Server`).
 
 A bad client never hurts the others: malformed JSON, unknown commands, lines over
 ``protocol.MAX_LINE``, binary garbage and idle or half-open connections get an error reply or a
@@ -29,16 +30,17 @@ from memd import __version__, protocol
 from memd.daemon import status
 from memd.daemon.app import Workers
 from memd.daemon.commands import APP_COMMANDS, AppCommand
+from memd.daemon.extraction import Extraction
 from memd.daemon.hooksessions import HookSessions
+from memd.daemon.housekeeping import Housekeeping
 from memd.daemon.pools import Pools
 from memd.daemon.unixsocket import SocketFile, same_user
 from memd.errors import MemdError, UserError
-from memd.heap import release_library_pages, trim_heap
+from memd.recall.hits import chosen_json, left_out_json
 from memd.recall.inject import Injection, Injector
 
 if TYPE_CHECKING:
     from memd.daemon.app import App
-    from memd.ingest.state import State
     from memd.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -48,27 +50,6 @@ DRAIN_SECONDS = 5.0
 """How long shutdown waits for in-flight requests."""
 WRITE_TIMEOUT = 10.0
 """A client that does not read its reply within this time is dropped."""
-EXTRACT_BATCH = 2
-"""Segments per ``process_pending`` call: shutdown waits for at most one such batch."""
-EXTRACT_POLL_SECONDS = 30.0
-"""Closed segments wake the extraction loop at once; this poll only catches retries."""
-TRIM_EVERY_SECONDS = 30.0
-"""After activity, freed heap goes back to the OS at most this often (see :func:`trim_heap`)."""
-TRIM_IDLE_SECONDS = 1.0
-"""... and once no request has arrived for this long, so no hook waits for it ..."""
-TRIM_BUSY_SECONDS = 60.0
-"""... unless the daemon has been busy that long: then it trims anyway (~8 ms at 100k)."""
-RELEASE_IDLE_SECONDS = 30.0
-"""After heavy work (extraction runs, scheduled jobs), once no request has arrived for this long,
-the resident pages of the mapped libraries are dropped (see :func:`release_library_pages`). Not
-after every quiet spell: the first hook after a release pays ~1-2 ms of minor faults
-(``bench/release_latency.py``), so plain hook traffic never triggers one."""
-WARM_PROJECTS = 5
-"""At start, the vector cache of this many recently active projects is built in the background."""
-QUIET_AFTER_SECONDS = 30.0
-IDLE_FLUSH_SECONDS = 60.0
-"""With nothing queued and no request for ``QUIET_AFTER_SECONDS``, the flush loop sleeps this
-long instead of ``flush_seconds`` (the next request wakes it): an idle daemon stays asleep."""
 
 
 def encode_reply(reply: dict[str, Any], hook: bool = False) -> bytes:
@@ -86,7 +67,7 @@ class Connection:
         self.busy = False
 
 
-class Server:
+class Server(Housekeeping, Extraction):
     """Serves requests; owns the thread pools, the flush loop and the extraction loop."""
 
     def __init__(
@@ -150,46 +131,6 @@ class Server:
             warming.append(self.pools.submit("read", self.warm_caches, self.workers.state))
         asyncio.gather(*warming).add_done_callback(self.after_warm_up)
 
-    def after_warm_up(self, warmed: asyncio.Future[Any]) -> None:
-        """Start-up ran code once (imports, the model, the key index, the vector caches) whose
-        library pages would stay in RSS: give them back now, off the event loop."""
-        if warmed.cancelled() or warmed.exception() is not None:
-            return
-        if self.stopping is None or self.stopping.is_set():
-            return
-        with contextlib.suppress(RuntimeError):  # the read pool is shutting down
-            self.pools.submit("read", self.release_pages, "after start-up")
-
-    def release_pages(self, why: str) -> int:
-        """:func:`release_library_pages`, counted for ``memd status`` and logged; bytes released."""
-        released = release_library_pages()
-        if released:
-            pages = self.library_pages
-            pages["releases"] += 1
-            pages["last_bytes"] = released
-            pages["total_bytes"] += released
-            log.info("released %.1f MiB of library pages (%s)", released / 2**20, why)
-        return released
-
-    def warm_keys(self) -> None:
-        """The key index (memd.store.keyindex), built before the first list page or status needs it."""
-        try:
-            keys = self.app.keep_keys()
-            keys.ensure()
-            log.info("key index built: %d memories", keys.counts()["total"])
-        except Exception as exc:  # best effort: the first read builds it
-            log.warning("building the key index failed: %s", exc)
-
-    def warm_caches(self, state: State) -> None:
-        """Vectors of the most recently active projects, in memory before their first hook."""
-        try:
-            projects = state.recent_projects(WARM_PROJECTS)
-            rows = self.injector.warm(projects)
-            trim_heap()
-            log.info("vector cache warmed: %d project(s), %d memories", len(projects), rows)
-        except Exception as exc:  # best effort
-            log.warning("warming the vector cache failed: %s", exc)
-
     def stop(self) -> None:
         """Ask the server to shut down (safe from a signal handler via call_soon_threadsafe)."""
         for event in (self.stopping, self.extract_wakeup, self.flush_wakeup):
@@ -226,100 +167,6 @@ class Server:
         ok = self.pools.close(timeout)
         self.injector.queries.close()
         return ok
-
-    # ---- background loops
-    async def flush_loop(self) -> None:
-        assert self.stopping is not None and self.flush_wakeup is not None
-        while not self.stopping.is_set():
-            busy = (
-                self.injector.pending_writes()
-                or time.monotonic() - self.last_request_at < QUIET_AFTER_SECONDS
-            )
-            self.flush_wakeup.clear()
-            self.flush_sleeping = not busy
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self.flush_wakeup.wait(),
-                    self.settings.flush_seconds if busy else IDLE_FLUSH_SECONDS,
-                )
-            self.flush_sleeping = False
-            await self.maybe_trim()
-            await self.maybe_release()
-            if not self.injector.pending_writes():
-                continue  # idle: not even a thread hop
-            try:
-                await self.pools.run("write", self.injector.flush)
-            except Exception as exc:
-                log.error("flushing hit counters failed: %s", exc)
-
-    async def maybe_trim(self) -> None:
-        """Trim the heap after activity, at most every ``TRIM_EVERY_SECONDS``: when idle, or
-        after ``TRIM_BUSY_SECONDS`` of steady load."""
-        now = time.monotonic()
-        activity = self.counters["requests"] + self.extraction_runs
-        last_at, last_activity = self._trimmed
-        if activity == last_activity or now - last_at < TRIM_EVERY_SECONDS:
-            return
-        if now - self.last_request_at < TRIM_IDLE_SECONDS and now - last_at < TRIM_BUSY_SECONDS:
-            return
-        self._trimmed = (now, activity)
-        await asyncio.to_thread(trim_heap)
-
-    async def maybe_release(self) -> None:
-        """Give the libraries' pages (and the stored texts' model graph) back after heavy work
-        (segments extracted, scheduled jobs, a load of that graph; not the extraction loop's
-        empty polls) once no request has arrived for ``RELEASE_IDLE_SECONDS``: once per batch
-        of such work, never for requests alone (the first hook after a release faults its code
-        back in)."""
-        scheduler = self.workers.scheduler
-        heavy = self.segments_extracted + (scheduler.runs if scheduler is not None else 0)
-        heavy += self.app.store.embedder.passage_loads  # a `memd add` loaded the float graph
-        if heavy == self._released_activity:
-            return
-        if time.monotonic() - self.last_request_at < RELEASE_IDLE_SECONDS:
-            return
-        self._released_activity = heavy
-        await asyncio.to_thread(self.release_after_work)
-
-    def release_after_work(self) -> None:
-        """The stored texts' model graph (reloaded by the next stored text), then the heap it
-        leaves free, then the libraries' pages."""
-        if self.app.store.embedder.release_passages():
-            trim_heap()
-            log.info("released the stored texts' model graph")
-        self.release_pages("after extraction or jobs")
-
-    async def extraction_loop(self) -> None:
-        assert self.stopping is not None and self.extract_wakeup is not None
-        pipeline = self.workers.pipeline
-        if pipeline is None:
-            return
-        while not self.stopping.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.extract_wakeup.wait(), EXTRACT_POLL_SECONDS)
-            self.extract_wakeup.clear()
-            if self.stopping.is_set():
-                break
-            try:
-                done = await self.pools.run("extract", pipeline.process_pending, EXTRACT_BATCH)
-            except Exception as exc:
-                log.error("extraction failed: %s", exc)
-                await asyncio.sleep(min(30.0, self.settings.flush_seconds * 5))
-                continue
-            self.extraction_runs += 1
-            if done:
-                self.segments_extracted += done
-                cached = self.injector.vectors.cached_projects()
-                self.injector.vectors.invalidate()
-                # Build the caches again now, off the hook path: the next prompt finds them.
-                with contextlib.suppress(RuntimeError):  # the read pool is shutting down
-                    self.pools.submit("read", self.injector.warm, cached)
-                log.info("extracted %d segment(s)", done)
-                self.extract_wakeup.set()  # there may be more
-
-    def wake_extraction(self) -> None:
-        if self.extract_wakeup is not None:
-            self.extract_wakeup.set()
 
     # ---- connections
     async def serve_client(
@@ -467,8 +314,8 @@ class Server:
         result = await self.pools.run("read", lambda: build(payload, dedupe=False, touch=False))
         return {
             "context": result.text,
-            "chosen": result.chosen,
-            "left_out": result.left_out,
+            "chosen": [chosen_json(c) for c in result.chosen],
+            "left_out": [left_out_json(x) for x in result.left_out],
             "reason": result.reason,
         }
 

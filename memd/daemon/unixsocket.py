@@ -112,7 +112,7 @@ def peer_uid(sock: socket.socket) -> int | None:
     if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
         raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         _pid, uid, _gid = struct.unpack("3i", raw)
-        return uid
+        return int(uid)
     return _getpeereid(sock.fileno())
 
 

@@ -17,26 +17,14 @@ from memd.embedding import models
 from memd.embedding.backend import EmbeddingBackend
 from memd.embedding.spec import DEFAULT_DIM, MAX_BATCH, MAX_CHARS, Calibration
 from memd.embedding.spec import reads_chinese as name_reads_chinese
+from memd.text.chinese import CJK_CLASS as CJK_CLASS
+from memd.text.chinese import has_chinese
+from memd.text.chinese import is_chinese as is_chinese
 
 if TYPE_CHECKING:
     from memd.settings import Settings
 
 log = logging.getLogger(__name__)
-
-CJK_CLASS = "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
-"""One Chinese (CJK) character, as a regular expression class (also for LanceDB's and Arrow's
-regular expressions)."""
-_CJK = re.compile(CJK_CLASS)
-_LATIN = re.compile(r"[A-Za-z]")
-
-
-def is_chinese(text: str) -> bool:
-    """True when CJK characters make up more than 30 % of the letters (code words don't count)."""
-    if _CJK.search(text) is None:  # most texts of an English project: no counting
-        return False
-    cjk = len(_CJK.findall(text))
-    return cjk > 0 and cjk / (cjk + len(_LATIN.findall(text))) > 0.3
-
 
 GLOSS_SUFFIX = "+zh-gloss2"
 """Ends the model id of a glossed model; the number is the gloss's version. A store written
@@ -107,7 +95,7 @@ class Embedder:
 
     def _prepare(self, texts: Sequence[str]) -> list[str]:
         """Texts as the model reads them: glossed when the model glosses, then clipped."""
-        if self.glosses and any(_CJK.search(t or "") for t in texts):
+        if self.glosses and any(has_chinese(t or "") for t in texts):
             if not _glosses:
                 # A program that embeds Chinese without importing memd.recall: a bug, but one
                 # that must not lose the write. The vector is the raw text's.

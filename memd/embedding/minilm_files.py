@@ -111,11 +111,11 @@ def write_lean_model(model: Path, dest: Path) -> bool:
 
 def write_query_model(model: Path, dest: Path) -> bool:
     """Write ``model`` with its matrix products quantized (:func:`onnx_graph.quantize_matmuls`)
-    and its operators fused (:func:`onnx_fuse.fuse_query_graph`) to ``dest`` (once; a file
+    and its operators fused (:func:`onnx_query.fuse_query_graph`) to ``dest`` (once; a file
     already written is kept, and one written by an older memd without the fusions is written
     again); False: prompts use ``model`` as it is."""
-    from memd.embedding.onnx_fuse import fuse_query_graph, is_fused
     from memd.embedding.onnx_graph import GraphRewriteError, is_quantized, quantize_matmuls
+    from memd.embedding.onnx_query import fuse_query_graph, is_fused
 
     if is_fused(dest):
         return True

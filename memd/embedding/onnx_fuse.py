@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from memd.embedding.onnx_graph import (
     GRAPH_INITIALIZER,
@@ -37,17 +36,14 @@ from memd.embedding.onnx_graph import (
     NODE_OUTPUT,
     TENSOR_NAME,
     Buffer,
-    GraphRewriteError,
     bytes_field,
     encode_varint,
     fields,
     graph_of,
-    holds,
     node_with,
     simple_node,
     strings,
     varint,
-    with_graph,
 )
 
 FUSED_SUFFIX = "_memd_fused"
@@ -376,28 +372,3 @@ def fuse_operators(g: Graph) -> dict[str, int]:
         "nan_guard": drop_nan_guards(g),
         "key_transpose": simplify_key_transposes(g),
     }
-
-
-def fuse_query_graph(model: Buffer) -> tuple[bytes, dict[str, int]]:
-    """``model`` with the four rewrites above, then each attention block as one operator
-    (:mod:`memd.embedding.onnx_attention`), and how many of each were made. Raises
-    GraphRewriteError when none applies."""
-    from memd.embedding.onnx_attention import fuse_attention, initializers_by_name
-
-    g = parse(memoryview(model))
-    counts = fuse_operators(g)
-    added = fuse_attention(g, initializers_by_name(graph_of(memoryview(model))))
-    counts["attention"] = len(added) // 3
-    if not any(counts.values()):
-        raise GraphRewriteError("nothing to fuse in the query graph")
-    g.drop_unread_constants()
-    g.parts += [bytes_field(GRAPH_INITIALIZER, tensor) for tensor in added]
-    return with_graph(memoryview(model), b"".join(g.parts)), counts
-
-
-def is_fused(path: Path) -> bool:
-    """True when ``path`` holds a graph :func:`fuse_query_graph` wrote, attention blocks
-    included (a graph an older memd fused without them is written again)."""
-    from memd.embedding.onnx_attention import ATTENTION_SUFFIX
-
-    return holds(path, FUSED_SUFFIX) and holds(path, ATTENTION_SUFFIX)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 
 from memd.extract.codenames import code_names
-from memd.extract.records import clip
 from memd.extract.rules import IMPORTANCE
+from memd.extract.rules import clip_words as clip
 from memd.models import Candidate, Turn
 
 _BULLET = re.compile(r"^(\s*)(?:[-*•]|\d+[.)])\s+(.*)$")

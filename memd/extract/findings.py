@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from memd.extract import vocabulary as vocab
 from memd.extract.episodes import Episode, is_narration, split_sentences
 from memd.extract.evidence import shell_commands
-from memd.extract.records import EDIT_TOOLS, clip, command_of, commit_message, path_of
+from memd.extract.records import EDIT_TOOLS, command_of, commit_message, path_of
 from memd.extract.rules import IMPORTANCE, clean_text, is_tentative
+from memd.extract.rules import clip_words as clip
 from memd.models import Candidate, Turn
 
 _CAUSE = re.compile(

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, replace
 
 from memd.models import Segment, Turn
+from memd.text.chinese import has_chinese
 
 SUBJECTS: dict[str, tuple[str, str]] = {
     "email": (r"\be-?mail(?: address)?\b", r"邮箱|邮件地址"),
@@ -240,7 +241,7 @@ def request_sentences(text: str) -> list[tuple[str, str, tuple[str, ...], bool]]
         if not sentence or len(sentence) > 300 or not _MAY_ASK.search(sentence):
             continue
         found = _english(sentence) if re.search(r"[A-Za-z]", sentence) else None
-        if found is None and re.search(r"[\u4e00-\u9fff]", sentence):
+        if found is None and has_chinese(sentence):
             found = _chinese(sentence)
         if found is not None:
             out.append((sentence, *found))

@@ -36,7 +36,7 @@ from memd.extract.findings import (
     hook_checks,
     outcome_candidate,
 )
-from memd.extract.keywords import keyword_text, top_keywords, words
+from memd.extract.keywords import keyword_text, prose_text, top_keywords, words
 from memd.extract.records import (
     Commands,
     TodoList,
@@ -68,6 +68,7 @@ from memd.extract.rules import (
 )
 from memd.models import Candidate, Segment, Turn
 from memd.names import STOPPED_TOPIC
+from memd.text.chinese import RANGES, has_chinese
 
 MAX_PER_KIND = 12
 
@@ -324,7 +325,7 @@ def stopped_candidate(episodes: list[Episode]) -> Candidate | None:
     return None
 
 
-_KEY_WORD = re.compile(r"[a-z0-9][a-z0-9_.+#/-]*|[\u3400-\u4dbf\u4e00-\u9fff]+")
+_KEY_WORD = re.compile(rf"[a-z0-9][a-z0-9_.+#/-]*|[{RANGES}]+")
 _KEY_STOP_TEXT = (
     "a an to of in on at is be it we i by as or so remember reminder note noted said mentioned "
     "again earlier already told tell say"
@@ -339,7 +340,7 @@ def content_key(text: str) -> frozenset[str]:
     same set."""
     out: set[str] = set()
     for w in _KEY_WORD.findall(text.lower()):
-        if w[0] >= "\u3400":
+        if has_chinese(w[0]):
             out.update(w[i : i + 2] for i in range(max(1, len(w) - 1)))
             continue
         w = w.rstrip(".-/")
@@ -435,7 +436,7 @@ def summary_candidate(
     for ep in episodes:
         if ep.by != "user" or ep.request is None or len(asked) >= 2:
             continue
-        for sentence in sentences(keyword_text(ep.request_text)):
+        for sentence in sentences(prose_text(ep.request_text)):
             norm = _norm(sentence)
             if is_small_talk(sentence) or any(norm in s or s in norm for s in stored):
                 continue

@@ -11,9 +11,10 @@ from collections import Counter
 from functools import lru_cache
 
 from memd.extract import vocabulary as vocab
+from memd.text.chinese import RANGES
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+#/-]{1,40}")
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]{2,}")
+_CJK_RUN = re.compile(rf"[{RANGES}]{{2,}}")
 _CJK_STOP = re.compile(
     r"[的了是在我你他她它们这那和与就都也还要把被给对从到个上下中为吗呢吧啊一有没不会能很再先让看下]"
 )
@@ -46,6 +47,23 @@ _NOT_WORDS = re.compile(
     r"|!?\[([^\]\n]{0,200})\]\([^)\s]{0,300}\)",  # markdown links: keep the label
     re.DOTALL,
 )
+
+
+_NOT_PROSE = re.compile(
+    r"\[REDACTED:[^\]]*\]"  # redaction labels
+    r"|```.*?(?:```|\Z)"  # fenced code
+    r"|</?[A-Za-z][\w:-]*(?:\s[^<>]{0,300})?/?>"  # markup tags and their attributes
+    r"|!?\[([^\]\n]{0,200})\]\([^)\s]{0,300}\)",  # markdown links: keep the label
+    re.DOTALL,
+)
+
+
+def prose_text(text: str) -> str:
+    """``text`` without redaction labels, markup tags and fenced code, its URLs kept: what a
+    summary may quote (a sentence whose URL is cut out says something else: "our registry is")."""
+    if "[" not in text and "<" not in text and "`" not in text:
+        return text
+    return _NOT_PROSE.sub(lambda m: f" {m.group(1) or ''} ", text)
 
 
 @lru_cache(maxsize=1024)

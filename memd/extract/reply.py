@@ -6,30 +6,26 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any, Literal, get_args
+from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import CoreSchema
 
+from memd import kinds
 from memd.errors import ExtractionError
 from memd.extract.redact import redact
 from memd.extract.vocabulary import STOPWORDS
 from memd.models import Candidate
+from memd.text.chinese import CJK_RUN
+from memd.text.stems import grounding_stem
 
 log = logging.getLogger(__name__)
 
-LlmKind = Literal["decision", "preference", "fact", "todo", "progress", "bugfix", "summary"]
-LLM_KINDS: tuple[str, ...] = get_args(LlmKind)
+LLM_KINDS: tuple[str, ...] = kinds.names("llm")
+"""The kinds an LLM may answer with (an excerpt is made from the turns, never by a model)."""
 TOOL_NAME = "record_memories"
-_KIND_ALIASES = {
-    "decisions": "decision", "choice": "decision", "prefs": "preference",
-    "preferences": "preference", "convention": "preference", "conventions": "preference",
-    "rule": "preference", "facts": "fact", "note": "fact", "info": "fact", "excerpt": "fact",
-    "task": "todo", "tasks": "todo", "todos": "todo", "open_item": "todo", "next_step": "todo",
-    "done": "progress", "status": "progress", "bug": "bugfix", "fix": "bugfix",
-    "bug_fix": "bugfix", "bugfixes": "bugfix", "overview": "summary",
-}  # fmt: skip
+_KIND_ALIASES = {alias: k.name for k in kinds.KINDS if k.llm for alias in k.llm_aliases}
 _TEXT_KEYS = ("text", "memory", "content", "fact", "statement", "value", "description")
 _SOURCE_KEYS = ("sources", "source_uuids", "source_ids", "source", "turns", "turn_ids", "ids")
 _LIST_KEYS = ("memories", "candidates", "items", "results", "facts", "data", "output")
@@ -61,7 +57,11 @@ class LlmMemory(BaseModel):
         extra="ignore", json_schema_extra={"required": ["kind", "text", "sources"]}
     )
 
-    kind: LlmKind = Field(default="fact", validation_alias=AliasChoices("kind", "type", "category"))
+    kind: str = Field(
+        default="fact",
+        validation_alias=AliasChoices("kind", "type", "category"),
+        json_schema_extra={"enum": list(LLM_KINDS)},
+    )
     text: str = Field(
         min_length=1,
         description="One short, self-contained fact.",
@@ -199,17 +199,13 @@ CANDIDATE_SCHEMA: dict[str, Any] = LlmOutput.model_json_schema(schema_generator=
 GROUNDED_MIN_SHARE = 0.5
 """An LLM memory is dropped when under half of its content words are in the turns it cites."""
 _LATIN = re.compile(r"[a-z][a-z0-9_-]{2,}")
-_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
-
-
-def _stem(word: str) -> str:
-    return word[:5]
+_CJK_RUN = CJK_RUN
 
 
 def content_units(text: str) -> list[str]:
     """Content words (stemmed to five letters, stop words left out) and Chinese bigrams."""
     low = text.lower()
-    units = [_stem(w) for w in _LATIN.findall(low) if w not in STOPWORDS]
+    units = [grounding_stem(w) for w in _LATIN.findall(low) if w not in STOPWORDS]
     for run in _CJK_RUN.findall(text):
         units += [run[i : i + 2] for i in range(len(run) - 1)] or [run]
     return units
@@ -221,7 +217,7 @@ def grounded_share(text: str, said: str) -> float:
     if len(units) < 3:
         return 1.0  # too short to judge
     low = said.lower()
-    stems = {_stem(w) for w in _LATIN.findall(low)}
+    stems = {grounding_stem(w) for w in _LATIN.findall(low)}
     present = sum(1 for u in units if (u in stems if u.isascii() else u in said))
     return present / len(units)
 

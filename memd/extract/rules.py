@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 
+from memd import kinds
 from memd.extract import vocabulary as vocab
 from memd.extract.vocabulary import tech_in_text
+from memd.text.chinese import CJK_CHAR
 
 SENTENCE_MAX = 400
 
@@ -24,7 +26,7 @@ _NOISE_BLOCKS = re.compile(
 )
 _CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _INTERRUPTED = re.compile(r"\[Request interrupted by user[^\]]*\]")
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK = CJK_CHAR
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
 _BULLET = re.compile(r"^\s*(?:[-*•>]+|\d+[.)]|#+)\s*")
 _FILLER = re.compile(
@@ -280,16 +282,7 @@ STACK_SAID = _rx(
     r"用的是|使用|基于|我们用|项目用|技术栈",
 )
 
-IMPORTANCE = {
-    "decision": 0.75,
-    "progress": 0.5,
-    "preference": 0.8,
-    "bugfix": 0.7,
-    "todo": 0.6,
-    "fact": 0.55,
-    "summary": 0.5,
-    "excerpt": 0.3,
-}
+IMPORTANCE = {k.name: k.importance for k in kinds.KINDS}
 _STRONG = _rx(r"\b(?:always|never|must)\b", r"必须|一律|永远|务必|禁止")
 
 

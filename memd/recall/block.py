@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
+from memd import kinds
 from memd.models import USER_SCOPE
 from memd.recall import lexical
+from memd.recall.hits import Hit
 
 OPEN_TAG = "<memd-context>"
 CLOSE_TAG = "</memd-context>"
@@ -39,14 +40,7 @@ KEEP_SHARE = 0.5
 """Of a long turn, the sentences whose match is at least half the best one's are kept."""
 SECTIONS = (
     ("pinned", "Pinned"),
-    ("summary", "Last session"),
-    ("decision", "Decisions"),
-    ("todo", "Open TODOs"),
-    ("preference", "Preferences"),
-    ("fact", "Facts"),
-    ("bugfix", "Fixes"),
-    ("progress", "Progress"),
-    ("excerpt", "Excerpts"),
+    *((k.name, k.section) for k in sorted(kinds.KINDS, key=lambda k: k.block_rank)),
 )
 DATE_PREFIX = re.compile(r"^\[(\d{4}-\d{2}-\d{2})\]\s*")
 SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
@@ -57,7 +51,7 @@ class Item:
     """One memory offered for injection: what it shows and which turns it covers (why it was
     offered is :func:`memd.recall.retrieve.explain` of its ``memory``, worked out for the kept ones)."""
 
-    memory: dict[str, Any]
+    memory: Hit
     section: str
     priority: float
     display: str = ""
@@ -74,13 +68,13 @@ class Item:
 
     def __post_init__(self) -> None:
         if not self.display:
-            self.display = clip(self.memory["text"])
+            self.display = clip(self.memory.text)
         if not self.turns:
             self.turns = frozenset(source_uuids(self.memory))
 
 
-def source_uuids(memory: dict[str, Any]) -> list[str]:
-    return [str(s.get("uuid") or "") for s in memory.get("sources") or [] if s.get("uuid")]
+def source_uuids(memory: Hit) -> list[str]:
+    return [s.uuid for s in memory.sources if s.uuid]
 
 
 def clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
@@ -88,17 +82,17 @@ def clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def day_of(memory: dict[str, Any]) -> str:
+def day_of(memory: Hit) -> str:
     """The day of what the memory says: its newest source turn's, else when it was stored."""
-    said = [str(s.get("timestamp") or "") for s in memory.get("sources") or []]
-    said = [t for t in said if t]
-    return (max(said) if said else memory.get("updated_at") or memory.get("created_at") or "")[:10]
+    said = [s.timestamp for s in memory.sources if s.timestamp]
+    stored = memory.memory.updated_at or memory.memory.created_at
+    return (max(said) if said else stored)[:10]
 
 
 def line_for(item: Item) -> str:
     """The item's line (without its day line, for an item that has a ``day``)."""
     memory = item.memory
-    scope = " [user-wide]" if memory.get("project") == USER_SCOPE else ""
+    scope = " [user-wide]" if memory.project == USER_SCOPE else ""
     day = "" if item.day or DATE_PREFIX.match(item.display) else day_of(memory)
     note = f" [{item.note}]" if item.note else ""
     code = f" [{item.code}]" if item.code else ""
@@ -211,13 +205,13 @@ def sentences(text: str) -> list[str]:
     return [s for s in SENTENCE_END.split(text) if s.strip()]
 
 
-def excerpt_turns(memory: dict[str, Any]) -> tuple[str, list[tuple[str, str]] | None]:
+def excerpt_turns(memory: Hit) -> tuple[str, list[tuple[str, str]] | None]:
     """An excerpt's day and its (turn uuid, line) pairs, in order; ``None`` for the pairs when
     its text is not one line per source turn (an older excerpt).
 
     An excerpt's text has one line per turn, in the order of its sources (the first line may
     start with a ``[YYYY-MM-DD]`` date)."""
-    text = memory["text"]
+    text = memory.text
     day = ""
     m = DATE_PREFIX.match(text)
     if m:
@@ -247,9 +241,9 @@ def show_turns(
     return " / ".join(parts)
 
 
-def whole_excerpt(memory: dict[str, Any]) -> str:
+def whole_excerpt(memory: Hit) -> str:
     """An excerpt that is not one line per turn (an older one), shown whole (clipped)."""
-    body = DATE_PREFIX.sub("", memory["text"], count=1)
+    body = DATE_PREFIX.sub("", memory.text, count=1)
     return clip("\n".join(spoken(line) for line in body.split("\n")), MAX_EXCERPT_CHARS)
 
 
@@ -315,7 +309,7 @@ def ordered(items: list[Item]) -> list[Item]:
     order they were said, then best first. The items without a day come first in a section."""
     return sorted(
         items,
-        key=lambda i: (SECTION_ORDER[i.section], i.day, said_at(i), -i.priority, i.memory["id"]),
+        key=lambda i: (SECTION_ORDER[i.section], i.day, said_at(i), -i.priority, i.memory.id),
     )
 
 
@@ -324,10 +318,6 @@ def said_at(item: Item) -> str:
     if not item.day:
         return ""
     return min(
-        (
-            str(s.get("timestamp") or "")
-            for s in item.memory.get("sources") or []
-            if s.get("uuid") in item.turns
-        ),
+        (s.timestamp for s in item.memory.sources if s.uuid in item.turns),
         default="",
     )

@@ -29,17 +29,16 @@ package (nothing is downloaded).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Protocol, cast
 
-from memd.embedding.embed import CJK_CLASS, is_chinese
 from memd.errors import MemdError
 from memd.recall import lexical
 from memd.recall.crossterms import parts, with_parts
+from memd.text.chinese import CJK_CHAR, CJK_RUN, is_chinese
 
 if TYPE_CHECKING:
     from memd.recall.dictionary import Dictionary
@@ -50,9 +49,8 @@ MAX_WORDS = 48
 MAX_FALLBACK_FORMS = 2
 """At most this many of a dictionary word's translations go into the full-text query (all of
 them, up to :data:`memd.recall.dictionary.MAX_FORMS`, still carry its terms)."""
-CJK_RUN = re.compile(CJK_CLASS + "+")
 """A run of Chinese characters."""
-_CJK_CHAR = lexical.CJK_CHAR
+_CJK_CHAR = CJK_CHAR
 
 Form = str | frozenset[str]
 """What carries a concept in a memory: a Chinese word (found in its text) or the terms of an

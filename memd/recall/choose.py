@@ -28,6 +28,7 @@ from memd.recall.block import (
     source_uuids,
     whole_excerpt,
 )
+from memd.recall.hits import Hit, LeftOut
 from memd.store import profiles, similar
 from memd.store.upsert import SUPERSEDABLE
 
@@ -42,30 +43,24 @@ LEFT_OUT_SHOWN = 12
 @dataclass
 class Plan:
     items: list[Item] = field(default_factory=list)
-    left_out: list[dict[str, Any]] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
     footer: str = ""
     reason: str = ""
 
 
-def left(result: dict[str, Any], reason: str) -> dict[str, Any]:
-    return {
-        "id": result["id"],
-        "kind": result["kind"],
-        "text": result["text"],
-        "reason": reason,
-        "score_breakdown": result.get("score_breakdown", {}),
-    }
+def left(result: Hit, reason: str) -> LeftOut:
+    return LeftOut(result, reason)
 
 
 def choose(
-    results: list[dict[str, Any]],
+    results: list[Hit],
     given: set[str],
     budget: int,
     query_terms: tuple[str, ...],
     brief: bool,
     vectors: dict[str, Any] | None = None,
     model_id: str = "",
-    code: Callable[[dict[str, Any]], str] | None = None,
+    code: Callable[[Hit], str] | None = None,
 ) -> Plan:
     """The items to inject, best first, within ``budget`` characters, and why others were not.
 
@@ -84,28 +79,28 @@ def choose(
         return plan
     relevant = []
     for r in results:
-        if r.get("status", "active") != "active":
+        if r.status != "active":
             continue
-        if not r.get("relevant", True):
+        if not r.relevant:
             if len(plan.left_out) < LEFT_OUT_SHOWN:
                 plan.left_out.append(left(r, "below the relevance threshold"))
             continue
-        if r["id"] in given:
+        if r.id in given:
             plan.left_out.append(left(r, "already injected in this session"))
             continue
         relevant.append(r)
     if not relevant:
-        if given and any(r["id"] in given for r in results):
+        if given and any(r.id in given for r in results):
             plan.reason = "every relevant memory was already injected in this session"
         else:
-            best = max((r["score_breakdown"].get("relevance", 0.0) for r in results), default=0.0)
-            need = min((r["score_breakdown"].get("threshold", 1.0) for r in results), default=1.0)
+            best = max((r.relevance for r in results), default=0.0)
+            need = min((r.threshold for r in results), default=1.0)
             plan.reason = f"none relevant (best relevance {best:.2f} < {need:.2f})"
         return plan
-    weights = lexical.local_weights(query_terms, (r["text"] for r in relevant))
-    split = {r["id"]: excerpt_turns(r) for r in relevant if r["kind"] == "excerpt"}
+    weights = lexical.local_weights(query_terms, (r.text for r in relevant))
+    split = {r.id: excerpt_turns(r) for r in relevant if r.kind == "excerpt"}
     pieces = ranked_pieces(relevant, weights, split)
-    pinned_total = sum(1 for r in relevant if r.get("pinned")) if brief else 0
+    pinned_total = sum(1 for r in relevant if r.pinned) if brief else 0
     disagreements = Disagreements(vectors or {}, model_id)
     covered: set[str] = set()
     kept: list[Item] = []
@@ -116,46 +111,46 @@ def choose(
     size = BlockSize()
     for r, n in pieces:
         if n is not None:  # one turn of an excerpt
-            day, turns = split[r["id"]]
+            day, turns = split[r.id]
             assert turns is not None
             uuid = turns[n][0]
             if uuid in covered or size.now() + len(show_turns(turns, [n], weights)) + 3 > budget:
                 continue  # shown already, or cannot fit (the block only grows)
-            item = items.get(r["id"])
+            item = items.get(r.id)
             if item is not None:  # another turn of an excerpt in the block
-                grown = show_turns(turns, [*picked[r["id"]], n], weights)
+                grown = show_turns(turns, [*picked[r.id], n], weights)
                 delta = size.change(item, grown)
                 if size.now(overflow(pinned_total - pinned_shown)) + delta > budget:
                     continue
                 item.display = grown
                 item.turns = item.turns | {uuid}
                 size.grow(delta)
-                picked[r["id"]].add(n)
+                picked[r.id].add(n)
                 covered.add(uuid)
                 continue
             display, turns_shown = show_turns(turns, [n], weights), frozenset([uuid])
             day = day or day_of(r)
-        elif r["id"] in items:
+        elif r.id in items:
             continue
-        elif r["kind"] == "excerpt":  # an older excerpt, not one line per turn: whole
+        elif r.kind == "excerpt":  # an older excerpt, not one line per turn: whole
             turns_shown = frozenset(source_uuids(r))
             if covered.intersection(turns_shown):
                 plan.left_out.append(left(r, "its turns are already shown"))
                 continue
-            display, day = whole_excerpt(r), split[r["id"]][0] or day_of(r)
+            display, day = whole_excerpt(r), split[r.id][0] or day_of(r)
         else:
             turns_shown = frozenset(source_uuids(r))
-            if r["kind"] != "summary" and turns_shown and turns_shown <= covered:
+            if r.kind != "summary" and turns_shown and turns_shown <= covered:
                 plan.left_out.append(left(r, "its turns are already shown"))
                 continue
-            display, day = cut_item(r["text"], weights), ""
-            if r["kind"] == "summary" and repeats(display, kept):
+            display, day = cut_item(r.text, weights), ""
+            if r.kind == "summary" and repeats(display, kept):
                 plan.left_out.append(left(r, "repeats what the items below say"))
                 continue
-        section = "pinned" if r.get("pinned") and brief else r.get("section") or r["kind"]
-        mark = code(r) if code is not None and n is None and r["kind"] != "excerpt" else ""
+        section = "pinned" if r.pinned and brief else r.section or r.kind
+        mark = code(r) if code is not None and n is None and r.kind != "excerpt" else ""
         item = Item(r, section, priority(r), display, turns_shown, day=day, code=mark)
-        is_pinned = brief and bool(r.get("pinned"))
+        is_pinned = brief and r.pinned
         footer = overflow(pinned_total - pinned_shown - (1 if is_pinned else 0))
         fits = size.with_item(item, footer) <= budget
         marked = disagreements.mark(item, kept) if fits else []
@@ -167,19 +162,19 @@ def choose(
                 plan.left_out.append(left(r, "over the budget"))
             continue
         kept.append(item)
-        items[r["id"]] = item
+        items[r.id] = item
         if marked:
             size = BlockSize.of(kept)
         else:
             size.add(item)
         if n is not None:
-            picked[r["id"]] = {n}
+            picked[r.id] = {n}
         if is_pinned:
             pinned_shown += 1
-        if r["kind"] != "summary":
+        if r.kind != "summary":
             covered |= turns_shown
     for r in relevant:  # the excerpts none of whose turns were shown, and why
-        if r["id"] not in items and split.get(r["id"], ("", None))[1] is not None:
+        if r.id not in items and split.get(r.id, ("", None))[1] is not None:
             shown = set(source_uuids(r)) <= covered
             plan.left_out.append(
                 left(r, "its turns are already shown" if shown else "over the budget")
@@ -193,17 +188,16 @@ def choose(
     return plan
 
 
-def priority(result: dict[str, Any]) -> float:
+def priority(result: Hit) -> float:
     """Fusion score, with typed memories ahead of excerpts of the same relevance."""
-    base = float(result.get("score", 0.0))
-    return base - (0.05 if result["kind"] == "excerpt" else 0.0)
+    return result.score - (0.05 if result.kind == "excerpt" else 0.0)
 
 
 def ranked_pieces(
-    relevant: list[dict[str, Any]],
+    relevant: list[Hit],
     weights: dict[str, float],
     split: dict[str, tuple[str, list[tuple[str, str]] | None]],
-) -> list[tuple[dict[str, Any], int | None]]:
+) -> list[tuple[Hit, int | None]]:
     """What the block is filled from, best first: (memory, turn number) for each turn of an
     excerpt that is one line per turn, (memory, None) for any other memory; summaries last
     (whether one repeats the items shown can only be told once those are chosen). ``split``:
@@ -213,15 +207,15 @@ def ranked_pieces(
     prompt's terms it carries, so the turn that says what the prompt asks comes before its
     neighbours, and a neighbour (often the question or the answer) before weaker excerpts."""
     total = sum(weights.values())
-    scored: list[tuple[bool, float, int, dict[str, Any], int | None]] = []
+    scored: list[tuple[bool, float, int, Hit, int | None]] = []
     for order, r in enumerate(relevant):
         base = priority(r)
-        turns = split[r["id"]][1] if r["id"] in split else None
+        turns = split[r.id][1] if r.id in split else None
         if not turns:
             # A typed memory gets the same bonus for its own match, so a decision is not
             # pushed out by raw turns that say the same (typed ones keep their edge).
-            match = lexical.weighted_match(weights, r["text"]) / total if total > 0 else 0.0
-            summary = r["kind"] == "summary"
+            match = lexical.weighted_match(weights, r.text) / total if total > 0 else 0.0
+            summary = r.kind == "summary"
             scored.append(
                 (summary, -(base + (0.0 if summary else LINE_MATCH * match)), order, r, None)
             )
@@ -266,21 +260,19 @@ class Disagreements:
 
     def mark(self, item: Item, kept: list[Item]) -> list[tuple[Item, str, str, float]]:
         """Mark ``item`` and the kept items it disagrees with; returns what to :meth:`undo`."""
-        mine = self.vectors.get(item.memory["id"])
-        if mine is None or item.memory["kind"] not in SUPERSEDABLE:
+        mine = self.vectors.get(item.memory.id)
+        if mine is None or item.memory.kind not in SUPERSEDABLE:
             return []
         changed: list[tuple[Item, str, str, float]] = []
         for other in kept:
-            theirs = self.vectors.get(other.memory["id"])
-            if theirs is None or other.memory["kind"] not in SUPERSEDABLE:
+            theirs = self.vectors.get(other.memory.id)
+            if theirs is None or other.memory.kind not in SUPERSEDABLE:
                 continue
             cosine = float(mine @ theirs)
             if cosine < self.floor:
                 continue  # not about the same subject
             new, old = sorted((other, item), key=stamp, reverse=True)  # a tie: the better first
-            if not disagree(
-                new.memory["text"], old.memory["text"], round(cosine, 4), self.model_id
-            ):
+            if not disagree(new.memory.text, old.memory.text, round(cosine, 4), self.model_id):
                 continue
             for i in (item, other):
                 if all(c[0] is not i for c in changed):
@@ -301,8 +293,9 @@ class Disagreements:
 def stamp(item: Item) -> str:
     """When the item's statement was made (its newest source turn), never when memd stored it:
     an older session ingested after a newer one stays the older."""
-    said = [str(s.get("timestamp") or "") for s in item.memory.get("sources") or []]
-    return max(said, default="") or str(item.memory.get("created_at") or "")
+    return max((s.timestamp for s in item.memory.sources), default="") or (
+        item.memory.memory.created_at
+    )
 
 
 @lru_cache(maxsize=8192)

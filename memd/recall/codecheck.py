@@ -19,10 +19,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memd.models import USER_SCOPE
 from memd.project import resolve_project
+from memd.recall.hits import Hit
 from memd.recall.references import Reference, is_hub, references
 from memd.recall.worktree import OutOfTime, WorkTree, extension
 
@@ -176,7 +177,7 @@ class CodeCheck:
         self.checks = 0
         self.flags = 0
 
-    def marker(self, cwd: str | None) -> Callable[[dict[str, Any]], str]:
+    def marker(self, cwd: str | None) -> Callable[[Hit], str]:
         """For one block, what to mark on a candidate about to be shown: "" when its
         references are in place (or it has none), else what became of them. At most
         :data:`MAX_CHECKED` candidates of a block are checked; past
@@ -188,20 +189,20 @@ class CodeCheck:
         checked = 0
         root = ""
 
-        def code(result: dict[str, Any]) -> str:
+        def code(result: Hit) -> str:
             nonlocal checked, root
-            if checked >= MAX_CHECKED or result.get("project") == USER_SCOPE:
+            if checked >= MAX_CHECKED or result.project == USER_SCOPE:
                 return ""  # a user-wide memory is about the user, not this project's code
             try:
-                refs = references(result["text"], result["kind"], project)
+                refs = references(result.text, result.kind, project)
                 if not refs:
                     return ""
                 checked += 1
                 root = root or work_tree(cwd) or project
                 until = started + SEARCH_BUDGET_SECONDS
-                return mark(self.check(result["id"], refs, root, day_of(result), until=until))
+                return mark(self.check(result.id, refs, root, day_of(result), until=until))
             except Exception as exc:  # never fail a hook for it
-                log.warning("cannot check the code references of %s: %s", result["id"], exc)
+                log.warning("cannot check the code references of %s: %s", result.id, exc)
                 return ""
 
         return code
@@ -306,8 +307,6 @@ def work_tree(cwd: str) -> str:
         probe = parent
 
 
-def day_of(result: dict[str, Any]) -> str:
+def day_of(result: Hit) -> str:
     """The day the memory was said (its newest source turn), else stored."""
-    said = [str(s.get("timestamp") or "") for s in result.get("sources") or []]
-    said = [t for t in said if t]
-    return (max(said) if said else str(result.get("created_at") or ""))[:10]
+    return result.said_at()[:10]

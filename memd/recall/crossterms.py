@@ -8,8 +8,10 @@ import re
 from functools import lru_cache
 
 from memd.recall import lexical
+from memd.text.chinese import CJK_CHAR
+from memd.text.stems import search_stem
 
-_CJK_CHAR = lexical.CJK_CHAR
+_CJK_CHAR = CJK_CHAR
 _PART_SPLIT = re.compile(r"[-_./]+")
 
 
@@ -21,7 +23,7 @@ def parts(term: str) -> tuple[str, ...]:
     if not _PART_SPLIT.search(term) or _CJK_CHAR.search(term):
         return ()
     out = [
-        lexical._stem(p)  # the same stems as lexical.terms
+        search_stem(p)  # the same stems as lexical.terms
         for p in _PART_SPLIT.split(term)
         if len(p) > 1 and p.isalpha() and p not in lexical.STOP
     ]

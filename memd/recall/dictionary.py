@@ -43,6 +43,8 @@ from pathlib import Path
 
 from memd.atomic import write_atomic
 from memd.recall import lexical
+from memd.text.chinese import CJK_CLASS
+from memd.text.stems import search_stem_uncached
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +59,7 @@ MAX_FORMS = 6
 MAX_WORDS_PER_FORM = 8
 """Chinese words kept per English form."""
 
-_ALL_CJK = re.compile(f"^{lexical.CJK_CLASS}+$")
+_ALL_CJK = re.compile(f"^{CJK_CLASS}+$")
 _PAREN = re.compile(r"\(([^()]*)\)")
 _WORD = re.compile(r"^[a-z]{2,}(?:-[a-z]+)*$")
 _SKIP_PREFIXES = (
@@ -107,7 +109,7 @@ _PARTICLES = frozenset(["up", "of"])
 """Dropped from the end of a phrasal verb ("clear up", "dispose of"); a sense ending in any
 other ("write off", "log in") is dropped whole: its verb alone means something else."""
 _GENERIC = frozenset(["time", "times", "way", "ways", "thing", "things", "one", "a", "an", "the"])
-_STEM = lexical._stem.__wrapped__  # type: ignore[attr-defined]  # not the shared cache
+_STEM = search_stem_uncached  # not the shared cache
 
 
 def clean_sense(sense: str) -> tuple[str, bool] | None:
@@ -206,7 +208,7 @@ class Dictionary:
 
 
 def _bases(stem: str) -> list[str]:
-    """The stems an inflected query term may come from (lexical._stem cut "ing", "ed", "es")."""
+    """The stems an inflected query term may come from (search_stem cuts "ing", "ed", "es")."""
     out = [stem]
     if stem.isalpha() and len(stem) >= 3:
         out.append(stem + "e")

@@ -20,6 +20,7 @@ import re
 
 from memd.embedding import embed
 from memd.recall import bridge
+from memd.text.chinese import CJK_RUN
 
 _SPACES = re.compile(r"\s+")
 MAX_GLOSS_CHARS = 1200
@@ -30,12 +31,12 @@ can hold a few thousand; the model reads 256 tokens)."""
 def gloss(text: str) -> str:
     """``text`` for an English-only model: unchanged without Chinese characters; else its
     non-Chinese part, then the English words the bridge finds for its Chinese words."""
-    if bridge.CJK_RUN.search(text) is None:
+    if CJK_RUN.search(text) is None:
         return text
     head = text[:MAX_GLOSS_CHARS]
     bridged = bridge.bridge(head)  # Chinese: with the dictionary, loaded on first use
-    english = [w for w in bridged.words if bridge.CJK_RUN.search(w) is None]
-    rest = bridge.CJK_RUN.sub(" ", text)
+    english = [w for w in bridged.words if CJK_RUN.search(w) is None]
+    rest = CJK_RUN.sub(" ", text)
     return _SPACES.sub(" ", f"{rest} {' '.join(english)}").strip() or text
 
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memd import kinds
 from memd.extract import forget_requests
 from memd.models import USER_SCOPE, Memory
 from memd.names import STOPPED_TOPIC
@@ -30,6 +31,7 @@ from memd.recall import bridge, dictionary, lexical, retrieve, stale
 from memd.recall.block import render
 from memd.recall.choose import choose
 from memd.recall.codecheck import CodeCheck
+from memd.recall.hits import Chosen, Hit, LeftOut, explain
 from memd.recall.injected import SessionMemory
 from memd.store import forget_said
 from memd.store.filters import match
@@ -48,24 +50,17 @@ HARD_CAP = 10_000
 """Claude Code's cap on hook output, in characters."""
 SEARCH_DEPTH = 24
 
-BRIEF_LIMITS = {"todo": 8, "decision": 8, "preference": 6, "summary": 1, "progress": 1}
+BRIEF_LIMITS = {k.name: k.brief_limit for k in kinds.KINDS if k.brief_limit}
 """How many of each kind a session-start brief considers before the budget trims it (the one
 progress memory is where the last session's work stopped)."""
-BRIEF_BASE = {
-    "pinned": 4.0,
-    "summary": 3.0,
-    "progress": 2.9,
-    "todo": 2.5,
-    "decision": 2.0,
-    "preference": 1.5,
-}
+BRIEF_BASE = {"pinned": 4.0, **{k.name: k.brief_base for k in kinds.KINDS if k.brief_limit}}
 
 
 @dataclass
 class Injection:
     text: str = ""
-    chosen: list[dict[str, Any]] = field(default_factory=list)
-    left_out: list[dict[str, Any]] = field(default_factory=list)
+    chosen: list[Chosen] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
     reason: str = ""
     """Why nothing was injected (empty when something was)."""
 
@@ -171,7 +166,7 @@ class Injector:
         return self.vectors.cached_rows()
 
     # ---- choosing
-    def recall(self, prompt: str, project: str) -> list[dict[str, Any]]:
+    def recall(self, prompt: str, project: str) -> list[Hit]:
         """Every candidate for the prompt, scored and decided by :func:`retrieve.recall`."""
         return retrieve.recall(
             self.app.store,
@@ -183,7 +178,7 @@ class Injector:
             embed_later=self.queries.submit,
         )
 
-    def brief(self, project: str, session_id: str = "") -> list[dict[str, Any]]:
+    def brief(self, project: str, session_id: str = "") -> list[Hit]:
         """Pinned memories, open TODOs, recent decisions, preferences, the last summary: as
         results in the recall shape, ranked by the recall's own weights (no query, so no
         relevance: importance, recency and pinning)."""
@@ -194,7 +189,7 @@ class Injector:
         memories = self.app.store.query(where)
         memories.sort(key=lambda m: m.said_at(), reverse=True)
         weights = retrieve.weights_from(self.settings)
-        out: list[dict[str, Any]] = []
+        out: list[Hit] = []
         taken: dict[str, int] = {}
         for m in memories:
             if m.status != "active":
@@ -212,13 +207,13 @@ class Injector:
                 taken[m.kind] = taken.get(m.kind, 0) + 1
             result = retrieve.brief_result(m, weights, BRIEF_BASE[section])
             if m.kind == "progress" and not m.pinned:
-                result["section"] = "summary"  # shown under "Last session"
+                result = replace(result, section="summary")  # shown under "Last session"
             out.append(result)
         return out
 
     def finish(
         self,
-        results: list[dict[str, Any]],
+        results: list[Hit],
         payload: dict[str, Any],
         project: str,
         budget: int,
@@ -230,13 +225,13 @@ class Injector:
         session_id = str(payload.get("session_id") or "")
         given = self.sessions.given(session_id) if dedupe and session_id else set()
         model_id = self.app.store.embedder.model_id
-        typed = [r["id"] for r in results if r.get("relevant", True) and r["kind"] in SUPERSEDABLE]
+        typed = [r.id for r in results if r.relevant and r.kind in SUPERSEDABLE]
         vectors = self.vectors.vectors_of([project, USER_SCOPE], typed) if len(typed) > 1 else {}
         if label != "brief":
             results = second_tier(results, project)
         results = stale.mark_replaced(results, vectors, model_id)
         if label == "brief":  # the session's opening shows what holds now, nothing replaced
-            results = [r for r in results if not r.get("replaced_by")]
+            results = [r for r in results if not r.replaced_by]
         plan = choose(
             results,
             given,
@@ -249,38 +244,27 @@ class Injector:
         )
         kept = plan.items
         if dedupe and session_id and kept:
-            fresh = self.sessions.claim(session_id, [i.memory["id"] for i in kept])
-            kept = [i for i in kept if i.memory["id"] in fresh]
+            fresh = self.sessions.claim(session_id, [i.memory.id for i in kept])
+            kept = [i for i in kept if i.memory.id in fresh]
         if not kept:
             log.debug("inject %s session=%s: nothing (%s)", label, session_id or "-", plan.reason)
             return Injection(left_out=plan.left_out, reason=plan.reason)
         if touch:
-            self.queue_touch(i.memory["id"] for i in kept)
+            self.queue_touch(i.memory.id for i in kept)
             self.injections += 1
             self.memories_injected += len(kept)
-        whys = [retrieve.explain(i.memory) for i in kept]
+        whys = [explain(i.memory.breakdown) for i in kept]
         for i, why in zip(kept, whys, strict=True):
             log.debug(
                 "inject %s session=%s id=%s kind=%s why: %s",
                 label,
                 session_id or "-",
-                i.memory["id"],
-                i.memory["kind"],
+                i.memory.id,
+                i.memory.kind,
                 why,
             )
         chosen = [
-            {
-                "id": i.memory["id"],
-                "kind": i.memory["kind"],
-                "text": i.memory["text"],
-                "shown": i.display,
-                "day": i.day,
-                "turns": sorted(i.turns),
-                "why": why,
-                "note": i.note,
-                "code": i.code,
-                "score_breakdown": i.memory.get("score_breakdown", {}),
-            }
+            Chosen(i.memory, i.display, i.day, tuple(sorted(i.turns)), why, i.note, i.code)
             for i, why in zip(kept, whys, strict=True)
         ]
         return Injection(render(kept, plan.footer), chosen, plan.left_out)
@@ -344,19 +328,18 @@ after every relevant one. On the tuning split of bench/realwork.py the terms a p
 were mostly in memories of the same work that scored just under the threshold."""
 
 
-def second_tier(results: list[dict[str, Any]], project: str) -> list[dict[str, Any]]:
+def second_tier(results: list[Hit], project: str) -> list[Hit]:
     """``results`` with the near misses of ``project`` (not user-wide memories: those go with
     every project) made relevant, ranked after every relevant result, when at least one result
     is relevant; unchanged otherwise (an unrelated prompt)."""
-    if not any(r.get("relevant", True) for r in results):
+    if not any(r.relevant for r in results):
         return results
     out = []
     for r in results:
-        b = r.get("score_breakdown") or {}
-        near = b.get("relevance", 0.0) >= SECOND_TIER * b.get("threshold", 1.0)
-        mine = r.get("project") == project and r.get("status", "active") == "active"
-        if not r.get("relevant", True) and near and mine:
-            r = {**r, "relevant": True, "score": float(r.get("score", 0.0)) - 1.0}
+        near = r.relevance >= SECOND_TIER * r.threshold
+        mine = r.project == project and r.status == "active"
+        if not r.relevant and near and mine:
+            r = replace(r, relevant=True, score=r.score - 1.0)
         out.append(r)
     return out
 

@@ -17,13 +17,14 @@ import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-from memd.embedding.embed import CJK_CLASS
+from memd.text.chinese import CJK_CHAR as CJK_CHAR
+from memd.text.chinese import RANGES
+from memd.text.stems import search_stem
 
 _TOKEN = re.compile(
-    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"  # a Chinese run
-    r"|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[._+#/-][^\W_\u3400-\u9fff]+)*[+#]*"
+    rf"[{RANGES}]+"  # a Chinese run
+    rf"|[^\W_{RANGES}]+(?:[._+#/-][^\W_{RANGES}]+)*[+#]*"
 )
-CJK_CHAR = re.compile(CJK_CLASS)
 _CJK_STOP_TEXT = """
 怎么样 怎么 怎样 什么 哪个 哪些 哪里 哪儿 如何 是否 应该 可以 需要 已经 现在 之前 之后 以前
 以后 时候 多少 几个 几次 还是 或者 以及 并且 而且 但是 因为 所以 如果 然后 关于 一直 总是 所有
@@ -105,28 +106,6 @@ again us one two way ways time times
 STOP = frozenset(_STOP_TEXT.split())
 
 
-@lru_cache(maxsize=1 << 16)
-def _stem(word: str) -> str:
-    """A light, consistent stemmer: plural and common suffixes only. Query and memory go
-    through the same function, so what matters is that variants meet, not that stems are real
-    words."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    if word.endswith("'s"):
-        word = word[:-2]
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("ing") and len(word) > 5:
-        return word[:-3]
-    if word.endswith("ed") and len(word) > 4:
-        return word[:-2]
-    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
 @lru_cache(maxsize=8192)
 def terms(text: str) -> tuple[str, ...]:
     """The meaningful terms of ``text``, in order, repeats kept."""
@@ -156,7 +135,7 @@ def _word_term(token: str) -> str | None:
         return None
     if len(token) == 1 and not token.isdigit():
         return None
-    return _stem(token)
+    return search_stem(token)
 
 
 _IDENTIFIER = re.compile(

@@ -13,10 +13,11 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memd import kinds
 from memd.extract.codenames import distinctive
 from memd.project import repo_relative
 
-CHECKED_KINDS = frozenset({"fact", "preference"})
+CHECKED_KINDS = frozenset(kinds.names("code_checked"))
 """The kinds that say how things are now; the other kinds record events (``bugfix``,
 ``decision``, ``progress``, ``summary``), plans (``todo``) or raw turns (``excerpt``)."""
 MAX_REFERENCES = 6

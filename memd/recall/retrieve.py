@@ -29,16 +29,18 @@ import math
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from memd.embedding.embed import is_chinese
+from memd import kinds
 from memd.models import USER_SCOPE, Memory, check_kind
 from memd.recall import bridge, crossterms, lexical, synonyms
+from memd.recall.hits import BriefScore, Hit, Relevance
 from memd.store.filters import Filter, is_in, match
 from memd.store.table import MemoryStore
+from memd.text.chinese import is_chinese
 from memd.timestamps import epoch_seconds
 
 if TYPE_CHECKING:
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
     from memd.recall.vectors import VectorCache
 
 RRF_K = 60
-BROAD_KINDS = ("excerpt", "summary")
+BROAD_KINDS = kinds.names("broad")
 """Raw turns and session summaries: broad texts that share words with many prompts, so they
 need ``excerpt_margin`` more relevance than a typed memory."""
 TEXT_SEARCH = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memd-fts")
@@ -189,8 +191,8 @@ def recall(
     vectors: VectorCache | None = None,
     embed_query: Callable[[str], list[float]] | None = None,
     embed_later: Callable[[str], Future[list[float]]] | None = None,
-) -> list[dict[str, Any]]:
-    """Every candidate for ``query``, best first, each with its ``score_breakdown`` and
+) -> list[Hit]:
+    """Every candidate for ``query``, best first, each with its score breakdown and
     ``relevant`` (whether it passes the relevance decision). Callers keep the relevant ones.
     ``embed_later`` starts the query's embedding and returns its future (the daemon's
     :class:`memd.recall.vectors.QueryBatcher`), so the rest of the work overlaps it."""
@@ -301,8 +303,9 @@ def search(
     cache: VectorCache | None = None,
     embed_query: Callable[[str], list[float]] | None = None,
     embed_later: Callable[[str], Future[list[float]]] | None = None,
-) -> list[dict[str, Any]]:
-    """The relevant memories for ``query``, best first, in the DESIGN.md shape."""
+) -> list[Hit]:
+    """The relevant memories for ``query``, best first (:func:`hits.hit_json` gives their
+    DESIGN.md shape)."""
     found = recall(
         store,
         query,
@@ -316,24 +319,24 @@ def search(
         embed_query=embed_query,
         embed_later=embed_later,
     )
-    return complete(store, [r for r in found if r["relevant"]][:limit])
+    return complete(store, [r for r in found if r.relevant][:limit])
 
 
-def complete(store: MemoryStore, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def complete(store: MemoryStore, results: list[Hit]) -> list[Hit]:
     """Results with every field: those read from the vector cache (no topic, keywords or
     history there) are read back by id. One that went meanwhile is dropped."""
-    partial = [r["id"] for r in results if r.get("partial")]
+    partial = [r.id for r in results if r.partial]
     if not partial:
         return results
     rows = {m.id: m for m in store.query(is_in("id", partial), limit=len(partial))}
     out = []
     for r in results:
-        if not r.get("partial"):
+        if not r.partial:
             out.append(r)
             continue
-        memory = rows.get(r["id"])
-        if memory is not None and memory.status == r["status"]:
-            out.append(result_dict(memory, r["score"], r["score_breakdown"], r["relevant"]))
+        memory = rows.get(r.id)
+        if memory is not None and memory.status == r.status:
+            out.append(replace(r, memory=memory, partial=False))
     return out
 
 
@@ -349,7 +352,7 @@ def rank(
     text_partial: bool = False,
     signals: Signals | None = None,
     known: dict[str, tuple[float, bool, float]] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Hit]:
     """Fuse both candidate lists; score, decide and explain every candidate. ``idf`` weighs
     the query's terms by how rare they are in the project (see :func:`lexical.idf_weights`).
     ``text_partial``: the full-text rows, like the vector ones, come from the vector cache.
@@ -397,24 +400,23 @@ def rank(
             + (weights.pinned if memory.pinned else 0.0)
         )
         score = bm25.get(mid, 0.0)
-        breakdown = {
-            "cosine": round(cosine, 4),
-            "semantic": round(semantic, 4),
-            "lexical": round(lex, 4),
-            "relevance": round(relevance, 4),
-            "threshold": shown_needs[need],
-            "bm25": round(score, 4) if score else score,  # a vector-only candidate: 0.0
-            "rrf": round(fused, 4),
-            "recency": round(recency, 4),
-            "importance": round(memory.importance, 4),
-            "pinned": memory.pinned,
-            "total": round(total, 4),
-        }
-        result = result_dict(memory, total, breakdown, relevance >= need)
-        if mid in partial:
-            result["partial"] = True
-        results.append(result)
-    results.sort(key=lambda r: (-r["score"], r["id"]))
+        breakdown = Relevance(
+            cosine=round(cosine, 4),
+            semantic=round(semantic, 4),
+            lexical=round(lex, 4),
+            relevance=round(relevance, 4),
+            threshold=shown_needs[need],
+            bm25=round(score, 4) if score else score,  # a vector-only candidate: 0.0
+            rrf=round(fused, 4),
+            recency=round(recency, 4),
+            importance=round(memory.importance, 4),
+            pinned=memory.pinned,
+            total=round(total, 4),
+        )
+        results.append(
+            Hit(memory, round(total, 4), breakdown, relevance >= need, partial=mid in partial)
+        )
+    results.sort(key=lambda r: (-r.score, r.id))
     return results
 
 
@@ -451,7 +453,7 @@ class Signals:
 text_is_chinese = lru_cache(maxsize=8192)(is_chinese)  # the same candidates prompt after prompt
 
 
-def brief_result(memory: Memory, weights: Weights, base: float = 0.0) -> dict[str, Any]:
+def brief_result(memory: Memory, weights: Weights, base: float = 0.0) -> Hit:
     """A memory offered without a query (the session brief), scored by the same weights as a
     recall minus relevance: importance, recency and pinning, on top of its section's ``base``."""
     recency = math.pow(
@@ -464,57 +466,11 @@ def brief_result(memory: Memory, weights: Weights, base: float = 0.0) -> dict[st
         + weights.recency * recency
         + (weights.pinned if memory.pinned else 0.0)
     )
-    breakdown = {
-        "section": round(base, 4),
-        "recency": round(recency, 4),
-        "importance": round(memory.importance, 4),
-        "pinned": memory.pinned,
-        "total": round(total, 4),
-    }
-    return result_dict(memory, total, breakdown)
-
-
-def result_dict(
-    memory: Memory, score: float, breakdown: dict[str, Any], relevant: bool = True
-) -> dict[str, Any]:
-    return {
-        "id": memory.id,
-        "text": memory.text,
-        "kind": memory.kind,
-        "project": memory.project,
-        "topic": memory.topic,
-        "keywords": memory.keywords,
-        "importance": memory.importance,
-        "status": memory.status,
-        "score": round(score, 4),
-        "pinned": memory.pinned,
-        "created_at": memory.created_at,
-        "updated_at": memory.updated_at,
-        "hits": memory.hits,
-        "relevant": relevant,
-        "score_breakdown": breakdown,
-        "sources": [s.__dict__ for s in memory.sources],
-    }
-
-
-def explain(result: dict[str, Any]) -> str:
-    """One line saying why a result was (or was not) chosen."""
-    b = result["score_breakdown"]
-    if "relevance" not in b:  # a brief item: no query, so no relevance
-        parts = [f"section {b.get('section', 0):.1f}", f"importance {b['importance']:.2f}"]
-        parts.append(f"recency {b['recency']:.2f}")
-        if b.get("pinned"):
-            parts.append("pinned")
-        return f"total {b['total']:.3f} = " + ", ".join(parts)
-    verdict = "relevant" if b["relevance"] >= b["threshold"] else "below threshold"
-    parts = [
-        f"relevance {b['relevance']:.2f} {'>=' if verdict == 'relevant' else '<'} "
-        f"{b['threshold']:.2f} (semantic {b['semantic']:.2f} from cosine {b['cosine']:.2f}, "
-        f"lexical {b['lexical']:.2f})",
-        f"rrf {b['rrf']:.2f}",
-        f"importance {b['importance']:.2f}",
-        f"recency {b['recency']:.2f}",
-    ]
-    if b.get("pinned"):
-        parts.append("pinned")
-    return f"total {b['total']:.3f} = " + ", ".join(parts)
+    breakdown = BriefScore(
+        section=round(base, 4),
+        recency=round(recency, 4),
+        importance=round(memory.importance, 4),
+        pinned=memory.pinned,
+        total=round(total, 4),
+    )
+    return Hit(memory, round(total, 4), breakdown)

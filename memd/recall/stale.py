@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
+from memd.recall.hits import Hit
 from memd.store import current
 
 OLDER_SIDE = 8
@@ -30,10 +32,9 @@ _END = re.compile(r"[.!?;。！？；]+$")
 _WORD_CUT = re.compile(r"\S+")
 
 
-def said_at(result: dict[str, Any]) -> str:
+def said_at(result: Hit) -> str:
     """When a candidate's statement was made: its newest source turn, else its creation."""
-    stamps = [str(s.get("timestamp") or "") for s in result.get("sources") or []]
-    return max(stamps, default="") or str(result.get("created_at") or "")
+    return result.said_at()
 
 
 def mark_text(new_sentence: str, date: str) -> str:
@@ -56,15 +57,15 @@ def annotate(text: str, sentence: str, mark: str) -> str:
 
 
 def _index(
-    results: list[dict[str, Any]], said: list[str], since: str, wanted: frozenset[str]
+    results: list[Hit], said: list[str], since: str, wanted: frozenset[str]
 ) -> dict[str, list[tuple[int, current.Claim]]]:
     """The claims of the candidates said after ``since`` that could replace another's (they
     say a change), by their anchors, retired values and families among ``wanted``."""
     index: dict[str, list[tuple[int, current.Claim]]] = defaultdict(list)
     for n, r in enumerate(results):
-        if said[n] <= since or not current.may_replace(r["text"]):
+        if said[n] <= since or not current.may_replace(r.text):
             continue  # only what says a change, later, can replace: the newer side
-        for c in current.claims(r["text"]):
+        for c in current.claims(r.text):
             for key in (c.anchors | c.retired | c.families) & wanted:
                 index[key].append((n, c))
     return index
@@ -75,60 +76,55 @@ def _cosine(vectors: dict[str, Any], a: str, b: str) -> float:
     return float(va @ vb) if va is not None and vb is not None else 0.5
 
 
-def mark_replaced(
-    results: list[dict[str, Any]], vectors: dict[str, Any], model_id: str
-) -> list[dict[str, Any]]:
+def mark_replaced(results: list[Hit], vectors: dict[str, Any], model_id: str) -> list[Hit]:
     """``results`` with replaced claims marked and their replacements promoted (changed
     results are copies; the order is kept)."""
-    active = [r for r in results if r.get("status", "active") == "active"]
+    active = [r for r in results if r.status == "active"]
     if len(active) < 2:
         return results
     said = [said_at(r) for r in active]
     relevant = sorted(
-        (n for n, r in enumerate(active) if r.get("relevant", True)),
-        key=lambda n: -float(active[n].get("score", 0.0)),
+        (n for n, r in enumerate(active) if r.relevant),
+        key=lambda n: -active[n].score,
     )[:OLDER_SIDE]
     if not relevant:
         return results
     since = min(said[o] for o in relevant)
-    if not any(said[n] > since and current.may_replace(r["text"]) for n, r in enumerate(active)):
+    if not any(said[n] > since and current.may_replace(r.text) for n, r in enumerate(active)):
         return results  # nothing later says a change: most prompts
     wanted = frozenset(
         key
         for o in relevant
-        for c in current.claims(active[o]["text"])
+        for c in current.claims(active[o].text)
         for key in c.anchors | c.families
     )
     index = _index(active, said, since, wanted)
     if not index:
         return results  # no later candidate says a change about what they say
-    changed: dict[str, dict[str, Any]] = {}
+    changed: dict[str, Hit] = {}
     for o in relevant:
         old = active[o]
         found = _replacements(active, said, index, o, vectors, model_id)
         if not found:
             continue
-        mine = changed.get(old["id"]) or dict(old)
+        mine = changed.get(old.id) or old
         quoted: set[str] = set()
         for n, rep in found:
-            new = changed.get(active[n]["id"]) or dict(active[n])
+            new = changed.get(active[n].id) or active[n]
             date = said[n][:10]
             short = rep.new in quoted
             mark = f" [until {date}]" if short else mark_text(rep.new, date)
             quoted.add(rep.new)
-            mine["text"] = annotate(mine["text"], rep.old, mark)
-            mine["replaced_by"] = new["id"]
-            new["relevant"] = True
-            new["score"] = max(float(new.get("score", 0.0)), float(old.get("score", 0.0)) + 0.001)
-            changed[new["id"]] = new
-        changed[old["id"]] = mine
+            mine = replace(mine, marked=annotate(mine.text, rep.old, mark), replaced_by=new.id)
+            changed[new.id] = replace(new, relevant=True, score=max(new.score, old.score + 0.001))
+        changed[old.id] = mine
     if not changed:
         return results
-    return [changed.get(r["id"], r) for r in results]
+    return [changed.get(r.id, r) for r in results]
 
 
 def _replacements(
-    active: list[dict[str, Any]],
+    active: list[Hit],
     said: list[str],
     index: dict[str, list[tuple[int, current.Claim]]],
     o: int,
@@ -139,7 +135,7 @@ def _replacements(
     candidate and the two claims; a claim said again later (its value back) is left out."""
     old = active[o]
     out = []
-    for oc in current.claims(old["text"]):
+    for oc in current.claims(old.text):
         best: tuple[int, current.Claim] | None = None
         seen: set[tuple[int, str]] = set()
         for key in oc.anchors | oc.families:
@@ -147,11 +143,11 @@ def _replacements(
                 if (n, nc.text) in seen or said[n] <= said[o] or n == o:
                     continue
                 seen.add((n, nc.text))
-                if active[n].get("project") != old.get("project"):
+                if active[n].project != old.project:
                     continue
                 if best is not None and said[n] <= said[best[0]]:
                     continue
-                cos = round(_cosine(vectors, active[n]["id"], old["id"]), 2)
+                cos = round(_cosine(vectors, active[n].id, old.id), 2)
                 why = current.replaces(nc, oc, cos, model_id)
                 if why and (why.startswith("retires") or not _same_session(active[n], old)):
                     best = (n, nc)
@@ -160,12 +156,12 @@ def _replacements(
     return out
 
 
-def _same_session(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def _same_session(a: Hit, b: Hit) -> bool:
     """Whether two candidates come from one session (where a later sentence rarely corrects an
     earlier one without saying so)."""
-    sa = {s.get("session_id") for s in a.get("sources") or []}
-    sb = {s.get("session_id") for s in b.get("sources") or []}
-    return bool(sa & sb - {None, ""})
+    sa = {s.session_id for s in a.sources}
+    sb = {s.session_id for s in b.sources}
+    return bool(sa & sb - {""})
 
 
 def _said_again(

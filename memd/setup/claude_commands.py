@@ -22,7 +22,7 @@ Arguments: $ARGUMENTS
 
 - text: the arguments without the flags `--pin` and `--global`, word for word.
 - `--pin` given: pin=true. `--global` given: user_wide=true.
-- kind: "preference" for a rule or habit (always, never, prefer, use X), "decision" for a choice made, "todo" for work still to do, else "fact".
+- kind: the one of the tool's kinds that says what the text is (the tool describes each); "fact" when none fits.
 """,
     "recall": """---
 description: Show what memd remembers about a topic (this project and user-wide)

@@ -24,8 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memd import __version__, protocol
-from memd.errors import LockedError, MemdError, ModelMismatch, SchemaTooNew
+from memd import __version__
+from memd.client import DaemonClient
+from memd.errors import (
+    DaemonNoReply,
+    DaemonUnavailable,
+    LockedError,
+    MemdError,
+    ModelMismatch,
+    SchemaTooNew,
+)
 from memd.settings import Settings
 from memd.setup.check import Check, Level, q
 from memd.setup.setup_checks import SetupChecks
@@ -114,18 +122,16 @@ class Doctor(SetupChecks):
         sock = self.settings.socket_path
         self.status = None
         try:
-            reply = protocol.request(str(sock), {"cmd": "status"}, timeout=DAEMON_TIMEOUT)
-        except (OSError, ValueError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            reply = dict(DaemonClient(sock, timeout=DAEMON_TIMEOUT).status())
+        except (DaemonUnavailable, DaemonNoReply) as exc:
+            cause = exc.__cause__
+            reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else cause
             return Check(
                 "daemon", "fail", f"not reachable at {sock}: {reason}", self.start_command()
             )
-        if not reply.get("ok"):
+        except MemdError as exc:
             return Check(
-                "daemon",
-                "fail",
-                f"answered with an error: {reply.get('error')}",
-                self.restart_command(reply.get("pid")),
+                "daemon", "fail", f"answered with an error: {exc}", self.restart_command(None)
             )
         version = reply.get("version")
         if version != __version__:
@@ -162,7 +168,8 @@ class Doctor(SetupChecks):
 
     def check_schema(self) -> Check:
         """Schema versions of the store and the state DB, and the migrations still pending."""
-        from memd.store import migrations
+        from memd.ingest.state import STATE_VERSION
+        from memd.store import migrations, table
 
         try:
             steps = migrations.pending(self.settings)
@@ -171,8 +178,8 @@ class Doctor(SetupChecks):
         store = migrations.store_version(self.settings)
         state = migrations.state_version(self.settings)
         shown = (
-            f"store v{migrations.STORE_VERSION if store is None else store}, "
-            f"state v{migrations.STATE_VERSION if state is None else state}"
+            f"store v{table.STORE_VERSION if store is None else store}, "
+            f"state v{STATE_VERSION if state is None else state}"
         )
         if not steps:
             return Check("schema", "ok", f"{shown}; no migration pending")

@@ -118,10 +118,11 @@ def hook_argv(entry: Any) -> list[str] | None:
     """The command of a hook entry split into words, or None when it is not a command."""
     if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
         return None
+    command: str = entry["command"]
     try:
-        return shlex.split(entry["command"])
+        return shlex.split(command)
     except ValueError:
-        return entry["command"].split()
+        return command.split()
 
 
 def hook_words(argv: list[str] | None) -> list[str] | None:

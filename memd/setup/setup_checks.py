@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memd import hook
 from memd.errors import MemdError
 from memd.hook import locate as hook_locate
 from memd.hook import parse_args as hook_parse_args
@@ -89,7 +90,7 @@ class SetupChecks:
             for event in install.HOOK_EVENTS
         }
         if commands != wanted:
-            ours = shlex.join(install.hook_command_argv("EVENT", want_socket, want_timeout)[:5])
+            ours = shlex.join(hook.command_argv("EVENT", want_socket, want_timeout)[:5])
             return Check(
                 "hooks",
                 "warn",

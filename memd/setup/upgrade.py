@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from memd import __version__, protocol
+from memd import __version__
+from memd.client import DaemonClient
 from memd.errors import MemdError
 from memd.settings import Settings
 from memd.setup import install
@@ -126,12 +127,11 @@ def wait_for_daemon(settings: Settings, seconds: float) -> dict[str, Any] | None
     last: dict[str, Any] | None = None
     while True:
         try:
-            reply = protocol.request(str(settings.socket_path), {"cmd": "status"}, timeout=5.0)
-            if reply.get("ok"):
-                last = reply
-                if reply.get("version") == __version__:
-                    return reply
-        except (OSError, ValueError):
+            reply = dict(DaemonClient(settings, timeout=5.0).status())
+            last = reply
+            if reply.get("version") == __version__:
+                return reply
+        except MemdError:  # not answering yet, or refusing
             pass
         if time.monotonic() >= deadline:
             return last

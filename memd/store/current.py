@@ -24,6 +24,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from memd.store import roles, similar
+from memd.text.chinese import RANGES
+from memd.text.stems import statement_stem
 
 _SENTENCE = re.compile(
     r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.!?;])\s+|(?<=[。！？；])\s*(?=\S)|\n+"
@@ -44,7 +46,7 @@ MAX_VALUES = 8
 """A sentence naming more values is a list (files, commands), not a statement of one."""
 RECORDS = ("Files changed for ",)
 """Typed memories that record what was done (event records): never replaced."""
-_CJK = r"\u3400-\u9fff"
+_CJK = RANGES
 _V = r"(?:--?|[#@])?[\w][\w.+/:#@-]*[\w+#]|[#@]?\w"
 """A value as written: a name, a number, a version, a path, a host, a #channel."""
 _RETIRED = [
@@ -76,11 +78,16 @@ _RETIRED = [
     re.compile(rf"(?P<v>{_V}|[{_CJK}]{{2,3}}?)\s*(?:已经|已)?(?:离职|离开|不在了|停用|下线|废弃)"),
     re.compile(rf"不再(?:用|使用|维护|写入)?\s*(?P<v>{_V}|[{_CJK}]{{2,4}})"),
     re.compile(rf"(?P<v>{_V})\s*(?:的)?(?:升级)?(?:已经)?回滚"),
+    re.compile(
+        rf"\btried\s+(?:\w+\s+)?`?(?P<v>{_V})`?\b[^.;!?]*?"
+        r"\b(?:revert(?:ed)?|rolled (?:it )?back|backed (?:it )?out|gave up|abandoned)\b",
+        re.I,
+    ),
 ]
 """Where a sentence names a value that is no longer current."""
 _RETIRE_HINT = re.compile(
     r"from|instead|rather than|in place of|replac|archiv|delet|remov|retir|deprecat|drop"
-    r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b"
+    r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried"
     r"|gone|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由",
     re.I,
 )
@@ -92,14 +99,26 @@ _CUE = re.compile(
     r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back to|"
     r"has left|took over|handed|from now on|these days|actually|made|make the|set to|"
     r"updated \S+(?: \S+)? to|as of|started at|joined|is at|are at|agreed|decided|settled on"
-    r"|going with)\b"
-    r"|现在|改为|改成|改用|换成|换为|换到|切换|迁移|迁到|不再|离职|回滚|退回|搬到|调到|调成|"
-    r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从",
+    r"|going with|going forward|from (?:this|the next|today|now)(?: \w+)? on"
+    r"|starting (?:today|now|this|with|from))\b"
+    r"|现在|改为|改成|改用|改了|换成|换为|换到|切换|迁移|迁到|不再|离职|回滚|退回|搬到|调到|调成|"
+    r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从|已经是|已是|已经换|已经改",
     re.I,
 )
 _ALSO = re.compile(r"\b(?:also|too|as well|in addition|both)\b|同时|另外|分别")
 _ENUMERATOR = re.compile(r"(?:^|(?<=\s))\d{1,2}[.)](?=\s)|\s\d{1,2}\.$", re.M)
 """A list's numbering ("1. ", "2) "): no value, and where a statement ends."""
+_LIST_START = re.compile(r"(?:^|[:\s])1[.)]\s", re.M)
+_LINE_ENUMERATOR = re.compile(r"^\s*\d{1,2}[.)](?=\s)", re.M)
+
+
+def _unnumbered(text: str) -> str:
+    """``text`` with a list's numbers as line breaks: anywhere when a list starts ("1. "), else
+    only at a line's start ("instead of 3. Set…" keeps its 3)."""
+    pattern = _ENUMERATOR if _LIST_START.search(text) else _LINE_ENUMERATOR
+    return pattern.sub("\n", text)
+
+
 _QUESTION = re.compile(r"[?？]\s*$")
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _CJK_STOP = re.compile(
@@ -112,7 +131,7 @@ def _listed(words: str) -> frozenset[str]:
 
 
 GENERIC = frozenset(
-    similar._stem(w)
+    statement_stem(w)
     for w in _listed(
         """
     add added fix fixed run ran make file files test tests pass passed check checked work works
@@ -203,7 +222,7 @@ def _names(sentence: str) -> set[str]:
     out = set()
     for m in _NAME.finditer(sentence):
         word = m.group("w").lower()
-        if similar._stem(word) in GENERIC or word in similar._STOP:
+        if statement_stem(word) in GENERIC or word in similar._STOP:
             continue
         initial = m.start("w") == 0 or m.group("at").strip() != ""
         following = m.group("next")
@@ -248,7 +267,7 @@ def claim(sentence: str) -> Claim | None:
             for r in retired
             if (len(r) > 1 or r.isdigit())
             and r not in similar._STOP
-            and similar._stem(r) not in GENERIC
+            and statement_stem(r) not in GENERIC
         ),
         cue=_CUE.search(sentence) is not None,
         also=_ALSO.search(sentence) is not None,
@@ -265,7 +284,7 @@ def claims(text: str) -> tuple[Claim, ...]:
         return ()
     out = []
     asked: frozenset[str] = frozenset()
-    for raw in _SENTENCE.split(_ENUMERATOR.sub("\n", text[:MAX_TEXT])):
+    for raw in _SENTENCE.split(_unnumbered(text[:MAX_TEXT])):
         sentence = _SPEAKER.sub("", raw.strip())
         if _QUESTION.search(sentence):
             question = claim(_QUESTION.sub(".", sentence))
@@ -287,12 +306,17 @@ def family(value: str) -> frozenset[str]:
     version = _VERSION.match(value)
     if version:
         return frozenset([f"v{version.group(1)}"])
+    image = _IMAGE.match(value)
+    if image:
+        return frozenset([f"img:{image.group(1)}"])
     parts = value.split(".")
     if len(parts) > 2 and "/" not in value:
         return frozenset(["h:" + ".".join(parts[-2:])])
     return frozenset(f"job:{role}" for role in roles.roles(value))
 
 
+_IMAGE = re.compile(r"^([a-z][\w.-]*(?:/[\w.-]+)*):[\w][\w.-]*$")
+"""A container image and its tag ("python:3.12-alpine"): the tags of one image are one family."""
 _SLOT_TOKEN = re.compile(r"[\w#@][\w.:/#@+-]*")
 SLOT_WINDOW = 4
 """Words on each side of a value that say what it is the value of."""
@@ -311,7 +335,7 @@ def slot(sentence: str, value: str) -> frozenset[str]:
         for near in content[max(0, i - SLOT_WINDOW) : i] + content[i + 1 : i + 1 + SLOT_WINDOW]:
             if near == value:
                 continue
-            stem = similar._stem(near)
+            stem = statement_stem(near)
             if stem not in GENERIC:
                 out.add(stem)
     return frozenset(out)
@@ -320,7 +344,7 @@ def slot(sentence: str, value: str) -> frozenset[str]:
 def _noun_after(sentence: str, value: str) -> frozenset[str]:
     """The stem of the word after ``value`` in ``sentence`` ("approval" of "two approvals")."""
     m = re.search(rf"(?<![\w-]){re.escape(value)}\s+([a-z][\w-]*)", sentence.casefold())
-    return frozenset([similar._stem(m.group(1))]) if m else frozenset()
+    return frozenset([statement_stem(m.group(1))]) if m else frozenset()
 
 
 def _stem_of(path: str) -> str:
@@ -377,10 +401,15 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     shared = new.anchors & old.anchors
     for value in new.retired - old.retired:
         if (value in old.values or _CJK_RUN.fullmatch(value)) and _mentions(old.text, value):
-            if _shape(value) == "number" and not slot(old.text, value) & slot(new.text, value):
+            dotted = _VERSION.match(value) is not None  # "5.1": no list number
+            if (
+                _shape(value) == "number"
+                and not dotted
+                and not slot(old.text, value) & slot(new.text, value)
+            ):
                 continue  # "instead of 2" against a list's "2.": another number
             swapped = any(_shape(v) == _shape(value) for v in new.values - old.values)
-            if shared - {value} or len(value) > 3 or swapped:  # "5 retries instead of 3"
+            if shared - {value} or len(value) > 3 or swapped or dotted:  # "5 retries instead of 3"
                 return f"retires {value!r}"
     if new.also:
         return ""

@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from memd import kinds
 from memd.atomic import write_atomic
 from memd.errors import UserError
 from memd.heap import trim_heap
@@ -22,16 +23,7 @@ from memd.models import KINDS, USER_SCOPE, Memory, now_iso
 from memd.store.table import MemoryStore
 from memd.store.upsert import upsert
 
-SECTIONS = {
-    "summary": "Summary",
-    "decision": "Key decisions",
-    "preference": "Preferences and conventions",
-    "fact": "Facts",
-    "bugfix": "Bug fixes",
-    "todo": "TODO",
-    "progress": "Progress",
-    "excerpt": "Excerpts",
-}
+SECTIONS = {k.name: k.heading for k in kinds.KINDS}
 HEADING_TO_KIND = {v.lower(): k for k, v in SECTIONS.items()}
 ITEM = re.compile(r"^- (?P<body>.*?)(?:\s*<!-- memd:(?P<id>[0-9a-f]{4,64}) -->)?\s*$")
 PIN_MARK = "[pinned] "

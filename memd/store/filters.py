@@ -102,7 +102,7 @@ def values(items: Collection[Value]) -> list[Value]:
         raise FilterError(f"a filter cannot hold a {type(items).__name__}: {items!r}")
     unique = list(dict.fromkeys(items))
     try:
-        return sorted(unique)  # type: ignore[type-var]
+        return sorted(unique)
     except TypeError:
         return unique
 

@@ -24,6 +24,7 @@ from memd.models import USER_SCOPE, Memory
 from memd.store.filters import is_in, match
 from memd.store.forgetting import archive_memories
 from memd.store.table import MemoryStore
+from memd.text.chinese import has_chinese
 
 if TYPE_CHECKING:
     from memd.settings import Settings
@@ -86,7 +87,7 @@ def value_keys(value: str) -> list[str]:
     value = _REDACTED.sub(" ", value).strip(" \"'`“”")
     keys = [d.strip() for d in _DIGITS.findall(value) if sum(c.isdigit() for c in d) >= 4]
     head = re.split(r"[,，、]|\s+(?:for|and|but|so|which|because|if|when)\s+", value)[0].strip()
-    if len(head) >= 6 and re.search(r"\d|[A-Z]|[\u4e00-\u9fff]", head):
+    if len(head) >= 6 and (re.search(r"\d|[A-Z]", head) or has_chinese(head)):
         keys.append(head)
     return [k for k in dict.fromkeys(keys) if len(k) >= MIN_VALUE]
 

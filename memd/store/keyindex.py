@@ -421,7 +421,7 @@ class KeyIndex:
                 return (*[int(v) for v in signed], int(self.idkey[row]))
 
             for row in sorted(int(r) for r in rows if self.live[r]):
-                at = bisect.bisect_left(ranked, key(row), key=key)  # type: ignore[call-overload]
+                at = bisect.bisect_left(ranked, key(row), key=key)
                 ranked = np.insert(ranked, at, row)
             self._orders[order] = (ranked, set(), kinds)
         return ranked

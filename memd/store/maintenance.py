@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memd import kinds
 from memd.models import Memory, now_iso
 from memd.store import archive, profiles, similar
 from memd.store.filters import Filter, clause, match
@@ -42,7 +43,7 @@ log = logging.getLogger(__name__)
 JobFunction = Callable[[MemoryStore, "Settings"], dict[str, Any]]
 
 DEFAULT_HALF_LIFE_DAYS = 90.0
-"""Half-life of a kind missing from ``settings.half_life_days``."""
+"""Half-life of a kind memd does not know (a row written by a newer version)."""
 MAX_USE_BOOST = 1.5
 SCORE_EPSILON = 0.002
 """Decay writes a score back only when it moved by more than this and by more than 2%."""
@@ -50,7 +51,7 @@ MIN_SCORE = 0.0001
 DEDUPE_BLOCK = 512
 UPDATE_CHUNK = 5000
 RESULT_LIST_MAX = 20
-DURABLE = frozenset({"decision", "preference", "fact", "bugfix"})
+DURABLE = frozenset(kinds.names("durable"))
 """Kinds that stay true until something replaces them: never archived for their age alone,
 and the last a full project gives up."""
 
@@ -76,13 +77,20 @@ def idle_days(memory: Memory, now: datetime) -> float:
     return max(0.0, (now - last_active(memory)).total_seconds() / 86400)
 
 
+def half_life_of(kind: str, settings: Settings) -> float:
+    """A kind's half-life in days: the setting's, else the kind's own (:mod:`memd.kinds`)."""
+    spec = kinds.BY_NAME.get(kind)
+    default = spec.half_life_days if spec is not None else DEFAULT_HALF_LIFE_DAYS
+    return float(settings.half_life_days.get(kind, default))
+
+
 def effective_score(memory: Memory, settings: Settings, now: datetime) -> float:
     """importance × 0.5^(idle days / half-life of the kind) × use boost, capped at 1.
 
     The use boost is ``1 + 0.15·log2(1 + hits)``, at most 1.5. A memory that is used, merged or
     restored becomes fresh again. Pinned memories keep their score: callers skip them.
     """
-    half_life = float(settings.half_life_days.get(memory.kind, DEFAULT_HALF_LIFE_DAYS))
+    half_life = half_life_of(memory.kind, settings)
     freshness = math.pow(0.5, idle_days(memory, now) / max(half_life, 1e-6))
     boost = min(MAX_USE_BOOST, 1.0 + 0.15 * math.log2(1 + max(0, memory.hits)))
     # Never exactly 0: Memory treats a zero score as "unset" and falls back to the importance.

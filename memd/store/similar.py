@@ -27,6 +27,8 @@ from functools import lru_cache
 
 from memd.store import roles
 from memd.store.profiles import profile_for
+from memd.text.chinese import RANGES
+from memd.text.stems import statement_stem
 
 # ---- text features
 
@@ -107,12 +109,12 @@ _CHANGE = re.compile(
 _ALSO = re.compile(r"\b(?:also|too|as well|additionally|in addition|both)\b|同时|也|还(?!原)|另外")
 _CJK_STOP = re.compile(
     r"我们|你们|他们|现在|统一|都|也|就|把|被|吧|呢|啊|了|着|的|是|在|使用|采用|通过|进行|一下|"
-    r"一遍|需要|要(?!求)|用(?![户例])|为|所有|之前|以前|上(?=$)|做(?=[\u3400-\u9fff])|作为|由|"
-    r"执行|运行|跑|走|放在|位于|一次|每隔|先|和|与|及|加|三个|两个|中|到(?=[\u3400-\u9fff])|"
+    rf"一遍|需要|要(?!求)|用(?![户例])|为|所有|之前|以前|上(?=$)|做(?=[{RANGES}])|作为|由|"
+    rf"执行|运行|跑|走|放在|位于|一次|每隔|先|和|与|及|加|三个|两个|中|到(?=[{RANGES}])|"
     r"不要|不能|不用|不需要|不再|禁止|别|勿|没有|无需|避免|不|分钟|小时|秒|天|次|个|"
     r"设置|设为|调整|改为|改成|改用|换成|换用|提高到|降低到|发送|上报|推送"
 )
-_CJK = r"\u3400-\u9fff\uf900-\ufaff"
+_CJK = RANGES
 _TOKEN = re.compile(
     rf"(?P<w>[a-z0-9_@~$][a-z0-9_]*(?:(?:[.\-/:+#@~]|://)+[a-z0-9_]+)*[+#]*)|(?P<c>[{_CJK}]+)"
 )
@@ -122,12 +124,6 @@ _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _VALUE_SHAPE = re.compile(r"[0-9._/:#+@]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _NOT = re.compile(r"(?<=[a-z])n't\b")
-_IRREGULAR = {
-    "built": "build", "sent": "send", "written": "write", "wrote": "write", "shown": "show",
-    "ran": "run", "kept": "keep", "taken": "take", "took": "take", "came": "come",
-    "went": "go", "made": "make", "held": "hold", "chosen": "choose", "chose": "choose",
-    "maximum": "max", "minimum": "min", "larger": "large", "smaller": "small",
-}  # fmt: skip
 
 
 @lru_cache(maxsize=8192)
@@ -155,25 +151,6 @@ def normalize(text: str) -> str:
                 continue
         out.append(tok)
     return " ".join(out)
-
-
-def _stem(word: str) -> str:
-    word = _IRREGULAR.get(word, word)
-    if not word.isalpha() or len(word) <= 3:
-        return word
-    if word.endswith(("ies", "ied")) and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("ing") and len(word) > 5:
-        word = word[:-3]
-    elif (word.endswith("ed") and len(word) > 4) or word.endswith(("ches", "shes", "sses", "xes")):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
-    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "slz":
-        word = word[:-1]  # "committed" -> "commit"
-    return word
 
 
 @dataclass(frozen=True)
@@ -211,7 +188,7 @@ def _word_token(raw: str) -> tuple[str, bool, int, str]:
     article = tok in _ARTICLES
     if tok in _STOP:
         return tok, article, _STOPPED, ""
-    stem = _stem(tok)
+    stem = statement_stem(tok)
     unit = _UNITS.get(tok) or _UNITS.get(tok[:-1] if tok.endswith("s") else tok) or _UNITS.get(stem)
     if unit:
         return tok, article, _UNIT, unit

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from memd.atomic import write_atomic
-from memd.embedding.embed import CJK_CLASS, Embedder, unglossed
+from memd.embedding.embed import Embedder, unglossed
 from memd.errors import ModelMismatch, NotFound, SchemaTooNew, StoreError
 from memd.models import Memory, now_iso
 from memd.store.filters import Filter, clause, contains, is_in, literal, match
@@ -38,6 +38,7 @@ from memd.store.layout import (
     table_stats,
     to_row,
 )
+from memd.text.chinese import CJK_CLASS
 
 if TYPE_CHECKING:
     from memd.settings import Settings

@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memd import kinds
 from memd.models import Memory, now_iso
 from memd.store import archive
 from memd.store.filters import clause, match
 from memd.store.table import MemoryStore
+from memd.text.chinese import RANGES
 
 if TYPE_CHECKING:
     from memd.settings import Settings
@@ -41,7 +43,7 @@ NOT_DONE = re.compile(
 )
 _TODO_REF = re.compile(r"\b(?:that|the|this|our|my|your)\s+(?:todo|to-do)s?\b", re.I)
 """A TODO pointed at ("so that TODO is done"): not a sign the work is still to do."""
-_WORD = re.compile(r"[a-z0-9_]+|[\u3400-\u9fff]", re.I)
+_WORD = re.compile(rf"[a-z0-9_]+|[{RANGES}]", re.I)
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
 GENERIC = frozenset(
     {
@@ -53,7 +55,7 @@ GENERIC = frozenset(
         *("implement", "implemented", "resolve", "resolved"),
     }
 )
-CLOSING_KINDS = ("progress", "decision", "fact", "bugfix", "preference", "summary", "excerpt")
+CLOSING_KINDS = kinds.names("closes_todos")
 """Kinds whose text may say a TODO is done (any kind but another TODO)."""
 
 

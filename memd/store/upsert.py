@@ -16,13 +16,14 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memd import kinds
 from memd.models import Memory, Source, now_iso
 from memd.store import current, similar
 from memd.store.filters import match
 from memd.store.layout import from_row
 from memd.store.table import MemoryStore
 
-SUPERSEDABLE = ("decision", "preference", "fact", "bugfix")
+SUPERSEDABLE = kinds.names("supersedable")
 NEIGHBOURS = 8
 """How many nearest memories a new one is compared with."""
 Near = Callable[[Sequence[float], str, Collection[str], int], list[str] | None]
@@ -187,7 +188,7 @@ def says_a_change(text: str) -> bool:
     return any(c.retired or (c.cue and c.families) for c in current.claims(text))
 
 
-STATEMENTS = ("decision", "preference", "fact")
+STATEMENTS = kinds.names("statement")
 """The kinds that state how things are; a bug fix is an event (two fixes both happened)."""
 MAX_REPLACED = 300
 """Characters: a longer typed memory (a report, findings) holds many claims; one replaced claim

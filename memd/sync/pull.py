@@ -5,6 +5,7 @@ a local version not pushed yet included), written to the store a batch at a time
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from memd.models import Memory, now_iso
@@ -72,7 +73,7 @@ class SyncPull:
         for mid, row in chunk:
             if row["deleted"]:
                 continue
-            text = memory_from_row(row, by_portable[row["project"]].path).text
+            text = self.received(row, by_portable[row["project"]].path).text
             if mid in existing and existing[mid]["text"] == text:
                 vectors[mid] = existing[mid]["vector"]
             else:
@@ -124,7 +125,7 @@ class SyncPull:
                     deletes.append(mid)
                 learned[mid] = Known(row["clock"], row["device"], "", True, row["project"])
                 continue
-            memory = memory_from_row(row, project.path)
+            memory = self.received(row, project.path)
             if mine is not None:  # local counters stay local
                 memory.hits, memory.last_used_at = mine.hits, mine.last_used_at
                 memory.score = mine.score if mine.text == memory.text else memory.importance
@@ -132,6 +133,15 @@ class SyncPull:
             fp = fingerprint(payload(memory, project.portable, self.settings.redact_patterns))
             learned[mid] = Known(row["clock"], row["device"], fp, False, row["project"])
         return puts, deletes, learned
+
+    def received(self, row: dict[str, Any], local_project: str) -> Memory:
+        """An incoming row as the memory stored here, redacted by this device's rules: another
+        device (an older memd, other patterns) may have sent what this one would not keep."""
+        memory = memory_from_row(row, local_project)
+        fields = payload(memory, "", self.settings.redact_patterns)
+        memory.text, memory.topic = fields["text"], fields["topic"]
+        memory.keywords, memory.history = fields["keywords"], json.loads(fields["history"])
+        return memory
 
     def dirty(self, memory: Memory, project: SyncProject, known: Known) -> bool:
         fp = fingerprint(payload(memory, project.portable, self.settings.redact_patterns))

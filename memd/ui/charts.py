@@ -8,21 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from memd import kinds
+
 WIDTH = 640
 HEIGHT = 180
 PAD_LEFT = 40
 PAD_BOTTOM = 28
-PALETTE = {
-    "decision": "#4e79a7",
-    "preference": "#f28e2b",
-    "fact": "#59a14f",
-    "todo": "#e15759",
-    "progress": "#76b7b2",
-    "bugfix": "#edc948",
-    "summary": "#b07aa1",
-    "excerpt": "#9c755f",
-    "all": "#4e79a7",
-}
+PALETTE = {**{k.name: k.colour for k in kinds.KINDS}, "all": "#4e79a7"}
 
 
 def colour(name: str) -> str:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-import anyio.to_thread
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -24,10 +24,11 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from memd import client
+from memd import kinds, protocol
+from memd.client import AsyncDaemonClient, DaemonClient
 from memd.errors import DaemonUnavailable, MemdError
 from memd.models import KINDS, STATUSES, USER_SCOPE
-from memd.recall.retrieve import explain
+from memd.recall.hits import breakdown_from_json, explain
 from memd.settings import Settings
 from memd.ui import charts
 from memd.ui.security import CSRF_FIELD, Guard, GuardMiddleware
@@ -38,7 +39,7 @@ SEARCH_LIMIT = 20
 TIMEOUT = 30.0
 
 
-KNOWLEDGE = [k for k in KINDS if k != "excerpt"]
+KNOWLEDGE = [k.name for k in kinds.KINDS if not k.raw]
 """The Memories page's default view: what memd learned, without the raw excerpts."""
 BULK_ACTIONS = ("forget", "restore", "pin", "unpin")
 BULK_DONE = {"forget": "forgot", "restore": "restored", "pin": "pinned", "unpin": "unpinned"}
@@ -70,19 +71,6 @@ def bulk_notice(params: Any) -> str:
     if action == "forget":
         return f"Forgot {what}: archived, not deleted (status “archived” lists them to restore)."
     return f"{BULK_DONE[action].capitalize()} {what}."
-
-
-class Daemon:
-    """Socket requests to the daemon, off the event loop."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-
-    async def __call__(self, cmd: str, **args: Any) -> dict[str, Any]:
-        def call() -> dict[str, Any]:
-            return client.daemon_request(self.settings, cmd, timeout=TIMEOUT, **args)
-
-        return await anyio.to_thread.run_sync(call)
 
 
 def short_project(project: str) -> str:
@@ -120,7 +108,7 @@ def make_env() -> Environment:
     env.filters["bytes"] = human_bytes
     env.filters["when"] = when
     env.filters["when_s"] = lambda stamp: str(stamp or "").replace("T", " ")[:19]
-    env.filters["explain"] = explain
+    env.filters["explain"] = lambda m: explain(breakdown_from_json(m["score_breakdown"]))
     env.globals.update(KINDS=KINDS, STATUSES=STATUSES, USER_SCOPE=USER_SCOPE, quote=quote)
     return env
 
@@ -129,7 +117,7 @@ class UI:
     def __init__(self, settings: Settings, guard: Guard) -> None:
         self.settings = settings
         self.guard = guard
-        self.daemon = Daemon(settings)
+        self.daemon = AsyncDaemonClient(DaemonClient(settings, timeout=TIMEOUT))
         self.env = make_env()
 
     # ---- rendering
@@ -154,21 +142,24 @@ class UI:
         status = 404 if "no memory with id" in text else 400
         return self.render("error.html", request, code=status, error=text, page="error")
 
-    async def page(self, request: Request, build: Any) -> Response:
+    async def page(
+        self, request: Request, build: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
         request.scope["memd.started"] = time.perf_counter()
         try:
-            return await build(request)
+            response: Response = await build(request)
+            return response
         except DaemonUnavailable as exc:
             return self.down(request, exc)
         except MemdError as exc:
             return self.failed(request, exc)
 
     async def projects_list(self) -> list[str]:
-        return list((await self.daemon("projects", fresh=False))["projects"])
+        return list((await self.daemon.projects(fresh=False))["projects"])
 
     # ---- pages
     async def projects(self, request: Request) -> Response:
-        reply = await self.daemon("stats", fresh=False)
+        reply = await self.daemon.stats(fresh=False)
         return self.render(
             "projects.html", request, stats=reply["stats"], table=reply.get("table", {})
         )
@@ -197,9 +188,9 @@ class UI:
             "order": order,
             "excerpts": "1" if with_excerpts and kind != "excerpt" else "",
         }
+        rows: Sequence[Mapping[str, Any]]
         if q:
-            reply = await self.daemon(
-                "find",
+            found = await self.daemon.find(
                 query=q,
                 project=project or None,
                 kind=kind,
@@ -208,10 +199,9 @@ class UI:
                 pinned=pinned,
                 limit=SEARCH_LIMIT,
             )
-            rows, total, pages = reply["results"], len(reply["results"]), 1
+            rows, total, pages = found["results"], len(found["results"]), 1
         else:
-            reply = await self.daemon(
-                "list",
+            listed = await self.daemon.list_memories(
                 project=project or None,
                 all_projects=not project,
                 kind=kind,
@@ -223,7 +213,7 @@ class UI:
                 limit=PAGE_SIZE,
                 order=order,
             )
-            rows, total = reply["memories"], int(reply["total"])
+            rows, total = listed["memories"], int(listed["total"])
             pages = max(1, math.ceil(total / PAGE_SIZE))
         keep = {k: v for k, v in filters.items() if v}
         return self.render(
@@ -244,7 +234,7 @@ class UI:
 
     async def memory(self, request: Request) -> Response:
         mid = request.path_params["id"]
-        memory = (await self.daemon("show", id=mid, excerpts=True, turns=True))["memory"]
+        memory = (await self.daemon.show(id=mid, excerpts=True, turns=True))["memory"]
         return self.render(
             "memory.html",
             request,
@@ -257,7 +247,7 @@ class UI:
         action = request.path_params["action"]
         form = dict(parse_qsl((await request.body()).decode("utf-8", "replace")))
         if action == "edit":
-            args: dict[str, Any] = {"id": mid}
+            args: protocol.EditRequest = {"id": mid}
             if "text" in form:
                 args["text"] = form["text"]
             if form.get("kind"):
@@ -267,15 +257,15 @@ class UI:
                     args["importance"] = float(form["importance"])
                 except ValueError:
                     raise MemdError("importance must be a number between 0 and 1") from None
-            await self.daemon("edit", **args)
+            await self.daemon.edit(**args)
         elif action in ("pin", "unpin"):
-            await self.daemon("pin", id=mid, pinned=action == "pin")
+            await self.daemon.pin(id=mid, pinned=action == "pin")
         elif action == "forget":
-            await self.daemon("forget", id=mid, reason="forgotten in memd ui")
+            await self.daemon.forget(id=mid, reason="forgotten in memd ui")
         elif action == "restore":
-            await self.daemon("restore", id=mid)
+            await self.daemon.restore(id=mid)
         elif action == "delete":
-            reply = await self.daemon("forget", id=mid, purge=True)
+            reply = await self.daemon.forget(id=mid, purge=True)
             return self.render(
                 "deleted.html", request, forgotten=reply["forgotten"], text=reply.get("text", "")
             )
@@ -297,21 +287,27 @@ class UI:
         if not ids:
             return RedirectResponse(with_notice(back, "none", 0), status_code=303)
         if action == "forget":
-            reply = await self.daemon("forget", ids=ids, reason="forgotten in memd ui")
+            reply = await self.daemon.forget(ids=ids, reason="forgotten in memd ui")
             done = len(reply["forgotten"])
         elif action == "restore":
-            done = len((await self.daemon("restore", ids=ids))["restored"])
+            done = len((await self.daemon.restore(ids=ids))["restored"])
         else:
-            done = len((await self.daemon("pin", ids=ids, pinned=action == "pin"))["ids"])
+            done = len((await self.daemon.pin(ids=ids, pinned=action == "pin"))["ids"])
         return RedirectResponse(with_notice(back, action, done), status_code=303)
 
     async def restore_many(self, request: Request) -> Response:
         """Restore every archived memory of a project, a session or a cleanup run."""
         fields = dict(parse_qsl((await request.body()).decode("utf-8", "replace")))
-        args = {k: fields[k] for k in ("project", "session", "run") if fields.get(k)}
+        args: protocol.RestoreRequest = {}
+        if fields.get("project"):
+            args["project"] = fields["project"]
+        if fields.get("session"):
+            args["session"] = fields["session"]
+        if fields.get("run"):
+            args["run"] = fields["run"]
         if not args:
             raise MemdError("name a project, a session or a cleanup run to restore")
-        reply = await self.daemon("restore", **args)
+        reply = await self.daemon.restore(**args)
         back = safe_back(fields.get("back", ""))
         return RedirectResponse(with_notice(back, "restore", len(reply["restored"])), 303)
 
@@ -325,7 +321,7 @@ class UI:
         projects = await self.projects_list()
         result = None
         if project and (prompt.strip() or event == "session-start"):
-            result = await self.daemon("context", cwd=project, prompt=prompt, event=event)
+            result = await self.daemon.context(cwd=project, prompt=prompt, event=event)
         return self.render(
             "preview.html",
             request,
@@ -345,8 +341,7 @@ class UI:
             page_no = 1
         per_page = 20
         projects = await self.projects_list()
-        reply = await self.daemon(
-            "sessions",
+        reply = await self.daemon.sessions(
             project=project or None,
             offset=(page_no - 1) * per_page,
             limit=per_page,
@@ -370,8 +365,8 @@ class UI:
         )
 
     async def health(self, request: Request) -> Response:
-        status = await self.daemon("status")
-        stats = (await self.daemon("stats", fresh=False))["stats"]
+        status = await self.daemon.status()
+        stats = (await self.daemon.stats(fresh=False))["stats"]
         return self.render(
             "health.html",
             request,
@@ -403,8 +398,17 @@ class UI:
             Route("/preview", wrap(self.preview)),
             Route("/sessions", wrap(self.sessions)),
             Route("/health", wrap(self.health)),
+            Route("/kinds.css", kinds_css),
             Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
         ]
+
+
+KINDS_CSS = "".join(f".kind-{k.name} {{ background: {k.tint}; }}\n" for k in kinds.KINDS)
+"""Each kind's label colour, from the registry (a kind added there gets its colour here)."""
+
+
+async def kinds_css(request: Request) -> Response:
+    return Response(KINDS_CSS, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
 
 
 def create_app(settings: Settings, guard: Guard) -> Any:
