@@ -146,7 +146,8 @@ class Model:
         self.name = name
         self.np = np
         if name in ("e5", "minilm"):
-            from memd.embedding.embed import E5_MODEL, MINILM_MODEL, Embedder
+            from memd.embedding.embed import Embedder
+            from memd.embedding.models import E5_MODEL, MINILM_MODEL
             from memd.recall import gloss
             from memd.settings import load_settings
 

@@ -358,7 +358,7 @@ def test_across_languages_the_lexical_signal_is_read_on_the_model_s_scale() -> N
     assert 0 < by[plain]["m1"] < by[scaled]["m1"]
     assert by[scaled]["m1"] == pytest.approx(min(1.0, by[plain]["m1"] / 0.6), abs=1e-3)
     assert by[scaled]["m2"] == by[plain]["m2"]
-    from memd.embedding.embed import E5_MODEL, MINILM_MODEL, cross_lexical_for
+    from memd.embedding.models import E5_MODEL, MINILM_MODEL, cross_lexical_for
 
     assert cross_lexical_for(E5_MODEL) == 0.6 and cross_lexical_for(MINILM_MODEL) == 1.0
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
-from memd.embedding.embed import MINILM_MODEL
+from memd.embedding.models import MINILM_MODEL
 from memd.ingest.state import State
 from memd.recall.codecheck import CodeCheck
 from memd.recall.references import Reference, references

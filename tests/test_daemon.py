@@ -23,7 +23,7 @@ from daemon_process import (
 )
 
 from memd import protocol
-from memd.embedding.embed import MINILM_MODEL
+from memd.embedding.models import MINILM_MODEL
 
 BILLING_PROMPT = "Which database holds the billing invoices?"
 

@@ -515,7 +515,7 @@ def test_doctor_against_a_real_daemon(tmp_path: Path, fake_systemctl: Path) -> N
 def test_model_check_says_which_languages_the_model_covers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from memd.embedding.embed import E5_MODEL
+    from memd.embedding.models import E5_MODEL
 
     check = doctor_for().check_model()
     assert check.level == "ok", check

@@ -13,15 +13,9 @@ import pytest
 from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
 from memd.daemon.app import App
-from memd.embedding.embed import (
-    DEFAULT_CALIBRATION,
-    E5_MODEL,
-    MINILM_MODEL,
-    Embedder,
-    calibration_for,
-    is_chinese,
-    semantic_scale,
-)
+from memd.embedding.embed import Embedder, is_chinese
+from memd.embedding.models import E5_MODEL, MINILM_MODEL, calibration_for
+from memd.embedding.spec import DEFAULT_CALIBRATION, semantic_scale
 from memd.errors import ModelMismatch
 from memd.models import Memory, Source
 from memd.settings import load_settings
@@ -332,7 +326,7 @@ def test_cross_language_pairs_have_their_own_scale() -> None:
     e5 a cosine scale of its own (stricter than the pooled one since 2026-11-30: unrelated
     questions score 0.25-0.31 across languages) and a lexical one (0.6 of the prompt's terms
     carried counts as full coverage)."""
-    from memd.embedding.embed import cross_calibration_for
+    from memd.embedding.models import cross_calibration_for
     from memd.recall.retrieve import Calibration, calibration_of
 
     e5 = Embedder(load_settings().model_copy(update={"embedding_model": E5_MODEL}))

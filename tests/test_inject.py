@@ -14,7 +14,7 @@ import pytest
 from hitdata import hit
 
 from memd.daemon.app import App
-from memd.embedding.embed import MINILM_MODEL
+from memd.embedding.models import MINILM_MODEL
 from memd.ingest.state import State
 from memd.ingest.transcript import MEMD_CONTEXT_HEADER, strip_injected
 from memd.models import USER_SCOPE, Memory
@@ -37,7 +37,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
         transcripts_dir=root / "projects",
         config=root / "none.toml",
         # The injection thresholds here (relevance 0.35) were tuned on MiniLM cosines; the
-        # multilingual default has its own scale (memd.embedding.embed.MODEL_CALIBRATION).
+        # multilingual default has its own scale (memd.embedding.models.SPECS).
         embedding_model=MINILM_MODEL,
     )
     application = App(settings).open(writer=True, owner="test")

@@ -19,7 +19,7 @@ from memd.cli import main
 from memd.daemon import jobs
 from memd.daemon.app import App
 from memd.daemon.jobs import Scheduler
-from memd.embedding.embed import MINILM_MODEL
+from memd.embedding.models import MINILM_MODEL
 from memd.errors import UserError
 from memd.ingest.state import State
 from memd.models import Memory, Source

@@ -13,7 +13,7 @@ import pytest
 
 from memd import kinds
 from memd.daemon.app import App
-from memd.embedding.embed import MINILM_MODEL
+from memd.embedding.models import MINILM_MODEL
 from memd.kinds import KINDS, NAMES
 from memd.models import Memory
 from memd.recall.block import SECTION_TITLES

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from memd.embedding import minilm_files
-from memd.embedding.embed import MINILM_MODEL, Embedder
+from memd.embedding.embed import Embedder
 from memd.embedding.minilm_files import assemble_minilm, default_model_files
+from memd.embedding.models import MINILM_MODEL
 from memd.embedding.onnx_graph import GraphRewriteError, gather_before_dequantize, is_rewritten
 from memd.settings import load_settings
 

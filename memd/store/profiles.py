@@ -1,5 +1,6 @@
 """How to read each embedding model's cosines, for :mod:`memd.store.similar`'s duplicate and conflict
-decisions: a :class:`ModelProfile` per known model, and the floors below which a pair is not
+decisions: a :class:`~memd.embedding.spec.ModelProfile` per known model (memd's own in their
+model specs), and the floors below which a pair is not
 worth asking about.
 
 Cosines are not comparable across models (MiniLM puts unrelated sentences near 0.0,
@@ -15,47 +16,19 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 
-
-@dataclass(frozen=True)
-class ModelProfile:
-    """How to read one model's cosines.
-
-    ``baseline`` is the typical cosine of two unrelated sentences and ``paraphrase`` that of two
-    paraphrases; :meth:`scale` maps the first to 0 and the second to 1. ``weight`` is the share of
-    the vector in the duplicate score (the rest is word overlap), ``threshold`` the score a
-    duplicate needs.
-    """
-
-    baseline: float
-    paraphrase: float
-    weight: float = 0.5
-    threshold: float = 0.6
-    cjk: bool = True
-    """False for English-only models: CJK text becomes unknown tokens and every pair of Chinese
-    sentences looks alike, so such pairs are decided on the words alone."""
-
-    def scale(self, cosine: float) -> float:
-        span = max(self.paraphrase - self.baseline, 1e-6)
-        return min(1.0, max(0.0, (cosine - self.baseline) / span))
-
+from memd.embedding.models import SPECS
+from memd.embedding.spec import ModelProfile
 
 PROFILES: dict[str, ModelProfile] = {
+    # memd's models: each spec carries its profile (memd.embedding.minilm, memd.embedding.e5).
+    **{spec.profile_key: spec.profile for spec in SPECS if spec.profile is not None},
+    # Raw multilingual-e5-small (e.g. through fastembed), without memd's centring:
     # bench/dedupe.py --calibrate, on half A only: cosine medians of unrelated and duplicate
     # pairs, then the grid point with the best recall at precision >= 0.97.
-    "all-minilm-l6-v2": ModelProfile(
-        baseline=0.06, paraphrase=0.94, weight=0.3, threshold=0.55, cjk=False
-    ),
     "multilingual-e5-small": ModelProfile(
         baseline=0.81, paraphrase=0.98, weight=0.4, threshold=0.6
-    ),
-    # memd's e5 vectors, with each language's mean removed (memd.embedding.embed): the median cosine of
-    # BASELINE_SENTENCES is 0.06 (profile_from_baseline); the paraphrase level and weights are
-    # raw e5's, moved onto that scale. Not calibrated on the labelled halves yet.
-    "multilingual-e5-small-centred": ModelProfile(
-        baseline=0.06, paraphrase=0.93, weight=0.4, threshold=0.6
     ),
 }
 FALLBACK = ModelProfile(baseline=0.8, paraphrase=0.97, weight=0.3, threshold=0.7, cjk=False)
