@@ -6,11 +6,13 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-SHARED = Path(os.environ.get("MEMD_TEST_SHARED") or Path(__file__).resolve().parents[2] / "shared")
-"""../shared next to the repository; MEMD_TEST_SHARED points elsewhere (e.g. from a worktree)."""
+if TYPE_CHECKING:
+    from memd.daemon.app import App
+    from memd.daemon.pipeline import Pipeline
 
 
 @pytest.fixture(autouse=True)
@@ -37,6 +39,28 @@ def env_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
 
 
 @pytest.fixture
+def app() -> Iterator[App]:
+    """memd's App on a store under this test's home (see ``env_setup``), as the daemon's writer."""
+    from memd.daemon.app import App
+    from memd.settings import load_settings
+
+    opened = App(load_settings()).open(writer=True)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def pipeline(app: App, tmp_path: Path) -> Iterator[Pipeline]:
+    """The daemon's extraction pipeline over ``app``, with its own state database."""
+    from memd.daemon.pipeline import Pipeline
+    from memd.ingest.state import State
+
+    state = State(tmp_path / "state.db")
+    yield Pipeline(app, state, app.settings)
+    state.close()
+
+
+@pytest.fixture
 def short_socket() -> Iterator[str]:
     """A socket path short enough for AF_UNIX (tmp_path can exceed 104 bytes)."""
     d = tempfile.mkdtemp(prefix="memd-", dir="/tmp")
@@ -48,8 +72,11 @@ def short_socket() -> Iterator[str]:
     os.rmdir(d)
 
 
+FIXTURE_ROOT = Path(__file__).resolve().parent
+"""Holds ``fixtures/transcripts``: the real Claude Code transcripts of ../shared, copied with
+their licences and SOURCES.md (MIT): the tests do not read ../shared."""
+
+
 @pytest.fixture
-def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.skip(f"../shared is absent ({SHARED}); fixture-based tests need it")
-    return SHARED
+def fixture_root() -> Path:
+    return FIXTURE_ROOT

@@ -159,18 +159,21 @@ class DaemonProcess:
 
 
 @contextmanager
-def served(root: Path) -> Iterator[DaemonProcess]:
+def served(root: Path, **env: str) -> Iterator[DaemonProcess]:
     """A `memd serve` with its home under ``root`` (its ``root`` attribute, for projects) on a
-    short socket; stopped afterwards, and it must exit 0."""
+    short socket, ``env`` added to its environment (``MEMD_FLUSH_SECONDS="0.3"``); stopped
+    afterwards (SIGTERM: a graceful stop), and it must exit 0 and remove its socket."""
     sock = short_socket_path()
-    proc = DaemonProcess(daemon_env(root, sock), root / "serve.log").start()
+    proc = DaemonProcess(daemon_env(root, sock, **env), root / "serve.log").start()
     proc.root = root  # type: ignore[attr-defined]
     try:
         yield proc
     finally:
         code = proc.stop()
+        removed = not os.path.exists(sock)
         remove_socket_dir(sock)
         assert code == 0, proc.log()
+        assert removed, "the daemon left its socket behind"
 
 
 def add_project(daemon: DaemonProcess, name: str, texts: list[str]) -> tuple[str, dict[str, str]]:

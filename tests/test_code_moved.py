@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from daemon_process import DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
+from daemon_process import DaemonProcess, served
 
 from memd.embedding.models import MINILM_MODEL
 from memd.ingest.state import State
@@ -39,18 +39,13 @@ def describe_limits():
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
-    root = tmp_path_factory.mktemp("moved")
-    sock = short_socket_path()
     # The hook's relevance threshold is a MiniLM cosine: these tests pin that model.
-    env = daemon_env(root, sock, MEMD_FLUSH_SECONDS="0.3", MEMD_EMBEDDING_MODEL=MINILM_MODEL)
-    proc = DaemonProcess(env, root / "serve.log").start()
-    proc.root = root  # type: ignore[attr-defined]
-    try:
+    with served(
+        tmp_path_factory.mktemp("moved"),
+        MEMD_FLUSH_SECONDS="0.3",
+        MEMD_EMBEDDING_MODEL=MINILM_MODEL,
+    ) as proc:
         yield proc
-    finally:
-        code = proc.stop()
-        remove_socket_dir(sock)
-        assert code == 0, proc.log()
 
 
 def git(repo: Path, *args: str) -> None:

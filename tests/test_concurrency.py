@@ -31,7 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_process import MEMD, DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
+from daemon_process import (
+    MEMD,
+    DaemonProcess,
+    served,
+)
 
 from memd.settings import Settings
 from memd.store.filters import match
@@ -45,17 +49,9 @@ PROMPT = "Which database do we use as the primary database for the shop?"
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
-    root = tmp_path_factory.mktemp("concurrency")
-    sock = short_socket_path()
     # Flush queued hits every 20 ms, so touches interleave with the other writes.
-    env = daemon_env(root, sock, MEMD_FLUSH_SECONDS="0.02")
-    proc = DaemonProcess(env, root / "serve.log").start()
-    try:
+    with served(tmp_path_factory.mktemp("concurrency"), MEMD_FLUSH_SECONDS="0.02") as proc:
         yield proc
-    finally:
-        code = proc.stop()
-        remove_socket_dir(sock)
-        assert code == 0, proc.log()
 
 
 def variant(i: int) -> str:

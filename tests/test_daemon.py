@@ -19,6 +19,7 @@ from daemon_process import (
     DaemonProcess,
     daemon_env,
     remove_socket_dir,
+    served,
     short_socket_path,
 )
 
@@ -31,21 +32,11 @@ BILLING_PROMPT = "Which database holds the billing invoices?"
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
     root = tmp_path_factory.mktemp("daemon")
-    sock = short_socket_path()
     # The hook's relevance threshold (0.35) is a MiniLM cosine: these tests pin that model.
-    env = daemon_env(root, sock, MEMD_FLUSH_SECONDS="0.3", MEMD_EMBEDDING_MODEL=MINILM_MODEL)
-    proc = DaemonProcess(env, root / "serve.log").start()
-    proc.root = root  # type: ignore[attr-defined]
-    try:
+    with served(root, MEMD_FLUSH_SECONDS="0.3", MEMD_EMBEDDING_MODEL=MINILM_MODEL) as proc:
         seed(proc, root)
         yield proc
-    finally:
-        code = proc.stop()  # SIGTERM: a graceful stop
-        removed = not os.path.exists(sock)
-        remove_socket_dir(sock)
-        assert code == 0, proc.log()
-        assert removed, "the daemon left its socket behind"
-        assert "memd stopped" in proc.log()
+    assert "memd stopped" in proc.log()
 
 
 def project(root: Path, name: str) -> str:
@@ -390,12 +381,12 @@ def test_socket_protocol_request_roundtrip(daemon: DaemonProcess) -> None:
 
 
 def test_ingest_is_handed_to_the_daemon(
-    daemon: DaemonProcess, shared_dir: Path, tmp_path: Path
+    daemon: DaemonProcess, fixture_root: Path, tmp_path: Path
 ) -> None:
     """Last in this file: it adds memories from a real transcript to the shared daemon."""
     name = "daaain-claude-code-log__03eb5929-52b3-4b13-ada3-b93ae35806b8.jsonl"
     copy = tmp_path / name
-    copy.write_bytes((shared_dir / "fixtures" / "transcripts" / name).read_bytes())
+    copy.write_bytes((fixture_root / "fixtures" / "transcripts" / name).read_bytes())
     out = daemon.memd("ingest", str(copy), "--json")
     assert out.returncode == 0, out.stderr
     first = json.loads(out.stdout)

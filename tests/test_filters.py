@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,7 +12,6 @@ import pytest
 
 from memd.daemon.app import App
 from memd.models import Memory
-from memd.settings import load_settings
 from memd.store.filters import (
     NOTHING,
     Filter,
@@ -188,13 +186,6 @@ def test_match_needs_a_condition() -> None:
         match()
     with pytest.raises(FilterError):
         all_of()
-
-
-@pytest.fixture
-def app() -> Iterator[App]:
-    app = App(load_settings()).open(writer=True)
-    yield app
-    app.close()
 
 
 def test_the_store_reads_awkward_projects_and_counts_literal_terms(app: App) -> None:

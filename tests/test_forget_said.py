@@ -3,9 +3,6 @@ the pipeline archives for them, on a real store (the real daemon: tests/test_for
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from memd.daemon.app import App
@@ -16,9 +13,7 @@ from memd.extract.forget_requests import (
     requests_in,
     without_requests,
 )
-from memd.ingest.state import State
 from memd.models import Segment, Turn
-from memd.settings import load_settings
 from memd.store.filters import match
 from memd.store.forget_said import statement_values
 
@@ -139,20 +134,6 @@ def test_a_bare_request_points_at_the_statement_before_it() -> None:
     assert req.bare and req.said_uuids == ("b1-0",) and "4411" in req.said
     out = without_requests(seg, [req])
     assert [t.text for t in out.turns][2:] == ["", "", "Now fix the flaky login test."]
-
-
-@pytest.fixture
-def app() -> Iterator[App]:
-    opened = App(load_settings()).open(writer=True)
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
-def pipeline(app: App, tmp_path: Path) -> Iterator[Pipeline]:
-    state = State(tmp_path / "state.db")
-    yield Pipeline(app, state, app.settings)
-    state.close()
 
 
 def texts(app: App, status: str = "active") -> str:

@@ -153,8 +153,8 @@ def fixture_segments(shared: Path, tmp_path: Path) -> list[Segment]:
     return [replace(s, turns=[redact_turn(t) for t in s.turns]) for s in segments]
 
 
-def test_every_memory_from_every_fixture_is_grounded(shared_dir: Path, tmp_path: Path) -> None:
-    segments = fixture_segments(shared_dir, tmp_path)
+def test_every_memory_from_every_fixture_is_grounded(fixture_root: Path, tmp_path: Path) -> None:
+    segments = fixture_segments(fixture_root, tmp_path)
     assert len(segments) >= 20
     # The hand-labelled sessions too (not transcripts: turns built from JSON), redacted likewise.
     segments += [
@@ -234,13 +234,13 @@ def test_no_invented_role_for_a_tool_said_in_passing() -> None:
 
 
 def test_every_excerpt_from_every_fixture_is_one_line_per_cited_turn(
-    shared_dir: Path, tmp_path: Path
+    fixture_root: Path, tmp_path: Path
 ) -> None:
     """The excerpt contract the injector relies on, on real transcripts: line i is the turn
     source_uuids[i] (``role: text``, whitespace collapsed, cut only with "…"), the first line
     may start with the date, and the window stays within WINDOW_CHARS."""
     checked = 0
-    for segment in fixture_segments(shared_dir, tmp_path):
+    for segment in fixture_segments(fixture_root, tmp_path):
         by_uuid = {t.uuid: t for t in segment.turns}
         for cand in HeuristicExtractor().extract(segment):
             if cand.kind != "excerpt":

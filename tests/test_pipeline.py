@@ -3,33 +3,14 @@ what the heuristic extractor stores from a few sessions (real LanceDB, real embe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from memd.daemon.app import App
 from memd.daemon.pipeline import Pipeline
-from memd.ingest.state import State
 from memd.models import Segment, Turn
-from memd.settings import load_settings
 from memd.store.filters import match
 
 PROJECT = "/home/dev/shop"
-
-
-@pytest.fixture
-def app() -> Iterator[App]:
-    opened = App(load_settings()).open(writer=True)
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
-def pipeline(app: App, tmp_path: Path) -> Iterator[Pipeline]:
-    state = State(tmp_path / "state.db")
-    yield Pipeline(app, state, app.settings)
-    state.close()
 
 
 def session(sid: str, day: int, *said: tuple[str, str]) -> Segment:

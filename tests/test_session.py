@@ -95,9 +95,9 @@ def texts(segs: list[Segment]) -> str:
 # --- fixtures, laid out as in their repositories
 
 
-def test_fixtures_backfill_with_right_attribution(shared_dir: Path, tmp_path: Path) -> None:
+def test_fixtures_backfill_with_right_attribution(fixture_root: Path, tmp_path: Path) -> None:
     root = tmp_path / "repos"
-    lay_out_fixtures(shared_dir, root)
+    lay_out_fixtures(fixture_root, root)
     state = State(tmp_path / "state.db")
     progress: list[int] = []
     report = backfill([root], state, settings(tmp_path), lambda r: progress.append(r.files))
@@ -135,7 +135,7 @@ def test_fixtures_backfill_with_right_attribution(shared_dir: Path, tmp_path: Pa
     assert {t.agent_id for t in ae_turns if t.is_sidechain} == {"aac57f5"}
 
     # The compaction summarizer and the Warmup sidechain are not ingested.
-    acompact = shared_dir / "fixtures/transcripts/marot-spotter__agent-acompact-946d2b.jsonl"
+    acompact = fixture_root / "fixtures/transcripts/marot-spotter__agent-acompact-946d2b.jsonl"
     acompact_uuids = {json.loads(line)["uuid"] for line in acompact.read_text().splitlines()}
     all_uuids = {u for segs in by.values() for s in segs for t in s.turns for u in t.uuids}
     assert not acompact_uuids & all_uuids
@@ -156,8 +156,8 @@ def test_fixtures_backfill_with_right_attribution(shared_dir: Path, tmp_path: Pa
     assert state.counts() == before
 
 
-def test_units_group_subagents_with_their_session(shared_dir: Path, tmp_path: Path) -> None:
-    lay_out_fixtures(shared_dir, tmp_path)
+def test_units_group_subagents_with_their_session(fixture_root: Path, tmp_path: Path) -> None:
+    lay_out_fixtures(fixture_root, tmp_path)
     units = {Path(u[0]).name: [Path(p).name for p in u] for u in transcript_units([tmp_path])}
     assert units[f"{EF}.jsonl"] == [f"{EF}.jsonl", "agent-a36efb2a1231c41e2.jsonl"]
     assert units[f"{AE}.jsonl"] == [f"{AE}.jsonl", "agent-aac57f5.jsonl"]  # no acompact

@@ -21,13 +21,6 @@ from memd.store.table import MemoryStore
 from memd.store.upsert import upsert
 
 
-@pytest.fixture
-def app(tmp_path: Path):
-    app = App(load_settings()).open(writer=True)
-    yield app
-    app.close()
-
-
 def mem(text: str, project: str = "/p/a", kind: str = "fact", **kw) -> Memory:
     return Memory(text=text, kind=kind, project=project, **kw)
 

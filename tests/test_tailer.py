@@ -305,12 +305,12 @@ def test_the_tailer_closes_idle_sessions(tmp_path: Path) -> None:
 
 
 def test_live_tailing_a_big_real_transcript_matches_backfill(
-    shared_dir: Path, tmp_path: Path
+    fixture_root: Path, tmp_path: Path
 ) -> None:
     """ae4a77f8 (2.7 MB, compaction, 1,697 progress lines) written in odd-sized chunks."""
     from memd.ingest.backfill import backfill
 
-    src = shared_dir / "fixtures" / "transcripts"
+    src = fixture_root / "fixtures" / "transcripts"
     sid = "ae4a77f8-aedd-4bc1-888f-c94edc91af04"
     main_raw = (src / f"marot-spotter__{sid}.jsonl").read_bytes()
     sub_raw = (src / "marot-spotter__agent-aac57f5.jsonl").read_bytes()

@@ -42,8 +42,8 @@ def all_text(turns) -> str:  # type: ignore[no-untyped-def]
 # --- real fixtures
 
 
-def test_every_fixture_parses_and_counts(shared_dir: Path) -> None:
-    files = sorted((shared_dir / FIXTURES).glob("*.jsonl"))
+def test_every_fixture_parses_and_counts(fixture_root: Path) -> None:
+    files = sorted((fixture_root / FIXTURES).glob("*.jsonl"))
     assert len(files) == 17
     for path in files:
         stats = ParseStats()
@@ -59,19 +59,19 @@ def test_every_fixture_parses_and_counts(shared_dir: Path) -> None:
             assert stats.bad_lines == 0, path.name
 
 
-def test_metadata_only_files_give_no_turns(shared_dir: Path) -> None:
+def test_metadata_only_files_give_no_turns(fixture_root: Path) -> None:
     for name in (
         "daaain-claude-code-log__4e27c414-a885-46a0-b5c8-d58e1417377d.jsonl",  # summary only
         "daaain-claude-code-log__a95fea4a-b88a-4e49-ac07-4cc323d8700c.jsonl",  # snapshots only
     ):
         stats = ParseStats()
-        assert parse_lines(fixture(shared_dir, name), stats) == []
+        assert parse_lines(fixture(fixture_root, name), stats) == []
         assert stats.bad_lines == 0 and stats.skipped_lines == stats.lines
 
 
-def test_malformed_lines_are_counted_not_fatal(shared_dir: Path) -> None:
+def test_malformed_lines_are_counted_not_fatal(fixture_root: Path) -> None:
     stats = ParseStats()
-    turns = parse_lines(fixture(shared_dir, "daaain-claude-code-log__edge_cases.jsonl"), stats)
+    turns = parse_lines(fixture(fixture_root, "daaain-claude-code-log__edge_cases.jsonl"), stats)
     # "massive error", 42, [1], {"silly":...}, "message":"error", and the misspelled "contenst".
     assert stats.bad_lines == 6
     texts = all_text(turns)
@@ -82,10 +82,10 @@ def test_malformed_lines_are_counted_not_fatal(shared_dir: Path) -> None:
     assert stats.lines == 19
 
 
-def test_hook_attachments_are_never_conversation(shared_dir: Path) -> None:
+def test_hook_attachments_are_never_conversation(fixture_root: Path) -> None:
     stats = ParseStats()
     turns = parse_lines(
-        fixture(shared_dir, "daaain-claude-code-log__hook_attachments.jsonl"), stats
+        fixture(fixture_root, "daaain-claude-code-log__hook_attachments.jsonl"), stats
     )
     assert [(t.role, t.text) for t in turns] == [
         ("user", "Run the test suite"),
@@ -95,8 +95,8 @@ def test_hook_attachments_are_never_conversation(shared_dir: Path) -> None:
     assert stats.skipped_lines == 5
 
 
-def test_streamed_assistant_lines_group_by_message_id(shared_dir: Path) -> None:
-    lines = fixture(shared_dir, "marot-spotter__short.jsonl")
+def test_streamed_assistant_lines_group_by_message_id(fixture_root: Path) -> None:
+    lines = fixture(fixture_root, "marot-spotter__short.jsonl")
     by_id: dict[str, list[str]] = {}
     for raw in lines:
         obj = json.loads(raw)
@@ -112,9 +112,9 @@ def test_streamed_assistant_lines_group_by_message_id(shared_dir: Path) -> None:
     assert sum(len(t.tool_errors) for t in turns) == 2
 
 
-def test_thinking_and_images_are_dropped(shared_dir: Path) -> None:
+def test_thinking_and_images_are_dropped(fixture_root: Path) -> None:
     name = "daaain-claude-code-log__fe869ecb-c176-478f-9734-7e4b8ef12cff.jsonl"
-    lines = fixture(shared_dir, name)
+    lines = fixture(fixture_root, name)
     thinking = [
         b["thinking"]
         for raw in lines
@@ -129,15 +129,15 @@ def test_thinking_and_images_are_dropped(shared_dir: Path) -> None:
     assert not any(t[:80] in texts for t in thinking if len(t) > 40)
     assert sum(len(t.tool_errors) for t in turns) == 6
 
-    image = parse_lines(fixture(shared_dir, "daaain-claude-code-log__image.jsonl"))
+    image = parse_lines(fixture(fixture_root, "daaain-claude-code-log__image.jsonl"))
     assert len(image) == 1 and image[0].text
     assert len(image[0].text) < 2000  # the 198 KB base64 block is gone
 
 
-def test_compaction_boundary_is_a_signal(shared_dir: Path) -> None:
+def test_compaction_boundary_is_a_signal(fixture_root: Path) -> None:
     name = "marot-spotter__ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
     stats = ParseStats()
-    items = list(parse_items(fixture(shared_dir, name), stats))
+    items = list(parse_items(fixture(fixture_root, name), stats))
     signals = [i for i in items if isinstance(i, Signal)]
     assert [(s.kind, s.uuid) for s in signals] == [
         ("compaction", "434dc859-6299-4713-8613-d28662692f06")
@@ -147,17 +147,19 @@ def test_compaction_boundary_is_a_signal(shared_dir: Path) -> None:
     assert not isinstance(summary, Signal) and summary.is_compact_summary
     assert summary.text.startswith("This session is being continued")
     assert stats.skipped_lines >= 1697  # progress lines
-    turns = parse_lines(fixture(shared_dir, name))
+    turns = parse_lines(fixture(fixture_root, name))
     assert sum(len(t.tool_errors) for t in turns) == 12
 
 
-def test_headless_and_subagent_envelopes(shared_dir: Path) -> None:
-    sub = parse_lines(fixture(shared_dir, "daaain-claude-code-log__agent-a36efb2a1231c41e2.jsonl"))
+def test_headless_and_subagent_envelopes(fixture_root: Path) -> None:
+    sub = parse_lines(
+        fixture(fixture_root, "daaain-claude-code-log__agent-a36efb2a1231c41e2.jsonl")
+    )
     assert sub and all(t.is_sidechain and t.agent_id == "a36efb2a1231c41e2" for t in sub)
     assert {t.session_id for t in sub} == {"ef958aa1-0e93-49f0-bb71-150f63befcd1"}
     assert {t.entrypoint for t in sub} == {"cli"}
     headless = parse_lines(
-        fixture(shared_dir, "daaain-claude-code-log__94604a7b-062f-4369-bdf0-da948381c3e5.jsonl")
+        fixture(fixture_root, "daaain-claude-code-log__94604a7b-062f-4369-bdf0-da948381c3e5.jsonl")
     )
     assert [t.role for t in headless] == ["user", "assistant"]
     assert headless[0].cwd == "/src/experiments/claude_p"
