@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 from hitdata import hit
+from minilm_app import minilm_app
 
 from memd.daemon.app import App
-from memd.embedding.models import MINILM_MODEL
 from memd.ingest.state import State
 from memd.ingest.transcript import MEMD_CONTEXT_HEADER, strip_injected
 from memd.models import USER_SCOPE, Memory
@@ -25,27 +25,15 @@ from memd.recall.inject import HARD_CAP, Injector
 from memd.recall.injected import SessionMemory
 from memd.recall.retrieve import normalize_query
 from memd.recall.vectors import quantize
-from memd.settings import Settings
 from memd.store.filters import match
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
-    root = tmp_path_factory.mktemp("inject")
-    settings = Settings(
-        home=root / "memd",
-        transcripts_dir=root / "projects",
-        config=root / "none.toml",
-        # The injection thresholds here (relevance 0.35) were tuned on MiniLM cosines; the
-        # multilingual default has its own scale (memd.embedding.models.SPECS).
-        embedding_model=MINILM_MODEL,
-    )
-    application = App(settings).open(writer=True, owner="test")
-    application.store.embedder.load()
-    try:
+    # The injection thresholds here (relevance 0.35) were tuned on MiniLM cosines.
+    with minilm_app(tmp_path_factory.mktemp("inject")) as application:
+        application.store.embedder.load()
         yield application
-    finally:
-        application.close()
 
 
 @pytest.fixture

@@ -10,15 +10,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from minilm_app import minilm_app
 
 from memd import kinds
 from memd.daemon.app import App
-from memd.embedding.models import MINILM_MODEL
 from memd.kinds import KINDS, NAMES
 from memd.models import Memory
 from memd.recall.block import SECTION_TITLES
 from memd.recall.inject import Injector
-from memd.settings import Settings
 from memd.store import maintenance
 from memd.store.export import export_dir, import_dir
 
@@ -74,18 +73,8 @@ def test_the_texts_that_list_kinds_name_every_one() -> None:
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
-    root = tmp_path_factory.mktemp("kinds")
-    settings = Settings(
-        home=root / "memd",
-        transcripts_dir=root / "projects",
-        config=root / "none.toml",
-        embedding_model=MINILM_MODEL,
-    )
-    application = App(settings).open(writer=True, owner="test")
-    try:
+    with minilm_app(tmp_path_factory.mktemp("kinds")) as application:
         yield application
-    finally:
-        application.close()
 
 
 def project_dir(root: Path) -> str:
@@ -120,18 +109,9 @@ def test_every_kind_is_exported_and_imported_back(app: App, tmp_path: Path) -> N
     written = "\n".join(p.read_text() for p in (tmp_path / "export").glob("*.md"))
     for kind in KINDS:
         assert f"### {kind.heading}" in written, kind
-    other = Settings(
-        home=tmp_path / "other",
-        transcripts_dir=tmp_path / "projects",
-        config=tmp_path / "none.toml",
-        embedding_model=MINILM_MODEL,
-    )
-    fresh = App(other).open(writer=True, owner="test")
-    try:
+    with minilm_app(tmp_path / "other") as fresh:
         import_dir(fresh.store, tmp_path / "export", [])
         back = {m.kind: m.text for m in fresh.store.query(None) if "(exported)" in m.text}
-    finally:
-        fresh.close()
     assert back == {kind: text_of(kind) + " (exported)" for kind in NAMES}
 
 
