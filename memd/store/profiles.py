@@ -1,7 +1,6 @@
 """How to read each embedding model's cosines, for :mod:`memd.store.similar`'s duplicate and conflict
 decisions: a :class:`~memd.embedding.spec.ModelProfile` per known model (memd's own in their
-model specs), and the floors below which a pair is not
-worth asking about.
+model specs), and the floors below which a pair is not worth asking about.
 
 Cosines are not comparable across models (MiniLM puts unrelated sentences near 0.0,
 multilingual-e5 near 0.75), so each known model has a :class:`ModelProfile` keyed by model id,
