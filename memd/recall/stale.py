@@ -32,11 +32,6 @@ _END = re.compile(r"[.!?;。！？；]+$")
 _WORD_CUT = re.compile(r"\S+")
 
 
-def said_at(result: Hit) -> str:
-    """When a candidate's statement was made: its newest source turn, else its creation."""
-    return result.said_at()
-
-
 def mark_text(new_sentence: str, date: str) -> str:
     words = _WORD_CUT.findall(
         _END.sub("", new_sentence.strip()).replace("[", "(").replace("]", ")")
@@ -82,7 +77,7 @@ def mark_replaced(results: list[Hit], vectors: dict[str, Any], model_id: str) ->
     active = [r for r in results if r.status == "active"]
     if len(active) < 2:
         return results
-    said = [said_at(r) for r in active]
+    said = [r.said_at() for r in active]  # when each statement was made
     relevant = sorted(
         (n for n, r in enumerate(active) if r.relevant),
         key=lambda n: -active[n].score,
