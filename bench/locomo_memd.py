@@ -120,8 +120,8 @@ def ingest_inproc(paths: Sequence[Path]) -> dict[str, Any]:
     from memd.daemon.app import App
     from memd.daemon.pipeline import Pipeline
     from memd.ingest.backfill import backfill
-    from memd.ingest.state import State
     from memd.settings import load_settings
+    from memd.state import State
 
     started = time.monotonic()
     settings = load_settings()

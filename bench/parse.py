@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from memd.ingest.backfill import backfill
-from memd.ingest.state import State
 from memd.ingest.transcript import ParseStats, parse_line, parse_lines
 from memd.settings import Settings
+from memd.state import State
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "transcripts"

@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from memd.ingest.session import SessionTracker
-from memd.ingest.state import State
 from memd.ingest.tailer import Tailer
 from memd.settings import Settings
+from memd.state import State
 
 SID = "bench-latency-0001"
 

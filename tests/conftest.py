@@ -53,7 +53,7 @@ def app() -> Iterator[App]:
 def pipeline(app: App, tmp_path: Path) -> Iterator[Pipeline]:
     """The daemon's extraction pipeline over ``app``, with its own state database."""
     from memd.daemon.pipeline import Pipeline
-    from memd.ingest.state import State
+    from memd.state import State
 
     state = State(tmp_path / "state.db")
     yield Pipeline(app, state, app.settings)

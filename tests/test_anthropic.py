@@ -481,7 +481,7 @@ def test_a_recorded_answer_on_a_real_session(server: MessagesServer) -> None:
 
 
 def test_ledger_persists_in_memd_state(server: MessagesServer, tmp_path: Any) -> None:
-    from memd.ingest.state import State
+    from memd.state import State
 
     state = State(tmp_path / "state.db")
     try:

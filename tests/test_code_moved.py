@@ -15,9 +15,9 @@ import pytest
 from daemon_process import DaemonProcess, served
 
 from memd.embedding.models import MINILM_MODEL
-from memd.ingest.state import State
 from memd.recall.codecheck import CodeCheck
 from memd.recall.references import Reference, references
+from memd.state import State
 
 LIMITER = """import time
 

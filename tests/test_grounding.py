@@ -22,9 +22,9 @@ from memd.extract.redact import redact_turn
 from memd.extract.rules import clean_text
 from memd.extract.vocabulary import FAMILY_TEXT, command_family
 from memd.ingest.backfill import backfill
-from memd.ingest.state import State
 from memd.models import Candidate, Segment, Turn
 from memd.settings import Settings
+from memd.state import State
 
 OWN = Path(__file__).parent / "transcripts"
 

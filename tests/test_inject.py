@@ -15,7 +15,6 @@ from hitdata import hit
 from minilm_app import minilm_app
 
 from memd.daemon.app import App
-from memd.ingest.state import State
 from memd.ingest.transcript import MEMD_CONTEXT_HEADER, strip_injected
 from memd.models import USER_SCOPE, Memory
 from memd.recall.block import CLOSE_TAG, HEADER, OPEN_TAG, BlockSize, Item, render, spoken
@@ -25,6 +24,7 @@ from memd.recall.inject import HARD_CAP, Injector
 from memd.recall.injected import SessionMemory
 from memd.recall.retrieve import normalize_query
 from memd.recall.vectors import quantize
+from memd.state import State
 from memd.store.filters import match
 
 

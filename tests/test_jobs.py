@@ -21,10 +21,10 @@ from memd.daemon.app import App
 from memd.daemon.jobs import Scheduler
 from memd.embedding.models import MINILM_MODEL
 from memd.errors import UserError
-from memd.ingest.state import State
 from memd.models import Memory, Source
 from memd.recall import retrieve
 from memd.settings import Settings, load_settings
+from memd.state import State
 from memd.store import maintenance
 from memd.store.filters import match
 from memd.store.maintenance import effective_score

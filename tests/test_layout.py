@@ -22,6 +22,7 @@ ORDER = [
     {"atomic", "heap", "timestamps", "phrasing", "timeline"},  # small utilities
     {"text"},  # text knowledge every stage shares: what is Chinese, tokens, stems
     {"embedding", "extract"},  # models and extraction: text in, vectors or candidate memories out
+    {"state"},  # memd's durable state DB: offsets, sessions, the extraction queue, key/values
     {"ingest"},  # transcripts -> sessions -> segments
     {"store"},  # the table, its filters, the insert path, maintenance
     {"recall", "sync"},  # reading the store for a prompt; sharing it across machines

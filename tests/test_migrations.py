@@ -20,9 +20,9 @@ from daemon_process import MEMD, DaemonProcess, daemon_env, remove_socket_dir, s
 
 from memd.daemon.app import App
 from memd.errors import SchemaTooNew
-from memd.ingest.state import STATE_VERSION, State
 from memd.settings import Settings
 from memd.setup.doctor import Doctor
+from memd.state import STATE_VERSION, State
 from memd.store import migrations
 from memd.store.table import META_FILE, STORE_VERSION, MemoryStore
 

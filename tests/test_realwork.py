@@ -25,10 +25,10 @@ from memd.extract.episodes import is_narration, split_sentences
 from memd.extract.heuristic import HeuristicExtractor
 from memd.extract.redact import redact_turn
 from memd.ingest.backfill import backfill
-from memd.ingest.state import State
 from memd.models import Candidate, Segment
 from memd.project import repo_relative, resolve_project
 from memd.settings import Settings, load_settings
+from memd.state import State
 from memd.store import maintenance
 
 REAL = Path(__file__).parent / "real_sessions"

@@ -16,11 +16,11 @@ import pytest
 
 from memd.ingest.backfill import backfill, transcript_units
 from memd.ingest.session import MEMD_EXTRACTION_PROMPT_MARKER, SessionTracker
-from memd.ingest.state import State
 from memd.ingest.transcript import parse_items
 from memd.models import Segment
 from memd.project import resolve_project
 from memd.settings import Settings
+from memd.state import State
 
 HERE = Path(__file__).parent / "transcripts"
 
@@ -307,7 +307,7 @@ import sys
 from pathlib import Path
 from memd.ingest.backfill import backfill
 from memd.settings import Settings
-from memd.ingest.state import State
+from memd.state import State
 home = Path(sys.argv[1])
 state = State(home / "state.db")
 s = Settings(home=home, transcripts_dir=home / "none", segment_max_turns=int(sys.argv[3]))

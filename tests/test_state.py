@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memd.ingest.state import MAX_ATTEMPTS, SessionRecord, State
 from memd.models import ToolCall, Turn
+from memd.state import MAX_ATTEMPTS, SessionRecord, State
 
 
 def turn(uuid: str, text: str = "hello", session: str = "s1") -> Turn:
@@ -168,7 +168,7 @@ def test_threads_share_one_state(tmp_path: Path) -> None:
 
 CRASH_WRITER = """
 import sys
-from memd.ingest.state import State
+from memd.state import State
 state = State(sys.argv[1])
 i = state.get("counter", 0)
 print("ready", flush=True)
@@ -291,7 +291,7 @@ def test_secure_delete_zeroes_extracted_turns(tmp_path: Path) -> None:
 
 def test_state_schema_version(tmp_path: Path) -> None:
     from memd.errors import SchemaTooNew
-    from memd.ingest.state import STATE_VERSION
+    from memd.state import STATE_VERSION
 
     path = tmp_path / "state.db"
     State(path).close()

@@ -696,7 +696,7 @@ def test_status_history_and_user_wide_preferences_travel(
 
 def test_the_scheduler_runs_sync_only_when_configured(tmp_path: Path) -> None:
     from memd.daemon.jobs import Scheduler
-    from memd.ingest.state import State
+    from memd.state import State
 
     state = State.open_default(tmp_path / "state")
     try:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from memd.ingest.session import SessionTracker
-from memd.ingest.state import State
 from memd.ingest.tailer import INITIALIZED_KEY, Tailer
 from memd.settings import Settings
+from memd.state import State
 
 HERE = Path(__file__).parent / "transcripts"
 SID = "live-0001"

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from memd.daemon.jobs import Scheduler
     from memd.daemon.pipeline import Pipeline
     from memd.ingest.session import SessionTracker
-    from memd.ingest.state import State
     from memd.ingest.tailer import Tailer
+    from memd.state import State
 
 log = logging.getLogger(__name__)
 
@@ -441,7 +441,7 @@ class App:
                 raise UserError("this daemon runs without its state; see `memd status`")
             yield self.workers.state
             return
-        from memd.ingest.state import State
+        from memd.state import State
 
         state = State.open_default(self.settings.home)
         try:

@@ -17,9 +17,9 @@ from memd.heap import release_library_pages, trim_heap
 if TYPE_CHECKING:
     from memd.daemon.app import App, Workers
     from memd.daemon.pools import Pools
-    from memd.ingest.state import State
     from memd.recall.inject import Injector
     from memd.settings import Settings
+    from memd.state import State
 
 log = logging.getLogger(__name__)
 

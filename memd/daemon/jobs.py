@@ -21,8 +21,8 @@ from memd.timestamps import parse_time
 
 if TYPE_CHECKING:
     from memd.daemon.app import App
-    from memd.ingest.state import State
     from memd.settings import Settings
+    from memd.state import State
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class Scheduler:
 
     - One maintenance job runs at a time (a job lock); a failure is logged and recorded as
       ``last_status = "error: ..."`` and never stops the scheduler.
-    - Last runs and results live in ``state`` (memd's :class:`memd.ingest.state.State`) under
+    - Last runs and results live in ``state`` (memd's :class:`memd.state.State`) under
       ``jobs.<name>``.
     - After a restart, a job whose last run is overdue runs ``catch_up_delay`` seconds after start;
       an interval job that is not overdue keeps its rhythm (next run = last run + interval).

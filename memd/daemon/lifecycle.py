@@ -172,7 +172,7 @@ class Daemon:
     def start_components(self, app: App) -> None:
         settings, workers = self.settings, self.workers
         try:
-            from memd.ingest.state import State
+            from memd.state import State
 
             workers.state = State.open_default(settings.home)
         except Exception as exc:

@@ -23,8 +23,8 @@ from memd.store.upsert import UpsertResult, upsert
 if TYPE_CHECKING:
     from memd.daemon.app import App
     from memd.extract.base import Extractor
-    from memd.ingest.state import State
     from memd.settings import Settings
+    from memd.state import State
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     from memd.daemon.jobs import Scheduler
     from memd.daemon.pipeline import Pipeline
     from memd.daemon.server import Server
-    from memd.ingest.state import State
     from memd.ingest.tailer import Tailer
     from memd.recall.inject import Injector
     from memd.settings import Settings
+    from memd.state import State
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from memd.ingest.session import SessionTracker
-from memd.ingest.state import State
 from memd.ingest.tailer import is_complete_json, iter_transcripts, session_hint
 from memd.ingest.transcript import ParsedLine, ParseStats, parse_line
 from memd.settings import Settings
+from memd.state import State
 
 
 @dataclass

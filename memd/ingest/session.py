@@ -9,7 +9,7 @@ join the parent session. A session's open segment closes (``open`` → ``pending
 - the size cap ``settings.segment_max_turns``,
 - ``close_session(..., "ingest")`` at the end of a backfill.
 
-Everything lives in :class:`memd.ingest.state.State`, written inside the caller's transaction, so a read's
+Everything lives in :class:`memd.state.State`, written inside the caller's transaction, so a read's
 turns and its file offset commit together. Line uuids already seen are skipped (``--resume`` and
 compaction replay lines). Not ingested: memd's own extraction runs (first user text starts with
 :data:`MEMD_EXTRACTION_PROMPT_MARKER`), the compaction summarizer (``acompact`` agents) and
@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from memd.extract.prompt import MEMD_EXTRACTION_PROMPT_MARKER as MEMD_EXTRACTION_PROMPT_MARKER
-from memd.ingest.state import SessionRecord, State
 from memd.ingest.transcript import ParsedLine, Signal, fold, has_content
 from memd.models import Segment, Turn
 from memd.project import resolve_project
 from memd.settings import Settings
+from memd.state import SessionRecord, State
 
 COMPACTION_AGENT_PREFIX = "acompact"
 

@@ -1,6 +1,6 @@
 """Live tailing of Claude Code's transcript directory (watchdog: inotify / FSEvents).
 
-Per file, memd tracks ``(inode, offset)`` in :class:`memd.ingest.state.State`. On every event it reads
+Per file, memd tracks ``(inode, offset)`` in :class:`memd.state.State`. On every event it reads
 from the offset to the end of the file and hands complete lines to the
 :class:`memd.ingest.session.SessionTracker`; the turns and the new offset commit in one transaction, so a
 restart resumes exactly where the last commit stopped. A partial last line stays unconsumed until
@@ -43,9 +43,9 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from memd.ingest.session import SessionTracker
-from memd.ingest.state import State
 from memd.ingest.transcript import ParsedLine, ParseStats, parse_line
 from memd.settings import Settings
+from memd.state import State
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from memd.recall.references import Reference, is_hub, references
 from memd.recall.worktree import OutOfTime, WorkTree, extension
 
 if TYPE_CHECKING:
-    from memd.ingest.state import State
+    from memd.state import State
 
 log = logging.getLogger(__name__)
 

@@ -38,9 +38,9 @@ from memd.store.filters import match
 from memd.store.upsert import SUPERSEDABLE
 
 if TYPE_CHECKING:
-    from memd.ingest.state import State
     from memd.recall.vectors import QueryBatcher, VectorCache
     from memd.settings import Settings
+    from memd.state import State
     from memd.store.table import MemoryStore
 
 log = logging.getLogger(__name__)

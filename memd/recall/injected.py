@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memd.ingest.state import State
+    from memd.state import State
 
 log = logging.getLogger(__name__)
 

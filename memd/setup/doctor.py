@@ -168,7 +168,7 @@ class Doctor(SetupChecks):
 
     def check_schema(self) -> Check:
         """Schema versions of the store and the state DB, and the migrations still pending."""
-        from memd.ingest.state import STATE_VERSION
+        from memd.state import STATE_VERSION
         from memd.store import migrations, table
 
         try:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from memd.atomic import write_atomic
 from memd.errors import SchemaTooNew, StoreError
-from memd.ingest.state import STATE_VERSION, turn_from_json, turn_to_json
+from memd.state import STATE_VERSION, turn_from_json, turn_to_json
 from memd.store.layout import TABLE
 from memd.store.table import META_FILE, STORE_VERSION
 

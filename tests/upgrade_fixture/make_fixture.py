@@ -90,10 +90,10 @@ def build(out: Path) -> None:
     from memd.app import App
     from memd.merge import upsert
     from memd.session import SessionTracker
-    from memd.state import State
 
     from memd.models import Memory, Source, Turn
     from memd.settings import Settings
+    from memd.state import State
 
     settings = Settings()
     home = settings.home
