@@ -153,10 +153,10 @@ def test_pages_counts_and_projects_match_the_table_after_every_write(daemon: dic
 @pytest.fixture
 def small(tmp_path: Path) -> Iterator[App]:
     env = daemon_env(tmp_path / "small", str(tmp_path / "no.sock"))
-    app = App(load_settings(home=env["MEMD_HOME"], socket=env["MEMD_SOCKET"])).open(writer=True)
+    settings = load_settings(home=env["MEMD_HOME"], socket=env["MEMD_SOCKET"])
+    app = App(settings, resident=True).open(writer=True)  # the daemon's: a key index
     fill(app, 300)
     known(app)
-    app.keep_keys()
     try:
         yield app
     finally:

@@ -324,7 +324,9 @@ def test_heap_is_trimmed_after_activity_once_idle(
     calls: list[float] = []
     monkeypatch.setattr(housekeeping, "trim_heap", lambda: calls.append(time.monotonic()))
     settings = Settings(home=tmp_path / "home", config=tmp_path / "none.toml")
-    srv = Server(App(settings), settings)  # never opened: nothing here reads the store
+    srv = Server(
+        App(settings, resident=True), settings
+    )  # never opened: nothing here reads the store
     try:
         asyncio.run(srv.maybe_trim())
         assert calls == []  # nothing happened yet: nothing to give back
@@ -369,7 +371,9 @@ def test_library_pages_are_released_after_heavy_work_once_quiet(
 
     monkeypatch.setattr(housekeeping, "release_library_pages", release)
     settings = Settings(home=tmp_path / "home", config=tmp_path / "none.toml")
-    srv = Server(App(settings), settings)  # never opened: nothing here reads the store
+    srv = Server(
+        App(settings, resident=True), settings
+    )  # never opened: nothing here reads the store
     try:
         asyncio.run(srv.maybe_release())
         assert calls == []  # nothing ran since start-up (which releases on its own)
@@ -409,7 +413,7 @@ def test_the_stored_texts_model_graph_is_released_after_a_write_once_quiet(
     monkeypatch.setattr(housekeeping, "release_library_pages", lambda: 4096)
 
     settings = Settings(home=tmp_path / "home", config=tmp_path / "none.toml")
-    app = App(settings)
+    app = App(settings, resident=True)
     embedder = app.store.embedder.load()
     srv = Server(app, settings)
     try:

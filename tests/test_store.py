@@ -291,7 +291,7 @@ def test_bulk_import_drops_the_model_only_outside_the_daemon(app: App, tmp_path:
 
 
 def test_the_daemons_inserts_find_their_neighbours_in_the_vector_cache(
-    app: App, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """With the daemon's vector cache (``store.near``), upsert reads no LanceDB vector search
     and finds the same neighbours, with the same cosines, as the table's search does."""
@@ -312,14 +312,20 @@ def test_the_daemons_inserts_find_their_neighbours_in_the_vector_cache(
         "Migrations are written by hand with Alembic",
     ]
     kinds = ["fact", "decision", "preference"]
+    app = App(load_settings(), resident=True).open(writer=True)  # the daemon's
+    request.addfinalizer(app.close)
+    assert app.store.near is not None
     upsert(app.store, [mem(t, kind=kinds[i % 3]) for i, t in enumerate(texts)])
     upsert(app.store, [mem("An excerpt about FastAPI servers", kind="excerpt")])
     upsert(app.store, [mem("Other project: FastAPI too", project="/p/b")])
     vector = app.store.embedder.embed(["Which framework is the API server written in?"])[0]
     wanted = ["fact", "decision"]
-    by_table = nearest(app.store, vector, "/p/a", wanted)
-    app.recall_cache()  # what the daemon builds: the store now asks the cache
-    assert app.store.near is not None
+    reader = App(load_settings()).open(writer=False)  # a one-shot process: the table's search
+    try:
+        assert reader.store.near is None
+        by_table = nearest(reader.store, vector, "/p/a", wanted)
+    finally:
+        reader.close()
     by_cache = nearest(app.store, vector, "/p/a", wanted)
     assert [m.id for m, _ in by_cache] == [m.id for m, _ in by_table]
     assert len(by_cache) == min(NEIGHBOURS, sum(1 for i in range(12) if i % 3 != 2))

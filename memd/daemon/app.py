@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from memd.ingest.session import SessionTracker
     from memd.ingest.tailer import Tailer
     from memd.state import State
+    from memd.store.upsert import Near
 
 log = logging.getLogger(__name__)
 
@@ -58,37 +59,47 @@ def project_of(cwd: str | None = None, project: str | None = None) -> str:
 
 
 class App:
-    def __init__(self, settings: Settings, store: MemoryStore | None = None) -> None:
+    def __init__(
+        self, settings: Settings, store: MemoryStore | None = None, *, resident: bool = False
+    ) -> None:
         gloss.install()  # an English-only model embeds Chinese text as its English gloss
         self.settings = settings
-        self.store = store or MemoryStore(settings)
-        self.lock = WriterLock(settings.home)
-        self.writer = False
-        self.resident = False
-        """True in the daemon. A one-shot command may drop the embedding model once it has no
-        more texts to embed (a bulk import before its final optimize: ~64 MiB less peak)."""
-        self.workers: Workers | None = None
-        """Set by the daemon (:class:`Workers`); None in a one-shot CLI."""
+        self.resident = resident
+        """True in the daemon: the model stays loaded, and the store keeps every memory's list
+        keys and counts in memory (:mod:`memd.store.keyindex`) and finds an insert's neighbours
+        in the recall's vector cache (:mod:`memd.recall.nearest`). A one-shot command reads the
+        table instead, and may drop the model once it has no more texts to embed (a bulk
+        import before its final optimize: ~64 MiB less peak)."""
         self._recall: tuple[VectorCache, QueryBatcher] | None = None
         """The in-memory vectors and the query embedder every recall shares (the daemon's;
-        a one-shot CLI never builds them, as building costs more than one query)."""
+        a one-shot CLI builds them only when it recalls, as building costs more than one query)."""
+        near = self._cache_neighbours if resident else None
+        self.store = store or MemoryStore(settings, keep_keys=resident, near=near)
+        self.lock = WriterLock(settings.home)
+        self.writer = False
+        self.workers: Workers | None = None
+        """Set by the daemon (:class:`Workers`); None in a one-shot CLI."""
 
     def recall_cache(self) -> tuple[VectorCache, QueryBatcher]:
         """The vector cache and the query batcher, made on first use."""
         if self._recall is None:
-            embedder = self.store.embedder
-            embed_queries = getattr(embedder, "embed_queries", None) or embedder.embed
-            cache = VectorCache(self.store)
-            self._recall = (cache, QueryBatcher(embed_queries))
-            # The insert path's neighbours come from the same cache (memd.recall.nearest).
-            self.store.near = functools.partial(nearest.nearest_ids, cache)
+            self._recall = (
+                VectorCache(self.store),
+                QueryBatcher(self.store.embedder.embed_queries),
+            )
         return self._recall
 
-    def keep_keys(self) -> KeyIndex:
-        """Keep every memory's list keys and the counts in memory, in step with each write (the
-        daemon: list pages and `status` then never scan the table; see :mod:`memd.store.keyindex`)."""
+    def _cache_neighbours(self, store: MemoryStore) -> Near:
+        """The resident store's neighbour search: the recall's vector cache for ``store``."""
+        cache = VectorCache(store)
+        self._recall = (cache, QueryBatcher(store.embedder.embed_queries))
+        return functools.partial(nearest.nearest_ids, cache)
+
+    @property
+    def keys(self) -> KeyIndex:
+        """The resident store's key index (:mod:`memd.store.keyindex`)."""
         if self.store.keys is None:
-            self.store.keys = KeyIndex(self.store)
+            raise UserError("the key index is the daemon's: this App is not resident")
         return self.store.keys
 
     def open(self, *, writer: bool, owner: str = "cli", check_model: bool = True) -> App:

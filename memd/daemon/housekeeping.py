@@ -85,7 +85,7 @@ class Housekeeping:
     def warm_keys(self) -> None:
         """The key index (memd.store.keyindex), built before the first list page or status needs it."""
         try:
-            keys = self.app.keep_keys()
+            keys = self.app.keys
             keys.ensure()
             log.info("key index built: %d memories", keys.counts()["total"])
         except Exception as exc:  # best effort: the first read builds it

@@ -128,7 +128,7 @@ class Daemon:
         configure_logging(self.settings.log_level, self.errors)
         self.install_signals()
         socket_file = SocketFile(self.settings.socket_path)
-        app = App(self.settings)
+        app = App(self.settings, resident=True)
         app.open(writer=True, owner="daemon")  # LockedError: another daemon runs
         exit_code = 0
         try:

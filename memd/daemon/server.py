@@ -85,8 +85,8 @@ class Server(Housekeeping, Extraction):
         self.workers = workers or Workers()
         self.errors: deque[dict[str, Any]] = errors if errors is not None else deque(maxlen=10)
         app.workers = self.workers  # `ingest` and `jobs` use the live ones
-        app.resident = True  # the model stays loaded: hooks need it
-        app.keep_keys()  # list pages and status counts from memory (memd.store.keyindex)
+        if not app.resident:  # the model stays loaded for hooks, the key index for list pages
+            raise ValueError("the daemon serves a resident App: App(settings, resident=True)")
         self.injector = Injector(app, settings, self.workers.state)
         self.sessions = HookSessions(settings, self.workers.tailer, self.workers.tracker)
         self.socket = socket or SocketFile(settings.socket_path)

@@ -13,7 +13,7 @@ import shutil
 import threading
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ from memd.errors import ModelMismatch, NotFound, SchemaTooNew, StoreError
 from memd.models import Memory, now_iso
 from memd.store.filters import Filter, clause, contains, is_in, literal, match
 from memd.store.journal import Journal
+from memd.store.keyindex import KeyIndex
 from memd.store.layout import (
     READ_COLUMNS,
     TABLE,
@@ -42,7 +43,6 @@ from memd.text.chinese import CJK_CLASS
 
 if TYPE_CHECKING:
     from memd.settings import Settings
-    from memd.store.keyindex import KeyIndex
     from memd.store.upsert import Near
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,15 @@ STORE_VERSION = 1
 class MemoryStore:
     """LanceDB table + journal + embedding model. Build it cheaply, then ``open()``."""
 
-    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        *,
+        keep_keys: bool = False,
+        near: Callable[[MemoryStore], Near] | None = None,
+    ) -> None:
+        """``keep_keys`` and ``near`` are the daemon's: a one-shot process reads the table."""
         self.settings = settings
         self.root = settings.home / "store"
         self.journal = Journal(settings.home / "journal.jsonl")
@@ -70,10 +78,10 @@ class MemoryStore:
         self.mutations = 0
         """Bumped by every change this process makes to the table (LanceDB's own ``version``
         costs a round trip through its event loop, ~0.4 ms, on every read of it)."""
-        self.keys: KeyIndex | None = None
+        self.keys: KeyIndex | None = KeyIndex(self) if keep_keys else None
         """The daemon's in-memory list keys and counts (:mod:`memd.store.keyindex`), told of every
         change below; None in a one-shot process, which reads the table instead."""
-        self.near: Near | None = None
+        self.near: Near | None = near(self) if near is not None else None
         """The daemon's ids nearest a vector in one project, from its vector cache (upsert's
         neighbours without LanceDB's index in memory); None: search the table."""
 
