@@ -19,6 +19,7 @@ from memd.embedding.spec import DEFAULT_CALIBRATION, semantic_scale
 from memd.errors import ModelMismatch
 from memd.models import Memory, Source
 from memd.settings import load_settings
+from memd.store import rebuild
 from memd.store.upsert import upsert
 
 LABELLED = Path(__file__).parent / "labelled"
@@ -213,7 +214,7 @@ def test_daemon_migrates_a_minilm_store_keeping_every_memory(
         for (_, row), vec in zip(rows.items(), expected, strict=True):
             assert np.allclose(row["vector"], vec, atol=1e-5)
         # A second start has nothing to migrate.
-        assert new.store.migrate_model() is None
+        assert rebuild.migrate_model(new.store) is None
         found = new.search("Which database does billing use?", project="/p/a")["results"]
         assert found and found[0]["text"].startswith("We use PostgreSQL 16")
         zh = new.search("How should API errors be shown to the user?", project="/p/a")
@@ -291,7 +292,7 @@ def test_a_store_from_before_glossing_has_only_its_chinese_memories_reembedded(
         assert np.allclose(
             after[zh_id], new.store.embedder.embed([before[zh_id]["text"]])[0], atol=1e-5
         )
-        assert new.store.migrate_model() is None
+        assert rebuild.migrate_model(new.store) is None
         found = new.search("How should API errors be shown to the user?", project="/p/a")
         assert found["results"] and "ElMessage" in found["results"][0]["text"]
     finally:

@@ -23,7 +23,7 @@ from memd.errors import SchemaTooNew
 from memd.settings import Settings
 from memd.setup.doctor import Doctor
 from memd.state import STATE_VERSION, State
-from memd.store import migrations
+from memd.store import migrations, rebuild
 from memd.store.table import META_FILE, STORE_VERSION, MemoryStore
 
 FIXTURE = Path(__file__).parent / "upgrade_fixture"
@@ -208,7 +208,7 @@ def test_a_newer_store_is_refused_and_never_rewritten(tmp_path: Path, part: str)
     if part == "store":
         assert Doctor(settings).check_store().level == "fail"
         with pytest.raises(SchemaTooNew):
-            MemoryStore(settings).rebuild_from_journal()  # what `doctor --repair` calls
+            rebuild.rebuild_from_journal(MemoryStore(settings))  # what `doctor --repair` calls
     env = daemon_env(tmp_path, short_socket_path(), MEMD_HOME=str(settings.home))
     out = subprocess.run(
         [MEMD, "serve"], env=env, capture_output=True, text=True, timeout=120, check=False

@@ -14,7 +14,7 @@ from memd.daemon.app import App
 from memd.errors import ModelMismatch, NotFound, StoreError, UserError
 from memd.models import USER_SCOPE, Memory, Source
 from memd.settings import load_settings
-from memd.store import similar
+from memd.store import rebuild, similar
 from memd.store.filters import match
 from memd.store.journal import Journal
 from memd.store.table import MemoryStore
@@ -181,7 +181,7 @@ def test_rebuild_from_journal_after_damage(app: App) -> None:
     with pytest.raises(StoreError):
         fresh.open()
         fresh.query(None)
-    assert fresh.rebuild_from_journal() == 2
+    assert rebuild.rebuild_from_journal(fresh) == 2
     survivors = {m.id: m for m in fresh.query(None)}
     assert set(survivors) == set(ids[1:])
     assert survivors[ids[1]].pinned is True
@@ -198,7 +198,7 @@ def test_model_change_needs_reindex(app: App, monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(ModelMismatch, match="memd reindex"):
         MemoryStore(app.settings).open()
     store = MemoryStore(app.settings).open(check_model=False)
-    assert store.reindex() == 1
+    assert rebuild.reindex(store) == 1
     store.close()
     reopened = MemoryStore(app.settings).open()
     assert reopened.meta()["model_id"] == reopened.embedder.model_id

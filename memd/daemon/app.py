@@ -23,6 +23,7 @@ from memd.recall import gloss, nearest, retrieve
 from memd.recall.hits import hit_json
 from memd.recall.vectors import QueryBatcher, VectorCache
 from memd.settings import Settings
+from memd.store import rebuild
 from memd.store.filters import match
 from memd.store.keyindex import KeyIndex
 from memd.store.lock import WriterLock
@@ -116,7 +117,7 @@ class App:
             remodel = writer and owner == "daemon"
             self.store.open(check_model=check_model and not remodel)
             if remodel:
-                self.store.migrate_model()
+                rebuild.migrate_model(self.store)
         except BaseException:
             self.lock.release()
             raise
@@ -411,7 +412,7 @@ class App:
 
     def reindex(self) -> dict[str, Any]:
         self._need_writer()
-        count = self.store.reindex()
+        count = rebuild.reindex(self.store)
         return {"reindexed": count, "model": self.store.embedder.model_id}
 
     # ---- sync across machines (memd.sync.engine); the network is touched only by sync_now

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 GLOSS_SUFFIX = "+zh-gloss2"
 """Ends the model id of a glossed model; the number is the gloss's version. A store written
 with another version, or before glossing (no suffix), has only its Chinese texts re-embedded
-(:meth:`memd.store.table.MemoryStore.migrate_model`). 1: the first gloss; 2: the zh<->en
+(:func:`memd.store.rebuild.migrate_model`). 1: the first gloss; 2: the zh<->en
 glossary gained ~420 everyday words (2026-12-01)."""
 _GLOSS_TAIL = re.compile(r"\+zh-gloss\d+$")
 _glosses: list[Callable[[str], str]] = []

@@ -327,13 +327,14 @@ class Doctor(SetupChecks):
         return f"created {self.settings.transcripts_dir}"
 
     def repair_store(self) -> str:
+        from memd.store import rebuild
         from memd.store.lock import WriterLock
         from memd.store.table import MemoryStore
 
         lock = WriterLock(self.settings.home).acquire("doctor")
         try:
             store = MemoryStore(self.settings)
-            rows = store.rebuild_from_journal()
+            rows = rebuild.rebuild_from_journal(store)
             store.close()
         finally:
             lock.release()

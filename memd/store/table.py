@@ -1,4 +1,5 @@
-"""The memory store: one LanceDB table under $MEMD_HOME, plus the journal it can be rebuilt from.
+"""The memory store's I/O: one LanceDB table under $MEMD_HOME, read and written through the
+journal it can be rebuilt from (re-embedding and rebuilding: :mod:`memd.store.rebuild`).
 
 Only one process writes (the daemon, or the CLI under the writer lock). Writes are batched:
 each call to ``write`` is one journal append and one ``merge_insert``.
@@ -9,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import shutil
 import threading
 import time
 import warnings
@@ -39,7 +39,6 @@ from memd.store.layout import (
     table_stats,
     to_row,
 )
-from memd.text.chinese import CJK_CLASS
 
 if TYPE_CHECKING:
     from memd.settings import Settings
@@ -99,6 +98,7 @@ class MemoryStore:
                 index_cache_size_bytes=128 << 20, metadata_cache_size_bytes=32 << 20
             )
             self._db = lancedb.connect(self.root, session=session)
+            self._table = None
             if TABLE in self._db.list_tables().tables:
                 self._table = self._db.open_table(TABLE)
             self.mutations += 1
@@ -170,39 +170,19 @@ class MemoryStore:
                 f"{self.embedder.model_id!r}; run `memd reindex` to re-embed"
             )
 
-    def migrate_model(self) -> int | None:
-        """Re-embed every memory when the table was written with another model (the daemon
-        does this at start after the default model changed); only those with Chinese text when
-        it was this model before it glossed Chinese or with another gloss (``GLOSS_SUFFIX``).
-        Texts, ids, sources, pins and history are kept; only vectors and the model id change.
-        The journal still holds every memory, so an interrupted migration is repaired by `memd
-        doctor --repair`. Returns how many memories were re-embedded, or None when nothing had
-        to change."""
-        stored = self.meta().get("model_id")
-        if self._table is None or not stored or stored == self.embedder.model_id:
-            return None
-        started = time.monotonic()
-        partial = unglossed(stored) == unglossed(self.embedder.model_id)  # only Chinese differs
-        log.warning(
-            "the store holds vectors from %s; re-embedding %s with %s",
-            stored,
-            "the memories with Chinese text" if partial else "every memory",
-            self.embedder.model_id,
-        )
-        count = self.reembed_chinese() if partial else self.reindex()
-        log.warning(
-            "re-embedded %d memories with %s in %.1f s",
-            count,
-            self.embedder.model_id,
-            time.monotonic() - started,
-        )
-        return count
-
-    def _ensure_table(self, dim: int) -> Any:
+    def ensure_table(self, dim: int) -> Any:
+        """The table, created (with the meta file) on the first write."""
         if self._table is None:
             self._table = self._db.create_table(TABLE, schema=schema(dim))
             self.write_meta(new_table=True)
         return self._table
+
+    def drop_table(self) -> None:
+        """Drop the table (its rows are still in the journal): before a reload of every row."""
+        self.mutations += 1
+        if self._table is not None:
+            self._db.drop_table(TABLE)
+            self._table = None
 
     # ---- reads
     def count(self, where: Filter | None = None) -> int:
@@ -371,7 +351,7 @@ class MemoryStore:
             rows = [to_row(m, vectors[m.id]) for m in memories]
             journaled = [{"op": "put", "m": m.to_dict()} for m in memories]
             with self._journaled(journaled, "write failed, nothing was stored") as before:
-                tbl = self._ensure_table(len(rows[0]["vector"]))
+                tbl = self.ensure_table(len(rows[0]["vector"]))
                 data = pa.Table.from_pylist(rows, schema=tbl.schema)
                 if tbl.count_rows(is_in("id", [m.id for m in memories]).sql) == 0:
                     # All new (the usual case for ingest and imports): a plain append, which
@@ -474,53 +454,6 @@ class MemoryStore:
             return False
         self.journal.rewrite(self.query(None))
         return True
-
-    def rebuild_from_journal(self) -> int:
-        """Recreate the table from the journal (after a crash left it unreadable)."""
-        self.check_version()  # a newer memd's store is never rebuilt by this one
-        memories = list(self.journal.replay().values())
-        broken = self.root.with_name(f"store.broken-{int(time.time())}")
-        if self.root.exists():
-            shutil.move(str(self.root), broken)
-        self.open(check_model=False)
-        self._table = None
-        self.journal.rewrite(memories)
-        self._bulk_load(memories)
-        return len(memories)
-
-    def reembed_chinese(self) -> int:
-        """Re-embed the memories whose text holds Chinese (their vectors, nothing else)."""
-        where = clause("regexp_like(text, ?)", CJK_CLASS)
-        chinese = self.query(where) if self._table is not None else []
-        for start in range(0, len(chinese), 256):
-            self.write(chinese[start : start + 256], {}, same_text=True)
-        self.write_meta()
-        return len(chinese)
-
-    def reindex(self) -> int:
-        """Re-embed every memory with the configured model (after a model change)."""
-        memories = self.query(None)
-        self.mutations += 1
-        if self._table is not None:
-            self._db.drop_table(TABLE)
-            self._table = None
-        self._bulk_load(memories, journal=False)
-        return len(memories)
-
-    def _bulk_load(self, memories: list[Memory], journal: bool = False) -> None:
-        self.mutations += 1
-        self.embedder.load()
-        batch = 512
-        for start in range(0, len(memories), batch):
-            chunk = memories[start : start + batch]
-            vecs = self.embedder.embed([m.text for m in chunk])
-            rows = [to_row(m, v) for m, v in zip(chunk, vecs, strict=True)]
-            tbl = self._ensure_table(len(rows[0]["vector"]))
-            tbl.add(pa.Table.from_pylist(rows, schema=tbl.schema))
-        if self._table is None:
-            self._ensure_table(self.embedder.dim)
-        self.write_meta()
-        ensure_indexes(self._table)
 
     def stats(self) -> dict[str, Any]:
         """Counts for `memd status`: total, by project, by kind, by status."""
