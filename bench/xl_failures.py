@@ -77,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.update(env)
     import crosslingual
 
-    from memd.daemon.app import App, project_of
+    from memd.daemon.app import App
+    from memd.project import project_of
     from memd.recall import bridge, retrieve
     from memd.recall.hits import hit_json
     from memd.settings import load_settings

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
+from pathlib import Path
 
 from memd.names import USER_SCOPE
 
@@ -159,3 +160,8 @@ def portable_project(root: str) -> str:
             if normal:
                 return f"git:{normal}"
     return f"path:{root}"
+
+
+def project_of(cwd: str | None = None, project: str | None = None) -> str:
+    """The project for a request: an explicit project dir, else the cwd, resolved to its git root."""
+    return resolve_project(project or cwd or str(Path.cwd()))

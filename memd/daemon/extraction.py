@@ -12,7 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memd.daemon.app import Workers
+    from memd.daemon.core import Workers
     from memd.daemon.pools import Pools
     from memd.recall.inject import Injector
     from memd.settings import Settings

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from memd.heap import release_library_pages, trim_heap
 
 if TYPE_CHECKING:
-    from memd.daemon.app import App, Workers
+    from memd.daemon.app import App
+    from memd.daemon.core import Workers
     from memd.daemon.pools import Pools
     from memd.recall.inject import Injector
     from memd.settings import Settings

@@ -23,7 +23,8 @@ from collections import deque
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from memd.daemon.app import App, Workers
+from memd.daemon.app import App
+from memd.daemon.core import Workers
 from memd.daemon.server import Server
 from memd.daemon.unixsocket import SocketFile
 from memd.heap import use_system_allocator

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from memd import __version__, protocol
 from memd.daemon import status
-from memd.daemon.app import Workers
 from memd.daemon.commands import APP_COMMANDS, AppCommand
+from memd.daemon.core import Workers
 from memd.daemon.extraction import Extraction
 from memd.daemon.hooksessions import HookSessions
 from memd.daemon.housekeeping import Housekeeping
