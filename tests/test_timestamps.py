@@ -8,7 +8,7 @@ import pytest
 
 from memd.models import now_iso
 from memd.recall.retrieve import age_days
-from memd.store.keyindex import stamp_ms
+from memd.store.sortkeys import stamp_ms
 from memd.sync.engine import bump, norm_time
 from memd.timestamps import EPOCH, parse_time
 

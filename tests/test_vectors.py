@@ -150,7 +150,7 @@ def test_same_query_within_the_window_shares_one_embedding(app: App) -> None:
     """The daemon starts a prompt's embedding when its request is read; the recall that asks
     for the same text joins it instead of embedding it again. A failed embedding is not
     shared: the next request for that text runs the model again."""
-    from memd.recall.vectors import QueryBatcher
+    from memd.recall.queries import QueryBatcher
 
     calls: list[list[str]] = []
     fail = {"now": False}

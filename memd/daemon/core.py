@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Self
 
 from memd.errors import StoreError, UserError
 from memd.recall import gloss, nearest
-from memd.recall.vectors import QueryBatcher, VectorCache
+from memd.recall.queries import QueryBatcher
+from memd.recall.vectors import VectorCache
 from memd.settings import Settings
 from memd.store import rebuild
 from memd.store.keyindex import KeyIndex

@@ -38,7 +38,8 @@ from memd.store.filters import match
 from memd.store.upsert import SUPERSEDABLE
 
 if TYPE_CHECKING:
-    from memd.recall.vectors import QueryBatcher, VectorCache
+    from memd.recall.queries import QueryBatcher
+    from memd.recall.vectors import VectorCache
     from memd.settings import Settings
     from memd.state import State
     from memd.store.table import MemoryStore

@@ -195,7 +195,7 @@ def recall(
     """Every candidate for ``query``, best first, each with its score breakdown and
     ``relevant`` (whether it passes the relevance decision). Callers keep the relevant ones.
     ``embed_later`` starts the query's embedding and returns its future (the daemon's
-    :class:`memd.recall.vectors.QueryBatcher`), so the rest of the work overlaps it."""
+    :class:`memd.recall.queries.QueryBatcher`), so the rest of the work overlaps it."""
     query = normalize_query(query)
     if not query or store.table is None:
         return []
