@@ -19,7 +19,8 @@ from memd.models import Memory
 from memd.recall.block import SECTION_TITLES
 from memd.recall.inject import Injector
 from memd.store import maintenance
-from memd.store.export import export_dir, import_dir
+from memd.store.export import export_dir
+from memd.store.importing import import_dir
 
 NOW = datetime(2026, 12, 5, tzinfo=UTC)
 

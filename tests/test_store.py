@@ -272,19 +272,19 @@ def test_optimize_compacts_the_journal(app: App) -> None:
 
 
 def test_bulk_import_drops_the_model_only_outside_the_daemon(app: App, tmp_path: Path) -> None:
-    from memd.store import export
+    from memd.store import importing
 
     data = tmp_path / "many.jsonl"
     lines = [{"text": f"Service {i} listens on port {8000 + i}."} for i in range(1001)]
     data.write_text("".join(json.dumps(line) + "\n" for line in lines))
     app.store.embedder.load()
-    report = export.import_jsonl(app.store, data, "/p/bulk", app.settings.redact_patterns)
+    report = importing.import_jsonl(app.store, data, "/p/bulk", app.settings.redact_patterns)
     assert report["bulk"] is True and report["read"] == 1001 and not report["errors"]
     assert not app.store.embedder.loaded  # a one-shot import gave the model back before optimize
     hits = app.search("which port does service 42 listen on", project="/p/bulk")["results"]
     assert hits and "Service 42 " in hits[0]["text"]  # the next search loads it again
     # the daemon keeps its model
-    report = export.import_jsonl(
+    report = importing.import_jsonl(
         app.store, data, "/p/bulk2", app.settings.redact_patterns, resident=True
     )
     assert report["read"] == 1001 and app.store.embedder.loaded
