@@ -19,7 +19,9 @@ at the prompt budget) is read for the case's question. Reported:
 - **current value in the block**: every group of spellings in ``current`` occurs in it;
 - **stale presented as current**: a line of the block carries a stale spelling, no current
   spelling and no mark (``superseded``, ``until``, ``may be outdated``, ``no longer``, ``was``);
-  a line such as "moved from 01:00 to 02:30" names both and is not counted.
+  a line such as "moved from 01:00 to 02:30" names both and is not counted;
+- **a value kept marked** (keep-both cases): a line naming one of the values that all hold
+  carries an ``[until …]`` mark.
 
 Usage: ``.venv/bin/python bench/corrections.py [--split tuning|heldout] [--details FILE]``;
 ``MEMD_BENCH_CHECKOUT=/path`` runs another checkout's daemon (figures before a change). Read the
@@ -111,6 +113,15 @@ def stale_as_current(block: str, case: dict[str, Any]) -> list[str]:
     return bad
 
 
+def wrongly_marked(block: str, case: dict[str, Any]) -> list[str]:
+    """For a keep-both case, block lines that mark one of its values as replaced (every value
+    holds, so no line naming one may carry an ``[until …]`` mark)."""
+    if case["type"] != "keep-both":
+        return []
+    values = [s for group in case["current"] for s in group]
+    return [line for line in block.splitlines() if "[until " in line and found(values, line)]
+
+
 def judge(block: str, case: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": case["id"],
@@ -119,6 +130,7 @@ def judge(block: str, case: dict[str, Any]) -> dict[str, Any]:
         "question": case["question"],
         "current_in_block": all(found(group, block) for group in case["current"]),
         "stale_lines": stale_as_current(block, case),
+        "wrongly_marked": wrongly_marked(block, case),
         "block": block,
     }
 
@@ -168,10 +180,17 @@ def table(rows: Sequence[dict[str, Any]], split: str) -> str:
         ("English", [r for r in rows if r["lang"] == "en"]),
         ("Chinese", [r for r in rows if r["lang"] == "zh"]),
     ]
-    out = [(name, share(sel), sum(bool(r["stale_lines"]) for r in sel)) for name, sel in groups]
-    return markdown_table(
-        (f"cases ({split})", "current value in the block", "stale presented as current"), out
-    )
+    out = [
+        (
+            name,
+            share(sel),
+            sum(bool(r["stale_lines"]) for r in sel),
+            sum(bool(r.get("wrongly_marked")) for r in sel),
+        )
+        for name, sel in groups
+    ]
+    heads = ("current value in the block", "stale presented as current", "a value kept marked")
+    return markdown_table((f"cases ({split})", *heads), out)
 
 
 def main() -> None:
@@ -187,10 +206,10 @@ def main() -> None:
     text = table(rows, args.split)
     print(text)
     for r in rows:
-        if not r["current_in_block"] or r["stale_lines"]:
+        if not r["current_in_block"] or r["stale_lines"] or r["wrongly_marked"]:
             print(
                 f"- {r['id']}: current={'yes' if r['current_in_block'] else 'NO'} "
-                f"stale_lines={len(r['stale_lines'])}"
+                f"stale_lines={len(r['stale_lines'])} wrongly_marked={len(r['wrongly_marked'])}"
             )
     if args.details:
         args.details.write_text(json.dumps(rows, indent=1, ensure_ascii=False))

@@ -367,6 +367,21 @@ def test_a_claim_said_again_after_a_change_is_current() -> None:
     assert out["c"].relevant and out["c"].score > out["b"].score
 
 
+def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> None:
+    """SMTP on 2525 instead of 1025 retires 1025 alone: a later line saying the web UI is
+    still on 8025 does not make the older statement current again."""
+    results = [
+        {"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "sources": [{"timestamp": "2026-02-16T10:00:00Z"}],
+         "text": "claude: Added a mailhog service: SMTP on port 1025, web UI on 8025."},
+        {"id": "b", "project": "p", "kind": "excerpt", "score": 0.8, "sources": [{"timestamp": "2026-04-06T10:00:00Z", "session_id": "s2"}],
+         "text": "user: Port 1025 is taken, so I put MailHog's SMTP on 2525 instead of 1025."},
+        {"id": "c", "project": "p", "kind": "excerpt", "score": 0.7, "sources": [{"timestamp": "2026-04-06T10:05:00Z", "session_id": "s2"}],
+         "text": "claude: Updated EMAIL_PORT to 2525 in settings/dev.py. The web UI is still on 8025."},
+    ]  # fmt: skip
+    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+    assert "on 8025 [until 2026-04-06; now: Port 1025 is taken" in out["a"].text
+
+
 @pytest.mark.parametrize(
     ("new", "old"),
     [
@@ -383,6 +398,10 @@ def test_a_claim_said_again_after_a_change_is_current() -> None:
         ("运维说线上已经是 Redis 7.2 了。", "我们线上是 Redis 6.2，先别用新命令。"),
         ("We tried 2.9 on a branch, the DAG parser broke, and we reverted.", "Next sprint: upgrade Airflow to 2.9."),
         ("分支命名改了：统一用 fix/工单号，比如 fix/OPS-12。", "我们的分支命名是 bugfix/描述，比如 bugfix/login。"),
+        ("The cert renewal job runs on Tuesdays at 04:00, so avoid deploys then.", "The cert renewal job runs on Mondays at 02:00, so no deploys on Monday nights."),
+        ("redis.conf now says maxmemory = 2gb (commit 9f1e2d3 by Ana, 'raise the cache ceiling for peak load').", "redis.conf sets maxmemory = 512mb with allkeys-lru."),
+        ("Push them to metrics-eu-2; metrics-eu-1 belongs to the old account.", "Push the dashboards to metrics-eu-1."),
+        ("react-router is 6.22.3 again and the lockfile is restored.", "Upgraded react-router to 7.1.0 and rewrote the loaders."),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
@@ -402,6 +421,7 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("The CI job now uses python:3.12-slim for the tests.", "The production image is node:20-alpine."),
         ("Steps: 1. run make 2. deploy the build", "A deploy takes 2 minutes on staging."),
         ("We tried 2.9 of the client on a branch and it works.", "The server runs Airflow 2.9."),
+        ("The billing worker runs on Tuesdays at 04:00.", "The email digest job runs on Mondays at 02:00."),
     ],
 )  # fmt: skip
 def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:

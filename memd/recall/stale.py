@@ -58,8 +58,8 @@ def _index(
     say a change), by their anchors, retired values and families among ``wanted``."""
     index: dict[str, list[tuple[int, current.Claim]]] = defaultdict(list)
     for n, r in enumerate(results):
-        if said[n] <= since or not current.may_replace(r.text):
-            continue  # only what says a change, later, can replace: the newer side
+        if said[n] <= since or not (r.relevant or current.may_replace(r.text)):
+            continue  # what says a change later, or restates what the prompt asks about
         for c in current.claims(r.text):
             for key in (c.anchors | c.retired | c.families) & wanted:
                 index[key].append((n, c))
@@ -85,8 +85,11 @@ def mark_replaced(results: list[Hit], vectors: dict[str, Any], model_id: str) ->
     if not relevant:
         return results
     since = min(said[o] for o in relevant)
-    if not any(said[n] > since and current.may_replace(r.text) for n, r in enumerate(active)):
-        return results  # nothing later says a change: most prompts
+    if not any(
+        said[n] > since and (r.relevant or current.may_replace(r.text))
+        for n, r in enumerate(active)
+    ):
+        return results  # nothing later says a change or restates the subject
     wanted = frozenset(
         key
         for o in relevant
@@ -131,7 +134,7 @@ def _replacements(
     old = active[o]
     out = []
     for oc in current.claims(old.text):
-        best: tuple[int, current.Claim] | None = None
+        best: tuple[int, current.Claim, str] | None = None
         seen: set[tuple[int, str]] = set()
         for key in oc.anchors | oc.families:
             for n, nc in index.get(key, ()):
@@ -145,8 +148,8 @@ def _replacements(
                 cos = round(_cosine(vectors, active[n].id, old.id), 2)
                 why = current.replaces(nc, oc, cos, model_id)
                 if why and (why.startswith("retires") or not _same_session(active[n], old)):
-                    best = (n, nc)
-        if best is not None and not _said_again(said, index, best[0], oc, best[1]):
+                    best = (n, nc, why)
+        if best is not None and not _said_again(said, index, best[0], oc, best[1], best[2]):
             out.append((best[0], current.Replacement(oc.text, best[1].text, "")))
     return out
 
@@ -165,10 +168,14 @@ def _said_again(
     after: int,
     old: current.Claim,
     new: current.Claim,
+    why: str,
 ) -> bool:
     """Whether a candidate newer than ``after`` (the replacement) states ``old``'s value
-    again: a number, a version or a path the replacement dropped ("back to 20.11.1")."""
+    again: a number, a version or a path the replacement dropped ("back to 20.11.1"); when
+    the replacement retires a value by name, only that one (the other values it kept)."""
     dropped = {v for v in old.values - new.anchors if not v.isalpha()}
+    if why.startswith("retires"):
+        dropped = {v for v in old.values & new.retired if not v.isalpha()}
     for key in dropped:
         for n, c in index.get(key, ()):
             if said[n] > said[after] and key not in c.retired and len(c.anchors & old.anchors) > 1:

@@ -72,6 +72,7 @@ _RETIRED = [
         rf"`?(?P<v>{_V})`?\s+(?:no longer|doesn't|does not)\s+(?:exists?|resolves?|works?)", re.I
     ),
     re.compile(rf"\bdropped\s+(?:the\s+)?`?(?P<v>{_V})", re.I),
+    re.compile(rf"`?(?P<v>{_V})`?\s+(?:belongs to|is|was)\s+(?:the|an?|our)\s+old\b", re.I),
     re.compile(
         rf"(?:从|由)\s*(?P<v>{_V}|[{_CJK}]{{2,4}}?)\s*(?:迁到|迁移到|改成|改为|换成|换到|切换到|调到|降到|提到|搬到|到)"
     ),
@@ -87,7 +88,7 @@ _RETIRED = [
 """Where a sentence names a value that is no longer current."""
 _RETIRE_HINT = re.compile(
     r"from|instead|rather than|in place of|replac|archiv|delet|remov|retir|deprecat|drop"
-    r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried"
+    r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried|old\b"
     r"|gone|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由",
     re.I,
 )
@@ -96,7 +97,8 @@ _CUE = re.compile(
     r"\b(?:now(?! that\b| (?:passes|works|fails|builds|compiles|succeeds|shows|prints|returns)\b)"
     r"|no longer|any ?more|instead|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|"
     r"chang(?:ed|ing)|renam(?:ed|ing)|replac(?:ed|ing)|bump(?:ed)?|upgrad(?:ed|ing)|"
-    r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back to|"
+    r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back (?:to|on)|"
+    r"(?:is|are) \S+ again|"
     r"has left|took over|handed|from now on|these days|actually|made|make the|set to|"
     r"updated \S+(?: \S+)? to|as of|started at|joined|is at|are at|agreed|decided|settled on"
     r"|going with|going forward|from (?:this|the next|today|now)(?: \w+)? on"
@@ -167,6 +169,9 @@ class Claim:
     families: frozenset[str] = frozenset()
     """Keys shared by values of one thing (:func:`family`): how an index finds "3.12" for
     "3.11"."""
+    counted: int = 0
+    """How many of its values it states outside an aside in parentheses ("workers = 8 (commit
+    4e1c2aa by Femi)" states one): what tells a statement from a list."""
 
 
 _NUMBER_WORD = re.compile(
@@ -189,6 +194,7 @@ _NUMBER_WORDS = frozenset(
         "double",
     ]
 )
+_ASIDE = re.compile(r"\([^()]*\)")
 _REF = re.compile(r"(?:#|\b(?:pr|issue|pull request|bead|ticket)s? #?)(\d+)\b")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]+")
 _NUMBER = re.compile(r"[v~^<>=]*\d[\d.,:x/_-]*[a-z%]{0,3}")
@@ -258,6 +264,7 @@ def claim(sentence: str) -> Claim | None:
         if _RETIRE_HINT.search(sentence)
         else set()
     )
+    plain = _ASIDE.sub(" ", folded) if "(" in folded else folded
     return Claim(
         text=sentence,
         values=frozenset(values),
@@ -272,6 +279,7 @@ def claim(sentence: str) -> Claim | None:
         cue=_CUE.search(sentence) is not None,
         also=_ALSO.search(sentence) is not None,
         families=frozenset(key for v in values for key in family(v)),
+        counted=sum(1 for v in values if v in plain),
     )
 
 
@@ -414,7 +422,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     if new.also:
         return ""
     short = max(len(new.text), len(old.text)) <= MAX_CHANGE
-    if new.cue and short and max(len(new.values), len(old.values)) <= MAX_VALUES:
+    counted = max(new.counted, old.counted)
+    if new.cue and short and counted <= MAX_VALUES:
         fresh = new.values - old.values - new.retired
         numbers = {v for v in old.values if _shape(v) == "number"}
         if numbers and numbers <= new.anchors and not any(_shape(f) == "number" for f in fresh):
@@ -443,11 +452,38 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     return "a change to a new value"
         if len(shared - latin) >= 2 and (fresh or not numbers):
             return "a change on the same subject"
-    if not (new.cue and short and max(len(new.values), len(old.values)) <= MAX_VALUES // 2):
+    if short and counted <= MAX_VALUES and _restated(new, old, shared):
+        return "the same subject, another value"
+    if not (new.cue and short and counted <= MAX_VALUES // 2):
         return ""
     if similar.conflict(new.text, old.text, cosine, model_id).sure:
         return "same subject, another value"
     return ""
+
+
+RESTATED_SUBJECT = 3
+"""Subject words (not values) two sentences share when a later one restates the subject with
+another value and no change word ("the rotation job runs on Sundays at 23:00")."""
+
+
+def _restated(new: Claim, old: Claim, shared: frozenset[str]) -> bool:
+    """Whether ``new`` says the same thing as ``old`` with another value in its place: on at
+    least :data:`RESTATED_SUBJECT` shared subject words (or twice as many Chinese bigrams), a
+    value of ``old`` that ``new`` does not say, where ``new`` says one of the same shape that
+    ``old`` does not, with two words around each in common. Read only where it is shown
+    (marked, never superseded on insert): a restatement can be a second thing of one kind."""
+    subject = shared - new.values - old.values
+    latin = sum(1 for x in subject if not _CJK_RUN.fullmatch(x))
+    if latin < RESTATED_SUBJECT and len(subject) - latin < 2 * RESTATED_SUBJECT:
+        return False
+    for o in old.values - new.anchors:
+        near_old = slot(old.text, o)
+        for f in new.values - old.anchors:
+            if _shape(f) != _shape(o) or roles.different_jobs({f}, {o}):
+                continue
+            if len(near_old & slot(new.text, f)) >= 2:
+                return True
+    return False
 
 
 def replaced_claim(
