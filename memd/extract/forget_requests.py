@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, replace
 
 from memd.models import Segment, Turn
+from memd.text import stopwords
 from memd.text.chinese import has_chinese
 
 SUBJECTS: dict[str, tuple[str, str]] = {
@@ -118,10 +119,6 @@ _WHERE = re.compile(
     re.IGNORECASE,
 )
 """Where a thing is kept: "don't store my password in plain text" is a rule about code."""
-_STOP = frozenset(
-    {"a", "an", "the", "my", "our", "your", "that", "this", "those", "these", "about", "of"}
-    | {"for", "to", "in", "on", "at", "is", "was", "i", "me", "and", "or", "old", "new"}
-)
 
 
 def _subject_of(words: str) -> str:
@@ -169,7 +166,7 @@ def _english(sentence: str) -> tuple[str, tuple[str, ...], bool] | None:
         return subject, (), False
     if which in ("my", "our"):
         found = (w.removesuffix("'s") for w in re.findall(r"[a-z0-9']+", rest.lower()))
-        words = tuple(w for w in found if w.strip("'") and w not in _STOP)
+        words = tuple(w for w in found if w.strip("'") and w not in stopwords.FORGET_REQUEST)
         return ("", words[:4], False) if words else None
     if _RELATIVE.search(det.group("rest")) and which in ("that", "this", "the"):
         return "", (), True  # "that thing I told you"

@@ -68,6 +68,7 @@ from memd.extract.rules import (
 )
 from memd.models import Candidate, Segment, Turn
 from memd.names import STOPPED_TOPIC
+from memd.text import stopwords
 from memd.text.chinese import RANGES, has_chinese
 
 MAX_PER_KIND = 12
@@ -326,11 +327,6 @@ def stopped_candidate(episodes: list[Episode]) -> Candidate | None:
 
 
 _KEY_WORD = re.compile(rf"[a-z0-9][a-z0-9_.+#/-]*|[{RANGES}]+")
-_KEY_STOP_TEXT = (
-    "a an to of in on at is be it we i by as or so remember reminder note noted said mentioned "
-    "again earlier already told tell say"
-)
-_KEY_STOP = frozenset(_KEY_STOP_TEXT.split())
 
 
 @lru_cache(maxsize=4096)
@@ -344,7 +340,7 @@ def content_key(text: str) -> frozenset[str]:
             out.update(w[i : i + 2] for i in range(max(1, len(w) - 1)))
             continue
         w = w.rstrip(".-/")
-        if w and w not in vocab.STOPWORDS and w not in _KEY_STOP:
+        if w and w not in vocab.STOPWORDS and w not in stopwords.MEMORY_KEY:
             out.add(w)
     return frozenset(out)
 

@@ -11,13 +11,12 @@ from collections import Counter
 from functools import lru_cache
 
 from memd.extract import vocabulary as vocab
+from memd.text import stopwords
 from memd.text.chinese import RANGES
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+#/-]{1,40}")
 _CJK_RUN = re.compile(rf"[{RANGES}]{{2,}}")
-_CJK_STOP = re.compile(
-    r"[的了是在我你他她它们这那和与就都也还要把被给对从到个上下中为吗呢吧啊一有没不会能很再先让看下]"
-)
+_CJK_STOP = re.compile(f"[{stopwords.KEYWORD_CJK_CHARS}]")
 
 
 @lru_cache(maxsize=2048)

@@ -13,6 +13,7 @@ import re
 from memd import kinds
 from memd.extract import vocabulary as vocab
 from memd.extract.vocabulary import tech_in_text
+from memd.text import stopwords
 from memd.text.chinese import CJK_CHAR
 
 SENTENCE_MAX = 400
@@ -214,13 +215,6 @@ NOT_DONE = _rx(
     r"还没|尚未|未完成|没有?完成|还需要|还要|待办|没搞定|没做完|之后|以后|下次|等.{0,6}再|如果",
 )
 """What makes a completion only partial, conditional or future."""
-_GENERIC_DONE_TEXT = (
-    "here's here what which implementation successfully functionally fully following below "
-    "i we you it that this all everything changes change work tasks task items stuff done "
-    "finished complete completed now just finally already have has been is are was were the a "
-    "an and of to with my our"
-)
-_GENERIC_DONE = frozenset(_GENERIC_DONE_TEXT.split())
 TODO_MARK = re.compile(
     r"\b(?:TODO|FIXME|XXX)\b(?!(?:[- ](?:app|apps|list|lists|item|items|component|components"
     r"|page|model|models|type|types|application)\b)|s\b)"
@@ -316,11 +310,6 @@ _CHIT_CHAT = _rx(
     r"你好|您好|嗨|最近(?:怎么样|好吗|如何)|谢谢|多谢|辛苦了|早上好|晚上好|再见|哈哈+|好的|收到"
     r"|明白|没问题|不客气",
 )
-_SMALL_WORDS_TEXT = (
-    "you your yours i me my we us our it its this that so very really too just what how "
-    "are been doing going today again all"
-)
-_SMALL_WORDS = frozenset(_SMALL_WORDS_TEXT.split())
 
 
 def is_small_talk(sentence: str) -> bool:
@@ -332,7 +321,7 @@ def is_small_talk(sentence: str) -> bool:
     words = [
         w
         for w in re.findall(r"[a-z][a-z'-]{2,}", rest.lower())
-        if w not in _SMALL_WORDS and w not in vocab.STOPWORDS
+        if w not in stopwords.SMALL_TALK and w not in vocab.STOPWORDS
     ]
     return len(words) < 2
 
@@ -411,7 +400,9 @@ def _says_what(rest: str) -> bool:
     """Whether what is left of a TODO sentence says what to do ("Noted as a TODO." does not)."""
     if _CJK.search(rest):
         return len(_CJK.findall(rest)) >= 3
-    words = [w for w in re.findall(r"[a-z][a-z'-]{2,}", rest.lower()) if w not in _SMALL_WORDS]
+    words = [
+        w for w in re.findall(r"[a-z][a-z'-]{2,}", rest.lower()) if w not in stopwords.SMALL_TALK
+    ]
     return len([w for w in words if w not in vocab.STOPWORDS and w != "noted"]) >= 2
 
 
@@ -422,7 +413,9 @@ def states_completion(sentence: str) -> bool:
     if _CJK.search(sentence):
         return len(_CJK.findall(sentence)) >= 6
     specific = [
-        w for w in re.findall(r"[a-z0-9][\w.-]*", sentence.lower()) if w not in _GENERIC_DONE
+        w
+        for w in re.findall(r"[a-z0-9][\w.-]*", sentence.lower())
+        if w not in stopwords.DONE_GENERIC
     ]
     return len(specific) >= 2
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from memd.text import stopwords
+
 TECH: dict[str, str] = {
     # name: display. Only a name as written in a turn is ever stored (never a role or purpose):
     # "Project uses Redis", not "Project uses Redis for caching" when Redis was the job broker.
@@ -187,21 +189,7 @@ def tech_of_path(path: str) -> list[str]:
     return names
 
 
-_STOPWORD_TEXT = """
-    the and for are but not you all any can had her was one our out get has him his how its may
-    new now old see two way who did yes let put say she too use that with this from they will
-    would there their what about which when make like time just know take into year your good
-    some could them than then look only come over also back after work first well even want
-    because these give most should here where been were have more other such very much does done
-    doing being same still need needs needed each many those while why able again both down few
-    off once own don didn doesn isn aren wasn weren won hasn haven might must shall into onto
-    using used uses okay thanks thank please sure yeah right think thing things really going
-    gonna maybe something anything everything nothing file files code line lines run runs now
-    let's i'll we'll it's that's there's here's you're i'm i've we're don't can't won't
-    switch switched prefer todo later add added fix fixed caused lives decided decide instead
-    always never
-"""
-STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+STOPWORDS = stopwords.EXTRACTION
 
 CJK_TRIGGERS = (
     "决定", "采用", "改成", "改为", "定为", "选用", "不要", "统一", "必须", "偏好", "一律", "待办",

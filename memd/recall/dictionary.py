@@ -43,6 +43,7 @@ from pathlib import Path
 
 from memd.atomic import write_atomic
 from memd.recall import lexical
+from memd.text import stopwords
 from memd.text.chinese import CJK_CLASS
 from memd.text.stems import search_stem_uncached
 
@@ -108,7 +109,6 @@ _FILLERS = ("to ", "a ", "an ", "the ")
 _PARTICLES = frozenset(["up", "of"])
 """Dropped from the end of a phrasal verb ("clear up", "dispose of"); a sense ending in any
 other ("write off", "log in") is dropped whole: its verb alone means something else."""
-_GENERIC = frozenset(["time", "times", "way", "ways", "thing", "things", "one", "a", "an", "the"])
 _STEM = search_stem_uncached  # not the shared cache
 
 
@@ -143,7 +143,7 @@ def clean_sense(sense: str) -> tuple[str, bool] | None:
     if len(words) > 1 and words[-1] in _PARTICLES:  # "clear up", "dispose of"
         words = words[:-1]
     if len(words) > 1:  # "time zone": "zone", "pay the bill": "pay bill"
-        words = [w for w in words if w not in _GENERIC] or words
+        words = [w for w in words if w not in stopwords.GLOSS_GENERIC] or words
     if not 1 <= len(words) <= MAX_FORM_WORDS:
         return None
     for word in words:

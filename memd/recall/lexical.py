@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
+from memd.text import stopwords
 from memd.text.chinese import CJK_CHAR as CJK_CHAR
 from memd.text.chinese import RANGES
 from memd.text.stems import search_stem
@@ -25,26 +26,15 @@ _TOKEN = re.compile(
     rf"[{RANGES}]+"  # a Chinese run
     rf"|[^\W_{RANGES}]+(?:[._+#/-][^\W_{RANGES}]+)*[+#]*"
 )
-_CJK_STOP_TEXT = """
-怎么样 怎么 怎样 什么 哪个 哪些 哪里 哪儿 如何 是否 应该 可以 需要 已经 现在 之前 之后 以前
-以后 时候 多少 几个 几次 还是 或者 以及 并且 而且 但是 因为 所以 如果 然后 关于 一直 总是 所有
-每个 其他 自己 告诉 知道 记得 使用
-一律 原来 后来 例如 比如 所在 由于 那么 这样 那样 这种 那种 这类 那类 干嘛 为啥 一些 东西
-多久 多长 多大 之间 以内 希望
-"""
-_CJK_STOP_WORDS = _CJK_STOP_TEXT.split()
-"""Chinese function words, the counterparts of English stop words ("how", "should", "where")."""
-_CJK_STOP_CHARS = (
-    "的了是在我你他她它们这那和与就都也还要把被给对从到个上下中为吗呢吧啊有没不会能很再先让看请帮"
-    "一下用里只做按由已啥咋弄搞呀哦嘛啦"
-)
-"""Characters that are function words on their own ("用" use, "里" in, "只" only; the
-colloquial "啥" what, "咋" how, "弄"/"搞" do)."""
 _CJK_STOP = re.compile(
-    "(?:" + "|".join(sorted(_CJK_STOP_WORDS, key=len, reverse=True)) + f")|[{_CJK_STOP_CHARS}]"
+    "(?:"
+    + "|".join(sorted(stopwords.SEARCH_CJK_WORDS, key=len, reverse=True))
+    + f")|[{stopwords.SEARCH_CJK_CHARS}]"
 )
 _CJK_STOP_RUN = re.compile(
-    "(?=[" + "".join(sorted({w[0] for w in _CJK_STOP_WORDS} | set(_CJK_STOP_CHARS))) + "])"
+    "(?=["
+    + "".join(sorted({w[0] for w in stopwords.SEARCH_CJK_WORDS} | set(stopwords.SEARCH_CJK_CHARS)))
+    + "])"
     f"(?:{_CJK_STOP.pattern})+"
 )
 """Runs of function words; the lookahead on their first characters lets the engine skip the
@@ -88,22 +78,7 @@ def cjk_pieces(run: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in parts if b - a >= 2]
 
 
-_STOP_TEXT = """
-a about above after again against all am an and any are as at be because been before being
-below between both but by can could did do does doing done down during each few for from
-further had has have having he her here hers herself him himself his how i if in into is it its
-itself just me more most my myself no nor not now of off on once only or other our ours
-ourselves out over own same she should so some such than that the their theirs them themselves
-then there these they this those through to too under until up very was we were what when where
-which while who whom why will with would you your yours yourself yourselves
-let lets let's i'm i've i'll we're we've we'll you're it's that's there's what's how's don't
-doesn't didn't isn't aren't can't won't shouldn't
-also always never ever still yet already really very much many thing things something anything
-please thanks thank ok okay yes yeah hi hello hey sure right well
-tell know remember think want need like get got make made use used using uses
-again us one two way ways time times
-"""
-STOP = frozenset(_STOP_TEXT.split())
+STOP = stopwords.SEARCH
 
 
 @lru_cache(maxsize=8192)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from memd.store import roles, similar
+from memd.text import stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
 
@@ -123,26 +124,14 @@ def _unnumbered(text: str) -> str:
 
 _QUESTION = re.compile(r"[?？]\s*$")
 _CJK_RUN = re.compile(f"[{_CJK}]+")
-_CJK_STOP = re.compile(
-    r"[的了是在把被就都也还和与及我你他她们这那个些么吗呢吧啊要会能让给用过来去上下里中]"
-)
+_CJK_STOP = re.compile(f"[{stopwords.SUBJECT_CJK_CHARS}]")
 
 
 def _listed(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-GENERIC = frozenset(
-    statement_stem(w)
-    for w in _listed(
-        """
-    add added fix fixed run ran make file files test tests pass passed check checked work works
-    set update updated change changed new old now thing way time day one two also still back
-    said say tell know think want like look sure thank thanks please ok okay yes good great
-    done let us heads noted understood right got will would
-    """
-    )
-)
+GENERIC = stopwords.SUBJECT_GENERIC
 """Words too common in coding talk to say two sentences are about the same subject."""
 _NAME = re.compile(r"(?P<at>^|[.:!?;]\s+|\s)(?P<w>[A-Z][a-z]+(?:[A-Z]\w*)?)\b(?=\s*(?P<next>\S*))")
 _SUBJECT_VERB = _listed("is was owns has are runs uses handles leads manages")
@@ -228,7 +217,7 @@ def _names(sentence: str) -> set[str]:
     out = set()
     for m in _NAME.finditer(sentence):
         word = m.group("w").lower()
-        if statement_stem(word) in GENERIC or word in similar._STOP:
+        if statement_stem(word) in GENERIC or word in stopwords.STATEMENT:
             continue
         initial = m.start("w") == 0 or m.group("at").strip() != ""
         following = m.group("next")
@@ -273,7 +262,7 @@ def claim(sentence: str) -> Claim | None:
             r
             for r in retired
             if (len(r) > 1 or r.isdigit())
-            and r not in similar._STOP
+            and r not in stopwords.STATEMENT
             and statement_stem(r) not in GENERIC
         ),
         cue=_CUE.search(sentence) is not None,
@@ -335,7 +324,9 @@ def slot(sentence: str, value: str) -> frozenset[str]:
     """The content words (stems) near ``value`` in ``sentence``, stop words not counted:
     what it is the value of."""
     tokens = [t.strip(".,:;") for t in _SLOT_TOKEN.findall(sentence.casefold())]
-    content = [t for t in tokens if (t and t not in similar._STOP and len(t) > 1) or t == value]
+    content = [
+        t for t in tokens if (t and t not in stopwords.STATEMENT and len(t) > 1) or t == value
+    ]
     out: set[str] = set()
     for i, token in enumerate(content):
         if token != value and not token.endswith(value):

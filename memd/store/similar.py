@@ -27,6 +27,7 @@ from functools import lru_cache
 
 from memd.store import roles
 from memd.store.profiles import profile_for
+from memd.text import stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
 
@@ -37,7 +38,6 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_ARTICLES = frozenset({"a", "an", "the"})
 _ALIASES = {
     "postgresql": "postgres", "pg": "postgres", "k8s": "kubernetes", "nodejs": "node",
     "node.js": "node", "golang": "go", "js": "javascript", "ts": "typescript", "db": "database",
@@ -46,20 +46,6 @@ _ALIASES = {
     "min": "minute", "mins": "minute", "sec": "second", "secs": "second", "hr": "hour",
     "hrs": "hour", "jwts": "jwt", "令牌": "token",
 }  # fmt: skip
-_STOP = _words(
-    """
-    a an the to for of and or in on at by with from into onto as via per than then so through
-    is are was were be been being am it its this that these those there here
-    we our us you your they their he she his her i me my
-    use uses used using do does did done doing go goes going gone get gets got make makes made
-    have has had having should must need needs needed require requires required can could will
-    would shall may might let please also too just only all every each any some
-    run runs ran running keep kept keeps live lives living now currently anymore
-    always instead rather well way thing things which what who when where how
-    not no never without avoid don doesn didn isn aren won can't cannot
-    happen happens handled handle come comes stay stays stored store
-    """
-)
 """Function words and light verbs: paraphrases swap them freely ("we use X" / "X is used")."""
 _UNITS = {
     "ms": "ms", "millisecond": "ms", "second": "second", "minute": "minute", "hour": "hour",
@@ -107,13 +93,7 @@ _CHANGE = re.compile(
     r"|changed?\b|moving)|现在|改|换|迁移|不再|调整|切换|以后|今后|提高到|降低到",
 )
 _ALSO = re.compile(r"\b(?:also|too|as well|additionally|in addition|both)\b|同时|也|还(?!原)|另外")
-_CJK_STOP = re.compile(
-    r"我们|你们|他们|现在|统一|都|也|就|把|被|吧|呢|啊|了|着|的|是|在|使用|采用|通过|进行|一下|"
-    rf"一遍|需要|要(?!求)|用(?![户例])|为|所有|之前|以前|上(?=$)|做(?=[{RANGES}])|作为|由|"
-    rf"执行|运行|跑|走|放在|位于|一次|每隔|先|和|与|及|加|三个|两个|中|到(?=[{RANGES}])|"
-    r"不要|不能|不用|不需要|不再|禁止|别|勿|没有|无需|避免|不|分钟|小时|秒|天|次|个|"
-    r"设置|设为|调整|改为|改成|改用|换成|换用|提高到|降低到|发送|上报|推送"
-)
+_CJK_STOP = re.compile(stopwords.STATEMENT_CJK)
 _CJK = RANGES
 _TOKEN = re.compile(
     rf"(?P<w>[a-z0-9_@~$][a-z0-9_]*(?:(?:[.\-/:+#@~]|://)+[a-z0-9_]+)*[+#]*)|(?P<c>[{_CJK}]+)"
@@ -147,7 +127,7 @@ def normalize(text: str) -> str:
         tok = m.group(0)
         if m.group("w"):
             tok = _clean(tok)
-            if tok in _ARTICLES:
+            if tok in stopwords.ARTICLES:
                 continue
         out.append(tok)
     return " ".join(out)
@@ -185,8 +165,8 @@ def _word_token(raw: str) -> tuple[str, bool, int, str]:
     stopped / unit / value / word, the unit or the stem). Remembered: most of a text's words
     were seen before, and working them out was most of :func:`features`' time."""
     tok = _clean(raw)
-    article = tok in _ARTICLES
-    if tok in _STOP:
+    article = tok in stopwords.ARTICLES
+    if tok in stopwords.STATEMENT:
         return tok, article, _STOPPED, ""
     stem = statement_stem(tok)
     unit = _UNITS.get(tok) or _UNITS.get(tok[:-1] if tok.endswith("s") else tok) or _UNITS.get(stem)

@@ -21,6 +21,7 @@ from memd.models import Memory, now_iso
 from memd.store import archive
 from memd.store.filters import clause, match
 from memd.store.table import MemoryStore
+from memd.text import stopwords
 from memd.text.chinese import RANGES
 
 if TYPE_CHECKING:
@@ -45,16 +46,7 @@ _TODO_REF = re.compile(r"\b(?:that|the|this|our|my|your)\s+(?:todo|to-do)s?\b", 
 """A TODO pointed at ("so that TODO is done"): not a sign the work is still to do."""
 _WORD = re.compile(rf"[a-z0-9_]+|[{RANGES}]", re.I)
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
-GENERIC = frozenset(
-    {
-        *("a", "an", "the", "to", "of", "for", "and", "or", "in", "on", "with", "is", "are"),
-        *("be", "we", "it", "this", "that", "use", "uses", "using", "user", "assistant"),
-        *("todo", "need", "needs", "should", "must", "will", "later"),
-        *("add", "added", "adding", "fix", "fixed", "fixing", "done"),
-        *("finish", "finished", "finishing", "complete", "completed"),
-        *("implement", "implemented", "resolve", "resolved"),
-    }
-)
+GENERIC = stopwords.TODO_MATCH
 CLOSING_KINDS = kinds.names("closes_todos")
 """Kinds whose text may say a TODO is done (any kind but another TODO)."""
 
