@@ -2,11 +2,11 @@
 
     .venv/bin/python bench/bridge_dictionary.py [--runs 3] [--record]
 
-Load: in a fresh process per run, :func:`memd.recall.dictionary.get` from the package (parse of the
+Load: in a fresh process per run, :func:`memd.text.dictionary.get` from the package (parse of the
 gzipped CC-CEDICT) and from the parsed copy kept under MEMD_HOME (a daemon's later starts), with
 the process RSS before and after (the glossary loaded before, as a daemon has it). Per prompt: the
 Chinese prompts of the four tuning sets (tests/labelled/crosslingual_*.jsonl, never held-out-4),
-each bridged afresh (:func:`memd.recall.bridge.bridge` without its cache) and extended over the other
+each bridged afresh (:func:`memd.text.bridge.bridge` without its cache) and extended over the other
 language's side of its set plus the distractors (what a recall does for every candidate), with
 the glossary alone and with the dictionary, interleaved; medians in ms.
 """
@@ -40,7 +40,7 @@ def rss():
     for line in open("/proc/self/status"):
         if line.startswith("VmRSS"):
             return int(line.split()[1]) / 1024
-from memd.recall import bridge, dictionary
+from memd.text import bridge, dictionary
 bridge.glossary()
 before = rss()
 dictionary.configure(Path(sys.argv[1]), preload=False)
@@ -72,7 +72,7 @@ def load_runs(runs: int) -> list[list[object]]:
 
 
 def per_prompt(rounds: int) -> list[list[object]]:
-    from memd.recall import bridge, dictionary, lexical
+    from memd.text import bridge, dictionary, searchterms
 
     d = dictionary.get()
     assert d is not None
@@ -89,7 +89,7 @@ def per_prompt(rounds: int) -> list[list[object]]:
             if x.strip()
         ]
         memories = [p["en"] for p in pairs] + distractors
-        prepared = [(m, lexical.term_set(m)) for m in memories]
+        prepared = [(m, searchterms.term_set(m)) for m in memories]
         cases += [(p["zh"], prepared) for p in pairs]
     times: dict[str, list[float]] = {"glossary": [], "glossary + dictionary": []}
     for _ in range(rounds):

@@ -148,10 +148,8 @@ class Model:
         if name in ("e5", "minilm"):
             from memd.embedding.embed import Embedder
             from memd.embedding.models import E5_MODEL, MINILM_MODEL
-            from memd.recall import gloss
             from memd.settings import load_settings
 
-            gloss.install()  # MiniLM reads Chinese text as its English gloss, as in the daemon
             os.environ["MEMD_EMBEDDING_MODEL"] = E5_MODEL if name == "e5" else MINILM_MODEL
             embedder = Embedder(load_settings()).load()
             self.query: Vectors = lambda t: np.asarray(embedder.embed_queries(t))

@@ -32,6 +32,7 @@ from locomo_budget import UNRELATED_PROMPTS, Judge
 from memd.recall.block import WHOLE_TURN_CHARS
 from memd.recall.choose import LINE_MATCH
 from memd.recall.retrieve import BROAD_KINDS
+from memd.text import searchterms
 
 GRIDS: dict[str, dict[str, list[Any]]] = {
     "default": {
@@ -103,7 +104,7 @@ def main() -> None:
 
     os.environ["HF_HUB_OFFLINE"] = "1"
     from memd.daemon.app import App
-    from memd.recall import block, choose, inject, lexical, retrieve
+    from memd.recall import block, choose, inject, retrieve
     from memd.settings import Settings
     from memd.store.upsert import SUPERSEDABLE
 
@@ -134,7 +135,7 @@ def main() -> None:
             )
             typed = [r.id for r in results if r.kind in SUPERSEDABLE]
             vecs = vectors.vectors_of([project], typed) if len(typed) > 1 else {}
-            terms = lexical.terms(retrieve.normalize_query(prompt))
+            terms = searchterms.terms(retrieve.normalize_query(prompt))
             asked.append((judge, category, gold, terms, results, vecs))
     print(f"recalled {len(asked)} prompts in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
 

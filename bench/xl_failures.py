@@ -79,9 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from memd.daemon.app import App
     from memd.project import project_of
-    from memd.recall import bridge, retrieve
+    from memd.recall import retrieve
     from memd.recall.hits import hit_json
     from memd.settings import load_settings
+    from memd.text import bridge
 
     ids = json.loads((work / "ids.json").read_text())
     app = App(load_settings()).open(writer=False)

@@ -1,4 +1,4 @@
-"""The zh<->en term bridge (memd.recall.bridge): unit tests of the glossary and of what a translation
+"""The zh<->en term bridge (memd.text.bridge): unit tests of the glossary and of what a translation
 may carry, then a real daemon with the default (English-only) model recalling across languages."""
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ import pytest
 from daemon_process import DaemonProcess, add_project, served
 
 from memd.models import Memory
-from memd.recall import bridge, crossterms, lexical, retrieve
+from memd.recall import lexical, retrieve
+from memd.text import bridge, crossterms, searchterms
 
 
 def coverage(query: str, text: str) -> float:
     """The lexical coverage of ``text`` for ``query`` as recall computes it, without idf."""
     whole, segments = lexical.query_terms(query)
-    have = bridge.bridge(query).extend(text, lexical.term_set(text))
+    have = bridge.bridge(query).extend(text, searchterms.term_set(text))
     return lexical.coverage_of(whole, segments)(have)
 
 
@@ -85,7 +86,7 @@ def test_no_bridge_for_words_outside_the_glossary_but_the_dictionary_s() -> None
     ):
         alone = bridge._bridge(query, None)  # the glossary alone
         assert not alone.alternatives and alone.search_text(query) == query
-    # Everyday words come from the dictionary (memd.recall.dictionary, tests/test_dictionary.py).
+    # Everyday words come from the dictionary (memd.text.dictionary, tests/test_dictionary.py).
     assert "晚饭" in bridge.bridge("What did we eat for dinner?").words
     assert "dinner" in bridge.bridge("我们晚饭吃了什么？").words
 
@@ -112,8 +113,8 @@ def test_a_mixed_language_prompt_bridges_both_ways() -> None:
 def test_chinese_function_words_are_stop_words_like_their_english_counterparts() -> None:
     # "应该", "在", "哪里" go like "should", "where"; "功能" (feature) holds the stop character
     # "能" but is a glossary word, so it is kept whole.
-    assert lexical.terms("功能开关应该在哪里配置？") == ("功能", "能开", "开关", "配置")
-    assert lexical.terms("Where should feature flags be configured?") == (
+    assert searchterms.terms("功能开关应该在哪里配置？") == ("功能", "能开", "开关", "配置")
+    assert searchterms.terms("Where should feature flags be configured?") == (
         "feature",
         "flag",
         "configur",
@@ -123,17 +124,17 @@ def test_chinese_function_words_are_stop_words_like_their_english_counterparts()
 def test_glossary_words_holding_a_stop_character_are_kept_whole() -> None:
     """ "能", "请", "上", "会", "用" are function words on their own, but not inside 性能
     (performance), 请求 (request), 上传 (upload), 会话 (session), 用户 (user)."""
-    assert lexical.terms("性能") == ("性能",)
-    assert lexical.terms("请求超时") == ("请求", "求超", "超时")
-    assert lexical.terms("我会话过期了") == ("会话", "话过", "过期")
-    assert lexical.terms("用户上传的图片") == ("用户", "户上", "上传", "图片")
+    assert searchterms.terms("性能") == ("性能",)
+    assert searchterms.terms("请求超时") == ("请求", "求超", "超时")
+    assert searchterms.terms("我会话过期了") == ("会话", "话过", "过期")
+    assert searchterms.terms("用户上传的图片") == ("用户", "户上", "上传", "图片")
     # ... and each carries its translation.
     assert coverage("性能", "Performance dropped after the upgrade.") == 1.0
     assert coverage("上传图片", "Image uploads go to S3.") == 1.0
     assert coverage("会话", "Sessions expire after an hour.") == 1.0
     # Outside such words they still cut: "用" (use), "里" (in), "只" (only), "做" (do).
-    assert lexical.terms("日志里只用 JSON 格式") == ("日志", "json", "格式")
-    assert lexical.terms("后端框架决定用 FastAPI") == (
+    assert searchterms.terms("日志里只用 JSON 格式") == ("日志", "json", "格式")
+    assert searchterms.terms("后端框架决定用 FastAPI") == (
         "后端",
         "端框",
         "框架",
@@ -155,19 +156,23 @@ def test_the_bridge_and_lexical_terms_cut_chinese_runs_alike() -> None:
         "一下单元测试",
         "的的的",
     ):
-        pieces = [run[i : i + 2] for a, b in lexical.cjk_pieces(run) for i in range(a, b - 1)]
-        assert tuple(pieces) == lexical.terms(run), run
+        pieces = [run[i : i + 2] for a, b in searchterms.cjk_pieces(run) for i in range(a, b - 1)]
+        assert tuple(pieces) == searchterms.terms(run), run
 
 
 def test_colloquial_function_words_are_stop_words() -> None:
     # 啥 = 什么 (what), 咋 = 怎么 (how), 弄 / 搞 (do, make): no term of their own.
-    assert lexical.terms("缓存咋配置") == lexical.terms("缓存怎么配置") == ("缓存", "配置")
-    assert lexical.terms("日志用的啥格式") == lexical.terms("日志用的什么格式") == ("日志", "格式")
-    assert lexical.terms("部署搞好了吗") == lexical.terms("部署弄好了吗") == ("部署",)
+    assert searchterms.terms("缓存咋配置") == searchterms.terms("缓存怎么配置") == ("缓存", "配置")
+    assert (
+        searchterms.terms("日志用的啥格式")
+        == searchterms.terms("日志用的什么格式")
+        == ("日志", "格式")
+    )
+    assert searchterms.terms("部署搞好了吗") == searchterms.terms("部署弄好了吗") == ("部署",)
     assert coverage("缓存咋配置", "How is the cache configured?") == 1.0
     # 多久 / 多长 (how long) go like 多少 (how many): a question word, no term.
-    assert lexical.terms("备份保留多久") == lexical.terms("备份保留多长时间")[:3]
-    assert "多久" not in lexical.terms("备份保留多久")
+    assert searchterms.terms("备份保留多久") == searchterms.terms("备份保留多长时间")[:3]
+    assert "多久" not in searchterms.terms("备份保留多久")
 
 
 def test_irregular_past_forms_meet_the_glossary_form() -> None:
@@ -231,8 +236,8 @@ def test_across_languages_a_memory_said_in_full_by_the_prompt_is_covered() -> No
     forward = coverage(statement, question)
     assert forward < 0.5
     # web, framework, backend: the statement carries framework (框架) and backend (后端).
-    reach = frozenset(lexical.terms(statement)).union(bridge.bridge(statement).reach_terms)
-    assert crossterms.reverse_coverage(lexical.terms(question), reach) == pytest.approx(2 / 3)
+    reach = frozenset(searchterms.terms(statement)).union(bridge.bridge(statement).reach_terms)
+    assert crossterms.reverse_coverage(searchterms.terms(question), reach) == pytest.approx(2 / 3)
     assert lexical_of(statement, question) == pytest.approx(2 / 3, abs=1e-3)
     # The other way round too: an English statement, a Chinese question. Its 6 terms: 数据 据库
     # 备份 保留 through the translations, 库备 and 份保 (across two words) as the words on both
@@ -241,7 +246,7 @@ def test_across_languages_a_memory_said_in_full_by_the_prompt_is_covered() -> No
     assert lexical_of(english, "数据库备份保留多久？") == 1.0
     assert lexical_of(english, "数据库备份保留了吗") == 1.0
     # Without the bigrams on both sides, a bigram across two words is not carried.
-    reach = frozenset(lexical.terms(english)).union(bridge.bridge(english).reach_terms)
+    reach = frozenset(searchterms.terms(english)).union(bridge.bridge(english).reach_terms)
     assert crossterms.reverse_coverage(("数据", "据库", "库表", "表结"), reach) == pytest.approx(
         2 / 4
     )
@@ -330,13 +335,13 @@ def test_a_compound_term_is_carried_by_the_translations_of_its_words() -> None:
     memory = "TODO: add rate limiting to /api/export"
     assert coverage("导出接口", memory) == 1.0
     # ... and a memory's compound term counts for the reverse coverage when half its words do.
-    reach = frozenset(lexical.terms("报表生成放到队列")).union(
+    reach = frozenset(searchterms.terms("报表生成放到队列")).union(
         bridge.bridge("报表生成放到队列").reach_terms
     )
-    assert crossterms.reverse_coverage(lexical.terms(question), reach) >= 0.5
+    assert crossterms.reverse_coverage(searchterms.terms(question), reach) >= 0.5
     # Within one language terms stay whole: an English prompt does not meet "api/export"
     # through "export".
-    assert "export" not in bridge.bridge("export").extend(memory, lexical.term_set(memory))
+    assert "export" not in bridge.bridge("export").extend(memory, searchterms.term_set(memory))
 
 
 def test_across_languages_the_lexical_signal_is_read_on_the_model_s_scale() -> None:

@@ -21,8 +21,9 @@ from daemon_process import DaemonProcess, served
 from hitdata import hit
 
 from memd.extract import rules
-from memd.recall import lexical, stale, synonyms
+from memd.recall import stale, synonyms
 from memd.store import current
+from memd.text import searchterms
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 Turns = list[tuple[str, str]]
@@ -524,8 +525,8 @@ def test_the_sentence_that_closes_a_todo_is_not_one(sentence: str, kind: str | N
     ],
 )  # fmt: skip
 def test_a_memory_carries_the_prompts_words_in_other_words(prompt: str, memory: str) -> None:
-    own = lexical.term_set(memory)
+    own = searchterms.term_set(memory)
     carried = synonyms.carried(own, prompt)
     assert carried > own
-    assert carried & lexical.term_set(prompt)
+    assert carried & searchterms.term_set(prompt)
     assert synonyms.carried(own, "What did we have for lunch?") == own

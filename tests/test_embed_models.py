@@ -225,9 +225,8 @@ def test_daemon_migrates_a_minilm_store_keeping_every_memory(
 
 def test_minilm_embeds_a_text_holding_chinese_as_its_english_gloss() -> None:
     from memd.embedding.embed import GLOSS_SUFFIX
-    from memd.recall import gloss
+    from memd.text import gloss
 
-    gloss.install()
     mini = Embedder(load_settings()).load()
     assert mini.glosses and mini.model_id.endswith(GLOSS_SUFFIX)
     zh = "接口报错时统一用 ElMessage 弹窗提示用户"
@@ -374,7 +373,7 @@ def xling_daemon(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[DaemonProcess, str]]:
     """A daemon with the multilingual model, and one with the default English model, which
-    reads Chinese text as its English gloss (memd.recall.gloss)."""
+    reads Chinese text as its English gloss (memd.text.gloss)."""
     root = tmp_path_factory.mktemp("xling")
     sock = short_socket_path()
     env = daemon_env(root, sock, MEMD_EMBEDDING_MODEL=request.param)

@@ -473,7 +473,7 @@ def test_the_block_is_filled_turn_by_turn() -> None:
         ],
         2,
     )
-    from memd.recall.lexical import terms as lexical_terms
+    from memd.text.searchterms import terms as lexical_terms
 
     query = lexical_terms(normalize_query("Where is the deploy script, what is AWS_PROFILE?"))
     only = [Item(hit(w), "excerpt", w["score"], w["text"].split("\n")[1]) for w in (a, b)]
@@ -498,7 +498,7 @@ def test_a_turn_up_to_whole_turn_chars_is_shown_whole() -> None:
     """A turn of a few sentences is shown whole (cut to one matching sentence, it would lose
     what else it said); a longer one is cut to its matching sentences."""
     from memd.recall.block import WHOLE_TURN_CHARS
-    from memd.recall.lexical import terms as lexical_terms
+    from memd.text.searchterms import terms as lexical_terms
 
     said = (
         "assistant: The flaky test was a race in the cache warmer. It started before the "
@@ -521,7 +521,7 @@ def test_a_prompt_term_every_candidate_carries_still_ranks_turns() -> None:
     """A term all the candidates share (here the person asked about) tells them apart little,
     but a turn naming it still comes before a neighbour that says nothing of the prompt."""
     from memd.recall.lexical import LOCAL_FLOOR, local_weights
-    from memd.recall.lexical import terms as lexical_terms
+    from memd.text.searchterms import terms as lexical_terms
 
     a = window(
         "a",
@@ -543,7 +543,7 @@ def test_excerpts_show_their_day_once_and_who_said_what() -> None:
     """Excerpts sit under one line per day, in the order they were said (oldest day first);
     each turn still says who spoke, Claude's turns as "claude:"; a typed memory keeps its own
     date."""
-    from memd.recall.lexical import terms as lexical_terms
+    from memd.text.searchterms import terms as lexical_terms
 
     older = window(
         "o",

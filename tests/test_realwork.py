@@ -317,7 +317,7 @@ def test_a_message_queued_while_the_agent_worked_is_the_users() -> None:
 
 
 def test_the_words_inside_code_names_count_for_relevance() -> None:
-    from memd.recall.lexical import term_set, terms
+    from memd.text.searchterms import term_set, terms
 
     have = term_set("BadMapError - fixed by using `traces_exporter: :stdout`; SPOTTER_OTEL_ENABLED")
     assert {"bad", "map", "error", "trace", "exporter", "otel"} <= have

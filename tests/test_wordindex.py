@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from memd.recall import lexical
 from memd.recall.wordindex import WordIndex
+from memd.text import searchterms
 
 LABELLED = Path(__file__).parent / "labelled"
 
@@ -46,7 +46,7 @@ def arrow_postings(texts: pa.Array, term: str) -> tuple[np.ndarray, np.ndarray]:
 def test_every_term_has_the_postings_arrow_counts() -> None:
     texts = pa.array(corpus())
     index = WordIndex(texts)
-    terms = {t for text in texts.to_pylist() for t in lexical.terms(text)}
+    terms = {t for text in texts.to_pylist() for t in searchterms.terms(text)}
     terms |= {"über", "straße", "istanbul", "node.js", "v0.5.0", "ci/cd", "c++", "c#", "$home"}
     terms |= {"*", "?", "\\", "|", "[x]", "a+b", "aa", "a", "e", "deploy", "数据", "nbsp", "zzzq"}
     assert len(terms) > 500
@@ -96,7 +96,7 @@ def test_text_search_over_the_index_scores_plain_bm25(tmp_path: Path) -> None:
         texts = {m.id: m.text for m in app.store.query(where_clause(["/p"], None, ("active",)))}
         prompts = ["How do we deploy to production?", "数据库备份怎么做", "pnpm 依赖 node.js c++"]
         for prompt in prompts:
-            terms = list(dict.fromkeys(lexical.terms(prompt)))
+            terms = list(dict.fromkeys(searchterms.terms(prompt)))
             found = cache.text_search(["/p"], terms, 8)
             assert found is not None and found.hits, prompt
             want = sorted(reference_bm25(texts, terms).items(), key=lambda kv: (-kv[1], kv[0]))

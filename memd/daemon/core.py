@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Self
 
 from memd.errors import StoreError, UserError
-from memd.recall import gloss, nearest
+from memd.recall import nearest
 from memd.recall.queries import QueryBatcher
 from memd.recall.vectors import VectorCache
 from memd.settings import Settings
@@ -51,7 +51,6 @@ class AppCore:
     def __init__(
         self, settings: Settings, store: MemoryStore | None = None, *, resident: bool = False
     ) -> None:
-        gloss.install()  # an English-only model embeds Chinese text as its English gloss
         self.settings = settings
         self.resident = resident
         """True in the daemon: the model stays loaded, and the store keeps every memory's list

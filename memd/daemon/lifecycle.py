@@ -28,7 +28,7 @@ from memd.daemon.core import Workers
 from memd.daemon.server import Server
 from memd.daemon.unixsocket import SocketFile
 from memd.heap import use_system_allocator
-from memd.recall import dictionary
+from memd.text import dictionary
 
 if TYPE_CHECKING:
     from memd.ingest.tailer import Tailer

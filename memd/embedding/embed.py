@@ -1,8 +1,6 @@
 """The :class:`Embedder`: texts in, unit vectors out, with the configured model's backend
-(:mod:`memd.embedding.models`), a text holding Chinese glossed first for a glossed model.
-
-The gloss itself lives above this layer (:mod:`memd.recall.gloss`), which hands it over through
-:func:`register_gloss`.
+(:mod:`memd.embedding.models`), a text holding Chinese glossed first for a glossed model
+(:mod:`memd.text.gloss`, imported on the first Chinese text: it loads the zh<->en bridge).
 """
 
 from __future__ import annotations
@@ -10,7 +8,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from memd.embedding import models
@@ -32,19 +30,12 @@ with another version, or before glossing (no suffix), has only its Chinese texts
 (:func:`memd.store.rebuild.migrate_model`). 1: the first gloss; 2: the zh<->en
 glossary gained ~420 everyday words (2026-12-01)."""
 _GLOSS_TAIL = re.compile(r"\+zh-gloss\d+$")
-_glosses: list[Callable[[str], str]] = []
 
 
 def unglossed(model_id: str) -> str:
     """The id without its gloss version: the same for every version of a glossed model and for
     its store from before glossing (the id itself for other models)."""
     return _GLOSS_TAIL.sub("", model_id)
-
-
-def register_gloss(gloss: Callable[[str], str]) -> None:
-    """Set the gloss function: :func:`memd.recall.gloss.install` hands over the recall layer's
-    (this layer cannot import it); ``App`` calls that before anything is embedded."""
-    _glosses[:] = [gloss]
 
 
 class Embedder:
@@ -96,13 +87,9 @@ class Embedder:
     def _prepare(self, texts: Sequence[str]) -> list[str]:
         """Texts as the model reads them: glossed when the model glosses, then clipped."""
         if self.glosses and any(has_chinese(t or "") for t in texts):
-            if not _glosses:
-                # A program that embeds Chinese without importing memd.recall: a bug, but one
-                # that must not lose the write. The vector is the raw text's.
-                log.error("no gloss function registered; Chinese text embedded as it is")
-            else:
-                gloss = _glosses[0]  # a text without Chinese comes back as it is
-                texts = [gloss(t) if t else t for t in texts]
+            from memd.text.gloss import gloss  # the bridge, loaded on the first Chinese text
+
+            texts = [gloss(t) if t else t for t in texts]  # without Chinese: as it is
         return self._clip(texts)
 
     @property

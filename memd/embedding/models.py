@@ -29,7 +29,7 @@ _BY_NAME = {spec.name: spec for spec in SPECS}
 
 GLOSSED_MODELS = frozenset(spec.name for spec in SPECS if spec.glossed)
 """English-only models that embed a text holding Chinese as its English gloss
-(:mod:`memd.recall.gloss`): their cosines then mean something across zh and en."""
+(:mod:`memd.text.gloss`): their cosines then mean something across zh and en."""
 
 
 def spec_for(model_name: str) -> ModelSpec:

@@ -62,7 +62,7 @@ class ModelSpec:
     """The lexical coverage that counts as full across languages (1.0: the coverage as is)."""
     glossed: bool = False
     """English-only, but a text holding Chinese is embedded as its English gloss
-    (:mod:`memd.recall.gloss`), so its cosines mean something across zh and en."""
+    (:mod:`memd.text.gloss`), so its cosines mean something across zh and en."""
     profile_key: str = ""
     """The key of :attr:`profile` in :data:`memd.store.profiles.PROFILES` (its stored model id
     without runtime, weights hash or quantisation: :func:`memd.store.profiles.model_key`)."""

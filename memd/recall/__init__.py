@@ -1,1 +1,1 @@
-"""Recall: the vector cache, the lexical and zh<->en signals, the one retrieval path, and what a hook injects."""
+"""Recall: the vector cache, the lexical signals, the one retrieval path, and what a hook injects."""

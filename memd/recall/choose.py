@@ -31,6 +31,7 @@ from memd.recall.block import (
 from memd.recall.hits import Hit, LeftOut
 from memd.store import profiles, similar
 from memd.store.upsert import SUPERSEDABLE
+from memd.text import searchterms
 
 LINE_MATCH = 0.5
 """How much a turn's own match with the prompt (the weighted share of the prompt's terms it
@@ -229,12 +230,12 @@ def ranked_pieces(
 
 def repeats(summary: str, kept: list[Item]) -> bool:
     """Whether most of a summary's terms are already in the items kept."""
-    mine = lexical.term_set(summary)
+    mine = searchterms.term_set(summary)
     if not mine:
         return True
     shown: set[str] = set()
     for item in kept:
-        shown |= lexical.term_set(item.display)
+        shown |= searchterms.term_set(item.display)
     return len(mine & shown) / len(mine) >= 0.7
 
 

@@ -27,7 +27,7 @@ from memd.extract import forget_requests
 from memd.models import USER_SCOPE, Memory
 from memd.names import STOPPED_TOPIC
 from memd.project import resolve_project
-from memd.recall import bridge, dictionary, lexical, retrieve, stale
+from memd.recall import retrieve, stale
 from memd.recall.block import render
 from memd.recall.choose import choose
 from memd.recall.codecheck import CodeCheck
@@ -36,6 +36,7 @@ from memd.recall.injected import SessionMemory
 from memd.store import forget_said
 from memd.store.filters import match
 from memd.store.upsert import SUPERSEDABLE
+from memd.text import bridge, dictionary, searchterms
 
 if TYPE_CHECKING:
     from memd.recall.queries import QueryBatcher
@@ -116,7 +117,7 @@ class Injector:
             return Injection(reason="a request to forget: nothing is recalled for it")
         project = resolve_project(payload.get("cwd") or None)
         results = self.recall(prompt, project)
-        query_terms = lexical.terms(retrieve.normalize_query(prompt))
+        query_terms = searchterms.terms(retrieve.normalize_query(prompt))
         return self.finish(
             results,
             payload,

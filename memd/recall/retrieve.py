@@ -7,14 +7,14 @@ show the same numbers for the same memory.
 1. **Candidates.** The nearest memories by vector (the daemon's int8 vector cache, or the table)
    and the best by full text (BM25 over the vector cache's texts, or LanceDB's ICU index for
    what the cache does not hold; the prompt's zh<->en translations searched too,
-   :mod:`memd.recall.bridge`), prefiltered by project (the asked project plus the user-wide scope)
+   :mod:`memd.text.bridge`), prefiltered by project (the asked project plus the user-wide scope)
    and status.
 2. **Signals.** For every candidate: ``semantic``, its cosine to the query mapped onto the
    model's calibrated scale (0 = what unrelated texts score with this model, 1 = what clearly
    related ones score), and ``lexical``, the share of the query's meaningful terms it carries,
    each term weighted by how rare it is among the project's memories (:mod:`memd.recall.lexical`);
    for a memory in the other language (zh<->en), the larger of that and the share of the
-   memory's own terms the prompt carries (:func:`memd.recall.crossterms.reverse_coverage`). Both are
+   memory's own terms the prompt carries (:func:`memd.text.crossterms.reverse_coverage`). Both are
    absolute: neither depends on the other candidates.
 3. **Relevance** = the semantic signal, raised by the mean of both when the words match too. A memory is *relevant* when its relevance reaches
    ``relevance_threshold`` (excerpts, being raw turns, need ``excerpt_margin`` more). Only
@@ -36,10 +36,11 @@ from typing import TYPE_CHECKING, Any
 
 from memd import kinds
 from memd.models import USER_SCOPE, Memory, check_kind
-from memd.recall import bridge, crossterms, lexical, synonyms
+from memd.recall import lexical, synonyms
 from memd.recall.hits import BriefScore, Hit, Relevance
 from memd.store.filters import Filter, is_in, match
 from memd.store.table import MemoryStore
+from memd.text import bridge, crossterms, searchterms
 from memd.text.chinese import is_chinese
 from memd.timestamps import epoch_seconds
 
@@ -442,10 +443,10 @@ class Signals:
         """(lexical, memory is Chinese, recency)."""
         text = memory.text
         memory_zh = text_is_chinese(text)
-        have = lexical.term_set(text)
+        have = searchterms.term_set(text)
         lex = self.covers(self.bridged.extend(text, synonyms.carried(have, self.query)))
         if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
-            lex = max(lex, crossterms.reverse_coverage(lexical.terms(text), self.reach))
+            lex = max(lex, crossterms.reverse_coverage(searchterms.terms(text), self.reach))
         age = age_days(memory.said_at(), self.now_seconds)  # `now` once
         return lex, memory_zh, math.pow(0.5, age / self.half_life)
 

@@ -6,7 +6,7 @@ server with tracing switched off?" by "SPOTTER_OTEL_ENABLED environment variable
 Neither memory holds the prompt's words. :func:`expansions` gives, for each such word of a
 prompt, the terms that carry it; recall counts a memory holding one of them as holding the
 prompt's word (lexical coverage) and searches the full text for them too. English only, small
-on purpose: a general glossary (the zh<->en bridge is :mod:`memd.recall.bridge`).
+on purpose: a general glossary (the zh<->en bridge is :mod:`memd.text.bridge`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from memd.recall import lexical
 from memd.store import roles
+from memd.text import searchterms
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
     r"tracing|traces?": ("otel", "opentelemetry", "span", "spans", "tracer"),
@@ -50,13 +50,13 @@ def expansions(query: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
     folded = query.casefold()
     out = []
     for role, tools in roles.asked(query):
-        jobs = frozenset(t for tool in tools for t in lexical.terms(tool))
-        out.append((jobs, lexical.term_set(role)))
+        jobs = frozenset(t for tool in tools for t in searchterms.terms(tool))
+        out.append((jobs, searchterms.term_set(role)))
     for pattern, words in SYNONYMS.items():
         m = re.search(rf"(?<![\w-])(?:{pattern})(?![\w-])", folded)
         if m is not None:
-            carried = lexical.term_set(m.group(0))
-            held = frozenset(t for c in words for t in lexical.terms(c)) - carried
+            carried = searchterms.term_set(m.group(0))
+            held = frozenset(t for c in words for t in searchterms.terms(c)) - carried
             if carried and held:
                 out.append((held, carried))
     return tuple(out)

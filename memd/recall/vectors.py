@@ -18,11 +18,10 @@ from typing import Any, NamedTuple
 
 from memd.heap import trim_heap
 from memd.models import Memory
-from memd.recall.lexical import CJK_CHAR
 from memd.recall.wordindex import WordIndex, no_postings
 from memd.store.filters import match
 from memd.store.layout import from_row
-from memd.text.chinese import CJK_CLASS
+from memd.text.chinese import CJK_CHAR, CJK_CLASS
 
 CACHE_MAX_ROWS = 20_000
 """A project with more active memories than this is searched in the table instead."""

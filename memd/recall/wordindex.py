@@ -15,7 +15,7 @@ def no_postings() -> tuple[Any, Any]:
 class WordIndex:
     """Which rows of a project's entry hold a term, without reading every text.
 
-    A term (:func:`lexical.terms`: no whitespace) occurs only inside the whitespace-separated
+    A term (:func:`memd.text.searchterms.terms`: no whitespace) occurs only inside the whitespace-separated
     words of a text. The index keeps each distinct lower-cased word once, in one buffer, and
     for each word the rows that hold it and how often. A term's postings are then a substring
     search over the words (~4x fewer bytes than the texts) plus the postings of the words it

@@ -1,3 +1,3 @@
-"""Text knowledge every stage shares: what is Chinese, and (as it moves here) the tokenizers,
-stop words and stemmers, each named for what it is for. Below embedding, extract, store and
-recall; it imports none of them."""
+"""Text knowledge every stage shares: what is Chinese, the search terms, the stop words and the
+stemmers (each named for what it is for), and the zh<->en bridge with its glossary and
+dictionary. Below embedding, extract, store and recall; it imports none of them."""

@@ -15,7 +15,7 @@ widen what satisfies a concept, never the denominator of the coverage, and a con
 what its term weighs (its rarity in the project, :func:`lexical.idf_weights`).
 
 Words the glossary does not hold fall back on a broad dictionary (CC-CEDICT,
-:mod:`memd.recall.dictionary`): the glossary segments a Chinese run first; the dictionary's words fill
+:mod:`memd.text.dictionary`): the glossary segments a Chinese run first; the dictionary's words fill
 the rest of each piece between function words (a single character where no longer word fits),
 or replace a glossary word by a longer one that holds it whole ("打印机" printer over "打印"
 print), never cutting one; English terms the glossary does not know get the dictionary's
@@ -36,19 +36,19 @@ from importlib import resources
 from typing import TYPE_CHECKING, Protocol, cast
 
 from memd.errors import MemdError
-from memd.recall import lexical
-from memd.recall.crossterms import parts, with_parts
+from memd.text import searchterms
 from memd.text.chinese import CJK_CHAR, CJK_RUN, is_chinese
+from memd.text.crossterms import parts, with_parts
 
 if TYPE_CHECKING:
-    from memd.recall.dictionary import Dictionary
+    from memd.text.dictionary import Dictionary
 
-GLOSSARY = lexical.GLOSSARY
+GLOSSARY = searchterms.GLOSSARY
 MAX_WORDS = 48
 """At most this many translated words go into the full-text query."""
 MAX_FALLBACK_FORMS = 2
 """At most this many of a dictionary word's translations go into the full-text query (all of
-them, up to :data:`memd.recall.dictionary.MAX_FORMS`, still carry its terms)."""
+them, up to :data:`memd.text.dictionary.MAX_FORMS`, still carry its terms)."""
 """A run of Chinese characters."""
 _CJK_CHAR = CJK_CHAR
 
@@ -105,7 +105,7 @@ IRREGULAR = {
 
 def inflections(form: str) -> list[str]:
     """``form`` and the inflections of its last word ("cache": "caches", "cached", "caching";
-    "build": "built"), whose stems :func:`lexical.terms` does not always bring back to the
+    "build": "built"), whose stems :func:`searchterms.terms` does not always bring back to the
     form's."""
     *head, last = form.split()
     if not last.isalpha() or last.endswith(("ing", "ed")):
@@ -128,7 +128,7 @@ def form_keys(form: str) -> list[tuple[str, ...]]:
     inflection that loses a term (a stop word: "used"). The glossary and the dictionary both
     match a form by these."""
     size = len(form.split())
-    return [key for key in map(lexical.terms, inflections(form)) if len(key) == size]
+    return [key for key in map(searchterms.terms, inflections(form)) if len(key) == size]
 
 
 def parse(text: str) -> Glossary:
@@ -145,7 +145,7 @@ def parse(text: str) -> Glossary:
         if not sep or not forms or len(word) < 2 or len(_CJK_CHAR.findall(word)) != len(word):
             raise GlossaryError(f"glossary line {number}: want 中文<TAB>english|english: {line!r}")
         for form in forms:
-            if len(lexical.terms(form)) != len(form.split()) or _CJK_CHAR.search(form):
+            if len(searchterms.terms(form)) != len(form.split()) or _CJK_CHAR.search(form):
                 raise GlossaryError(
                     f"glossary line {number}: {form!r} has a stop word or no English term"
                 )
@@ -187,9 +187,9 @@ class Bridged:
 
     @cached_property
     def search_terms(self) -> tuple[str, ...]:
-        """The translations as :func:`lexical.terms`, for a ranker over terms (BM25): to add to
+        """The translations as :func:`searchterms.terms`, for a ranker over terms (BM25): to add to
         the query's own terms."""
-        return tuple(dict.fromkeys(t for word in self.words for t in lexical.terms(word)))
+        return tuple(dict.fromkeys(t for word in self.words for t in searchterms.terms(word)))
 
     @cached_property
     def reach_terms(self) -> frozenset[str]:
@@ -200,7 +200,7 @@ class Bridged:
             for alt in alts:
                 for clause in alt:
                     for form in clause:
-                        out.update(lexical.terms(form) if isinstance(form, str) else form)
+                        out.update(searchterms.terms(form) if isinstance(form, str) else form)
         return frozenset(out)
 
     @cached_property
@@ -231,7 +231,7 @@ class Bridged:
             return have
         chinese = holds_chinese(text)
         if chinese and self.dictionary_pending:
-            from memd.recall import dictionary
+            from memd.text import dictionary
 
             dictionary.load_soon()
         if chinese != self.query_zh:  # the other language: its identifiers' words count too
@@ -375,7 +375,7 @@ def _covering_forms(g: Lexicon, d: Lexicon | None, words: list[str]) -> Clause:
 
 def bridge(query: str) -> Bridged:
     """The bridge for ``query`` (already normalised as the recall path does): the glossary's
-    translations, and the dictionary's (:mod:`memd.recall.dictionary`) for the words the glossary
+    translations, and the dictionary's (:mod:`memd.text.dictionary`) for the words the glossary
     does not hold. A Chinese query loads the dictionary; an English one uses it once loaded
     (see :meth:`Bridged.extend`), so an English-only daemon never reads it."""
     chinese = _CJK_CHAR.search(query) is not None
@@ -383,7 +383,7 @@ def bridge(query: str) -> Bridged:
 
 
 def _dictionary(load: bool) -> Dictionary | None:
-    from memd.recall import dictionary
+    from memd.text import dictionary
 
     return dictionary.get() if load else dictionary.loaded()
 
@@ -404,7 +404,7 @@ def _bridge(query: str, d: Dictionary | None) -> Bridged:
     low = query.lower()
     for match in CJK_RUN.finditer(low):
         run = match.group()
-        pieces = lexical.cjk_pieces(run)
+        pieces = searchterms.cjk_pieces(run)
         spans = _segment_both(run, g, d, pieces)
         if not spans:
             continue
@@ -426,7 +426,7 @@ def _bridge(query: str, d: Dictionary | None) -> Bridged:
                 right = next((s for s in ordered if s[0] == i + 1), None)
                 if left and right:
                     add(bigram, (forms[left], forms[right]))
-    sequence = [t for t in lexical.terms(low) if not _CJK_CHAR.match(t)]
+    sequence = [t for t in searchterms.terms(low) if not _CJK_CHAR.match(t)]
     i = 0
     while i < len(sequence):
         for size in range(min(g.en_longest, len(sequence) - i), 0, -1):

