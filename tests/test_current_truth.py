@@ -423,6 +423,8 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("Steps: 1. run make 2. deploy the build", "A deploy takes 2 minutes on staging."),
         ("We tried 2.9 of the client on a branch and it works.", "The server runs Airflow 2.9."),
         ("The billing worker runs on Tuesdays at 04:00.", "The email digest job runs on Mondays at 02:00."),
+        ("I went to a pride parade last Friday with my two sisters.", "Last week I went to a pride parade with my three cousins."),
+        ("[shares a photo: two children standing on a rocky cliff]", "[shares a photo: three children playing on the beach]"),
     ],
 )  # fmt: skip
 def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:

@@ -461,16 +461,21 @@ def _restated(new: Claim, old: Claim, shared: frozenset[str]) -> bool:
     """Whether ``new`` says the same thing as ``old`` with another value in its place: on at
     least :data:`RESTATED_SUBJECT` shared subject words (or twice as many Chinese bigrams), a
     value of ``old`` that ``new`` does not say, where ``new`` says one of the same shape that
-    ``old`` does not, with two words around each in common. Read only where it is shown
-    (marked, never superseded on insert): a restatement can be a second thing of one kind."""
+    ``old`` does not, with two words around each in common. The values are numbers, paths or
+    channels (a time, a port, a host), never names or counted words: a story told twice in
+    conversation names other days, people and counts without replacing anything. Read only
+    where it is shown (marked, never superseded on insert): a restatement can be a second
+    thing of one kind."""
     subject = shared - new.values - old.values
     latin = sum(1 for x in subject if not _CJK_RUN.fullmatch(x))
     if latin < RESTATED_SUBJECT and len(subject) - latin < 2 * RESTATED_SUBJECT:
         return False
     for o in old.values - new.anchors:
+        if _shape(o) == "name" or o in _NUMBER_WORDS:
+            continue  # "two children" / "three children", "Friday" / "Sunday": events, not states
         near_old = slot(old.text, o)
         for f in new.values - old.anchors:
-            if _shape(f) != _shape(o) or roles.different_jobs({f}, {o}):
+            if _shape(f) != _shape(o) or f in _NUMBER_WORDS or roles.different_jobs({f}, {o}):
                 continue
             if len(near_old & slot(new.text, f)) >= 2:
                 return True
