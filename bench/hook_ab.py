@@ -6,8 +6,8 @@ A store is filled once (``bench/hook_latency.py``'s fill: 3,000 embedded texts, 
 vectors plus noise, 20 projects) and copied; two ``memd serve`` run on the copies at the same
 time, one importing this tree and one ``--baseline`` (through ``PYTHONPATH``). Each round sends
 the same ``user-prompt-submit`` hook request to both, the order alternating, so both share the
-machine's noise; the figures are each side's p50 / p95 and the median of the paired
-differences. (``bench/hook_latency.py`` run once per tree is the same measure, but minutes
+machine's noise; the figures are each side's p50 / p95, the median of the paired
+differences, and each daemon's RSS and peak RSS after the rounds. (``bench/hook_latency.py`` run once per tree is the same measure, but minutes
 apart on a shared machine its p50 moved by more than the effect looked for.)
 """
 
@@ -63,11 +63,24 @@ def main() -> None:
                     took[name].append((time.perf_counter() - started) * 1000)
         a, b = took[first], took[second]
         diffs = [x - y for x, y in zip(a, b, strict=True)]
+        rss = {name: d.rss_mib() for name, d in daemons.items()}
         rows = [
-            [name, f"{percentile(v, 50):.2f} / {percentile(v, 95):.2f}"] for name, v in took.items()
+            [
+                name,
+                f"{percentile(v, 50):.2f} / {percentile(v, 95):.2f}",
+                f"{rss[name][0]:.0f} / {rss[name][1]:.0f}",
+            ]
+            for name, v in took.items()
         ]
-        rows.append(["this tree − baseline, paired", f"{percentile(diffs, 50):+.2f} (median)"])
-        print(markdown_table(["daemon side of a prompt hook", "p50 / p95 ms"], rows))
+        rows.append(
+            [
+                "this tree − baseline, paired",
+                f"{percentile(diffs, 50):+.2f} (median)",
+                f"{rss[first][0] - rss[second][0]:+.0f} / {rss[first][1] - rss[second][1]:+.0f}",
+            ]
+        )
+        heads = ["daemon side of a prompt hook", "p50 / p95 ms", "RSS / peak MiB after"]
+        print(markdown_table(heads, rows))
         print(
             f"\n{args.calls} rounds at {args.size:,} memories, baseline {trees['baseline']}; "
             f"load average {os.getloadavg()[0]:.2f} at the end."
