@@ -389,6 +389,7 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("ops moved the nightly ingest from 01:00 to 02:30", "the ingest batch starts at 01:00 UTC"),
         ("We switched session storage to Redis instead of Memcached.", "CACHES points at Memcached on cache-1:11211."),
         ("Actually I'm in Rotterdam now, not Lisbon.", "I'm in Lisbon, so use my local time."),
+        ("Deploy alerts now go to #deploys.", "Deploy alerts go to #ops-firehose."),
         ("Marta has left the company.", "Marta Kowalczyk owns billing-svc."),
         ("The full suite is `just test-all` now.", "Run the full suite with `make test`."),
         ("DBA 把上限调高了，我们这边 DB_POOL_SIZE 改成 50。", "config/db.py 里 DB_POOL_SIZE=20。"),
@@ -425,6 +426,7 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("The billing worker runs on Tuesdays at 04:00.", "The email digest job runs on Mondays at 02:00."),
         ("I went to a pride parade last Friday with my two sisters.", "Last week I went to a pride parade with my three cousins."),
         ("[shares a photo: two children standing on a rocky cliff]", "[shares a photo: three children playing on the beach]"),
+        ("The status page webhook now posts incidents to #inc-bridge.", "Post a message to #ship-log whenever a release is tagged."),
     ],
 )  # fmt: skip
 def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:

@@ -439,8 +439,9 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 if _shape(o) == "name":  # a person, a tool: on two words of subject
                     if o not in new.anchors and len(shared) >= 2 and latin:
                         return "a change to a new value"
-                elif latin - {o}:  # a number, a path, a channel: on one
-                    return "a change to a new value"
+                elif len(latin - {o}) >= (2 if o.startswith("#") else 1):
+                    return "a change to a new value"  # a number, a path: on one; a channel: two
+                    # ("posts releases to #ship-log" / "posts incidents to #inc-bridge")
         if len(shared - latin) >= 2 and (fresh or not numbers):
             return "a change on the same subject"
     if short and counted <= MAX_VALUES and _restated(new, old, shared):
