@@ -390,6 +390,7 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("We switched session storage to Redis instead of Memcached.", "CACHES points at Memcached on cache-1:11211."),
         ("Actually I'm in Rotterdam now, not Lisbon.", "I'm in Lisbon, so use my local time."),
         ("Deploy alerts now go to #deploys.", "Deploy alerts go to #ops-firehose."),
+        ("Set the request timeout to 45s in config/prod.yaml.", "The request timeout is 30s for every upstream call."),
         ("Marta has left the company.", "Marta Kowalczyk owns billing-svc."),
         ("The full suite is `just test-all` now.", "Run the full suite with `make test`."),
         ("DBA 把上限调高了，我们这边 DB_POOL_SIZE 改成 50。", "config/db.py 里 DB_POOL_SIZE=20。"),

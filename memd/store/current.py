@@ -101,8 +101,8 @@ _CUE = re.compile(
     r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back (?:to|on)|"
     r"(?:is|are) \S+ again|"
     r"has left|took over|handed|from now on|these days|actually|made|make the|set to|"
-    r"updated \S+(?: \S+)? to|as of|started at|joined|is at|are at|agreed|decided|settled on"
-    r"|going with|going forward|from (?:this|the next|today|now)(?: \w+)? on"
+    r"(?:updated|set|raised|lowered|changed) (?:the |its |our )?\S+(?: \S+)? to|as of|started at|joined|is at|are at|agreed|decided|settled on"
+    r"|go(?:ing)? with|going forward|from (?:this|the next|today|now)(?: \w+)? on"
     r"|starting (?:today|now|this|with|from))\b"
     r"|现在|改为|改成|改用|改了|换成|换为|换到|切换|迁移|迁到|不再|离职|回滚|退回|搬到|调到|调成|"
     r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从|已经是|已是|已经换|已经改",
