@@ -391,6 +391,8 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("Actually I'm in Rotterdam now, not Lisbon.", "I'm in Lisbon, so use my local time."),
         ("Deploy alerts now go to #deploys.", "Deploy alerts go to #ops-firehose."),
         ("Set the request timeout to 45s in config/prod.yaml.", "The request timeout is 30s for every upstream call."),
+        ("Nightly backups now land in /mnt/backups/pg, the old volume was too small.", "Nightly backups go to /data/backups/pg on the db host."),
+        ("I read postgresql.conf on prod: `max_connections 400` since the pooler change.", "postgresql.conf sets `max_connections 100` on the primary."),
         ("Marta has left the company.", "Marta Kowalczyk owns billing-svc."),
         ("The full suite is `just test-all` now.", "Run the full suite with `make test`."),
         ("DBA 把上限调高了，我们这边 DB_POOL_SIZE 改成 50。", "config/db.py 里 DB_POOL_SIZE=20。"),
@@ -428,6 +430,7 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("I went to a pride parade last Friday with my two sisters.", "Last week I went to a pride parade with my three cousins."),
         ("[shares a photo: two children standing on a rocky cliff]", "[shares a photo: three children playing on the beach]"),
         ("The status page webhook now posts incidents to #inc-bridge.", "Post a message to #ship-log whenever a release is tagged."),
+        ("postgresql.conf sets `work_mem 64MB` on the primary.", "postgresql.conf sets `max_connections 100` on the primary."),
     ],
 )  # fmt: skip
 def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:

@@ -108,7 +108,10 @@ _CUE = re.compile(
     r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从|已经是|已是|已经换|已经改",
     re.I,
 )
-_ALSO = re.compile(r"\b(?:also|too|as well|in addition|both)\b|同时|另外|分别")
+_ALSO = re.compile(
+    r"\b(?:also|as well|in addition|both)\b|\btoo\b(?=\s*(?:[.,;!?)]|$))|同时|另外|分别"
+)
+"""A second thing beside the first ("we use Prettier too"); "too small" is no such word."""
 _ENUMERATOR = re.compile(r"(?:^|(?<=\s))\d{1,2}[.)](?=\s)|\s\d{1,2}\.$", re.M)
 """A list's numbering ("1. ", "2) "): no value, and where a statement ends."""
 _LIST_START = re.compile(r"(?:^|[:\s])1[.)]\s", re.M)
@@ -454,22 +457,27 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
 
 
 RESTATED_SUBJECT = 3
+_KEY = re.compile(r"[_./]")
+"""A value both sentences name that is a setting's key or a file (``client_max_body_size``,
+``nginx/site.conf``): it says what the sentence is about, as two subject words do."""
 """Subject words (not values) two sentences share when a later one restates the subject with
 another value and no change word ("the rotation job runs on Sundays at 23:00")."""
 
 
 def _restated(new: Claim, old: Claim, shared: frozenset[str]) -> bool:
     """Whether ``new`` says the same thing as ``old`` with another value in its place: on at
-    least :data:`RESTATED_SUBJECT` shared subject words (or twice as many Chinese bigrams), a
+    least :data:`RESTATED_SUBJECT` shared subject words (a shared key or file counts two; or
+    twice as many Chinese bigrams), a
     value of ``old`` that ``new`` does not say, where ``new`` says one of the same shape that
     ``old`` does not, with two words around each in common. The values are numbers, paths or
     channels (a time, a port, a host), never names or counted words: a story told twice in
     conversation names other days, people and counts without replacing anything. Read only
     where it is shown (marked, never superseded on insert): a restatement can be a second
     thing of one kind."""
-    subject = shared - new.values - old.values
-    latin = sum(1 for x in subject if not _CJK_RUN.fullmatch(x))
-    if latin < RESTATED_SUBJECT and len(subject) - latin < 2 * RESTATED_SUBJECT:
+    words = shared - new.values - old.values
+    latin = sum(1 for x in words if not _CJK_RUN.fullmatch(x))
+    keys = sum(1 for x in shared - words if _KEY.search(x))  # `client_max_body_size`, a path
+    if latin + 2 * keys < RESTATED_SUBJECT and len(words) - latin < 2 * RESTATED_SUBJECT:
         return False
     for o in old.values - new.anchors:
         if _shape(o) == "name" or o in _NUMBER_WORDS:
@@ -478,9 +486,20 @@ def _restated(new: Claim, old: Claim, shared: frozenset[str]) -> bool:
         for f in new.values - old.anchors:
             if _shape(f) != _shape(o) or f in _NUMBER_WORDS or roles.different_jobs({f}, {o}):
                 continue
-            if len(near_old & slot(new.text, f)) >= 2:
-                return True
+            if len(near_old & slot(new.text, f)) < 2:
+                continue
+            key_old, key_new = _key_before(old.text, o), _key_before(new.text, f)
+            if key_old and key_new and key_old != key_new:
+                continue  # `work_mem 64MB` / `max_connections 100`: two settings
+            return True
     return False
+
+
+def _key_before(sentence: str, value: str) -> str:
+    """The setting's key written just before ``value`` (``client_max_body_size`` of
+    ``client_max_body_size 12m``), or ""."""
+    m = re.search(rf"([A-Za-z]\w*_\w+)[\s:=`'\"]+{re.escape(value)}(?![\w.-])", sentence, re.I)
+    return m.group(1).casefold() if m else ""
 
 
 def replaced_claim(
