@@ -325,20 +325,6 @@ def test_projects_too_big_to_cache_use_the_table(app: App, tmp_path: Path) -> No
         inj.vectors.max_rows = 20_000
 
 
-def test_a_prompt_naming_the_project_itself_finds_what_it_asks(app: App, tmp_path: Path) -> None:
-    """ "Which databases does the project use?": recall is scoped to the project already, so
-    "the project" is no word a memory must carry; "my project with Caroline" stays."""
-    p = make_project(tmp_path, "p")
-    add(app, p, "Our main database is PostgreSQL 16; product events go into ClickHouse.")
-    assert normalize_query("Which databases does the project use?") == "Which databases does use?"
-    assert normalize_query("Lint this repo's files") == "Lint this repo's files"
-    assert "about my project" in normalize_query("Tell me about my project with Caroline")
-    assert (
-        "ClickHouse"
-        in ask(Injector(app, app.settings), p, "Which databases does the project use?").text
-    )
-
-
 def test_long_prompts_embed_their_head_and_tail(app: App, tmp_path: Path) -> None:
     p = make_project(tmp_path, "p")
     add(app, p, "Database migrations are written with Alembic.", kind="decision")

@@ -131,26 +131,15 @@ QUERY_NOISE = re.compile(
     re.I,
 )
 
-THIS_PROJECT = re.compile(
-    r"\s*\b(?:in |of |for |on |across )?(?:(?:the|this) (?:project|repo|repository|codebase)"
-    r"|(?:our|my) (?:repo|repository|codebase))\b(?!')",
-    re.I,
-)
-"""The project a prompt is asked in, named as such ("Which databases does the project use?"):
-recall is scoped to it already, and its name in no memory's text would count as a word the
-memories miss."""
-
 
 def normalize_query(query: str) -> str:
-    """Drop polite lead-ins, the words naming the project itself and extra whitespace; keep
-    the head and tail of a long prompt.
+    """Drop polite lead-ins and extra whitespace; keep the head and tail of a long prompt.
 
     Embedding cost grows with tokens (a 200-word prompt took 98 ms here, 12 words 15 ms), and
     long prompts are mostly pasted material between the request at the start and the question
     at the end."""
     q = "\n".join(" ".join(line.split()) for line in query.splitlines() if line.strip())
     q = QUERY_NOISE.sub("", q).strip() or q
-    q = THIS_PROJECT.sub("", q).strip() or q
     if len(q) > QUERY_HEAD + QUERY_TAIL:
         q = q[:QUERY_HEAD] + " … " + q[-QUERY_TAIL:]
     return q
