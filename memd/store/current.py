@@ -101,7 +101,8 @@ _CUE = re.compile(
     r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back (?:to|on)|"
     r"(?:is|are) \S+ again|"
     r"has left|took over|handed|from now on|these days|actually|made|make the|set to|"
-    r"(?:updated|set|raised|lowered|changed) (?:the |its |our )?\S+(?: \S+)? to|as of|started at|joined|is at|are at|agreed|decided|settled on"
+    r"(?:updated|set|raised|lowered|changed) (?:the |its |our )?\S+(?: \S+)? to|"
+    r"as of|started at|joined|is at|are at|agreed|decided|settled on"
     r"|go(?:ing)? with|going forward|from (?:this|the next|today|now)(?: \w+)? on"
     r"|starting (?:today|now|this|with|from))\b"
     r"|现在|改为|改成|改用|改了|换成|换为|换到|切换|迁移|迁到|不再|离职|回滚|退回|搬到|调到|调成|"
@@ -442,9 +443,10 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 if _shape(o) == "name":  # a person, a tool: on two words of subject
                     if o not in new.anchors and len(shared) >= 2 and latin:
                         return "a change to a new value"
+                # A number or a path on one subject word; a #channel on two ("posts releases
+                # to #ship-log" / "posts incidents to #inc-bridge": two channels).
                 elif len(latin - {o}) >= (2 if o.startswith("#") else 1):
-                    return "a change to a new value"  # a number, a path: on one; a channel: two
-                    # ("posts releases to #ship-log" / "posts incidents to #inc-bridge")
+                    return "a change to a new value"
         if len(shared - latin) >= 2 and (fresh or not numbers):
             return "a change on the same subject"
     if short and counted <= MAX_VALUES and _restated(new, old, shared):
@@ -457,19 +459,19 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
 
 
 RESTATED_SUBJECT = 3
+"""Subject words (not values) two sentences share when a later one restates the subject with
+another value and no change word ("the rotation job runs on Sundays at 23:00")."""
 _KEY = re.compile(r"[_./]")
 """A value both sentences name that is a setting's key or a file (``client_max_body_size``,
 ``nginx/site.conf``): it says what the sentence is about, as two subject words do."""
-"""Subject words (not values) two sentences share when a later one restates the subject with
-another value and no change word ("the rotation job runs on Sundays at 23:00")."""
 
 
 def _restated(new: Claim, old: Claim, shared: frozenset[str]) -> bool:
     """Whether ``new`` says the same thing as ``old`` with another value in its place: on at
     least :data:`RESTATED_SUBJECT` shared subject words (a shared key or file counts two; or
-    twice as many Chinese bigrams), a
-    value of ``old`` that ``new`` does not say, where ``new`` says one of the same shape that
-    ``old`` does not, with two words around each in common. The values are numbers, paths or
+    twice as many Chinese bigrams), a value of ``old`` that ``new`` does not say, where ``new``
+    says one of the same shape that ``old`` does not, with two words around each in common,
+    and no other setting's key before either. The values are numbers, paths or
     channels (a time, a port, a host), never names or counted words: a story told twice in
     conversation names other days, people and counts without replacing anything. Read only
     where it is shown (marked, never superseded on insert): a restatement can be a second
