@@ -41,6 +41,17 @@ def resolve_project(cwd: str | os.PathLike[str] | None) -> str:
         probe = parent
 
 
+def session_project(cwd: str | None) -> str:
+    """The project of a cwd that Claude Code reported (a hook's payload, a transcript line).
+
+    An absolute one resolves as :func:`resolve_project`; a relative one (a sanitized or
+    hand-made transcript) names no directory on this machine, so it is the project as written,
+    the same at ingest and at recall, never resolved against the daemon's own directory."""
+    if cwd and not os.path.isabs(os.path.expanduser(cwd)):
+        return cwd
+    return resolve_project(cwd or None)
+
+
 def main_worktree(root: str) -> str:
     """The main work tree of the repository whose (possibly linked) work tree is ``root``."""
     gdir = git_dir(root)

@@ -187,6 +187,25 @@ def test_every_maintenance_job_keeps_a_backfill(tmp_path: Path) -> None:
         app.close()
 
 
+def test_a_relative_cwd_is_the_same_project_at_ingest_and_at_recall(tmp_path: Path) -> None:
+    """Defect: a transcript whose cwd is relative (``-experiments/worktrees``, a sanitized real
+    session) was filed under that name at ingest, while the hook resolved the same cwd against
+    the daemon's own directory: every prompt of the project found "no candidates"."""
+    projects = unpack(tmp_path / "projects", ("transcripts",))
+    ef = next(projects.rglob("daaain-claude-code-log__ef958aa1-*.jsonl"))
+    with served(tmp_path) as daemon:
+        reply = daemon.request({"cmd": "ingest", "paths": [str(ef)]}, timeout=300)
+        assert reply.get("ok") and reply["memories_added"] > 5, reply
+        asked = daemon.request(
+            {
+                "cmd": "context",
+                "cwd": "-experiments/worktrees",
+                "prompt": "Which branch has the planning-feature research doc?",
+            }
+        )
+        assert "alice/research-plan-mode" in asked["context"], asked["reason"]
+
+
 def test_a_worktree_belongs_to_its_repository(tmp_path: Path) -> None:
     """A linked git worktree, and Claude Code's agent worktrees under .claude/worktrees, are
     the repository's project; paths inside them are stored relative to the repository."""

@@ -18,7 +18,6 @@ compaction replay lines). Not ingested: memd's own extraction runs (first user t
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from memd.extract.prompt import MEMD_EXTRACTION_PROMPT_MARKER as MEMD_EXTRACTION_PROMPT_MARKER
 from memd.ingest.transcript import ParsedLine, Signal, fold, has_content
 from memd.models import Segment, Turn
-from memd.project import resolve_project
+from memd.project import session_project
 from memd.settings import Settings
 from memd.state import SessionRecord, State
 
@@ -281,8 +280,7 @@ class SessionTracker:
     def _project(self, rec: SessionRecord, turns: list[Turn]) -> str:
         cwd = next((t.cwd for t in turns if t.cwd and not t.is_sidechain), "")
         cwd = cwd or rec.cwd or next((t.cwd for t in turns if t.cwd), "")
-        # A relative cwd (sanitized transcripts) must not resolve against memd's own cwd.
-        project = (resolve_project(cwd) if os.path.isabs(cwd) else cwd) if cwd else ""
+        project = session_project(cwd) if cwd else ""
         if project:
             rec.project = project
         return project or rec.project

@@ -26,7 +26,7 @@ from memd import kinds
 from memd.extract import forget_requests
 from memd.models import USER_SCOPE, Memory
 from memd.names import STOPPED_TOPIC
-from memd.project import resolve_project
+from memd.project import session_project
 from memd.recall import retrieve, stale
 from memd.recall.block import render
 from memd.recall.choose import choose
@@ -115,7 +115,7 @@ class Injector:
             return Injection(reason="no prompt to search for (empty, too short or a command)")
         if forget_requests.is_forget_request(prompt):
             return Injection(reason="a request to forget: nothing is recalled for it")
-        project = resolve_project(payload.get("cwd") or None)
+        project = session_project(payload.get("cwd") or None)
         results = self.recall(prompt, project)
         query_terms = searchterms.terms(retrieve.normalize_query(prompt))
         return self.finish(
@@ -135,7 +135,7 @@ class Injector:
         session_id = str(payload.get("session_id") or "")
         if dedupe and session_id and payload.get("source") in ("clear", "compact"):
             self.sessions.reset(session_id)
-        project = resolve_project(payload.get("cwd") or None)
+        project = session_project(payload.get("cwd") or None)
         return self.finish(
             self.brief(project, session_id),
             payload,
