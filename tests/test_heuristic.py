@@ -577,3 +577,22 @@ def test_command_families_only_where_the_command_says_it(command: str, family: s
     from memd.extract.vocabulary import command_family
 
     assert command_family(command) == family
+
+
+def test_a_reply_heading_that_names_something_is_kept() -> None:
+    """A subagent's report lists "- Latest version: 0.1.3" under "### 6. opentelemetry_ash":
+    without its heading the line no longer says of what. Structure-only headings still go."""
+    from memd.extract.episodes import heading, informative
+
+    assert heading("### 6. opentelemetry_ash") == "opentelemetry_ash"
+    assert heading("### Step 2: Wire the exporter") == "Wire the exporter"
+    assert heading("## Root cause") == "Root cause"
+    assert heading("## Summary of changes") == heading("# Next steps:") == ""
+    assert heading("## Let me check the tests") == ""  # narration, as a heading
+    report = (
+        "## Summary\n### 5. opentelemetry_phoenix\n- Latest version: 2.0.1\n"
+        "### 6. opentelemetry_ash\n- Latest version: 0.1.3"
+    )
+    assert informative(report) == (
+        "opentelemetry_phoenix\n- Latest version: 2.0.1\nopentelemetry_ash\n- Latest version: 0.1.3"
+    )

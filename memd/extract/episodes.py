@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from memd.extract.rules import clean_text, is_substantive
 from memd.models import Segment, ToolCall, Turn
+from memd.text.stopwords import HEADING_GENERIC
 
 _NARRATION_SENTENCE = re.compile(
     r"^(?:(?:ok(?:ay)?|great|perfect|excellent|good|now|alright|all right|right|so|first|next"
@@ -44,6 +45,7 @@ _EXCLAIM_ONLY = re.compile(
 )
 _MARKUP = re.compile(r"\*\*|__|[✅✔✓❌⚠️🎉🚀]\ufe0f?\s*")
 _RULE = re.compile(r"^[-=*_|: ]{3,}$")
+_HEADING_NUMBER = re.compile(r"^(?:\d+[.)]|[A-Z][.)]|step \d+:?)\s+", re.IGNORECASE)
 _USER_SAID = re.compile(r"the user said:\s*\n?(?P<said>.+)\Z", re.DOTALL | re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"'(\[])|(?<=[。！？])")
 
@@ -173,6 +175,16 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
+def heading(line: str) -> str:
+    """A Markdown heading as a line of content ("### 5. opentelemetry_phoenix" ->
+    "opentelemetry_phoenix"), or "" when it is only structure ("## Summary of changes")."""
+    text = _HEADING_NUMBER.sub("", line.lstrip("#").strip()).strip()
+    words = re.findall(r"[a-z]+", text.lower())
+    if not text or all(w in HEADING_GENERIC for w in words) or is_narration(text):
+        return ""
+    return text
+
+
 def informative(text: str) -> str:
     """``text`` without its narration sentences (see :func:`is_narration`), line breaks kept;
     "" when nothing else is left."""
@@ -181,8 +193,12 @@ def informative(text: str) -> str:
     lines = []
     for line in text.split("\n"):
         line = _MARKUP.sub("", line).strip()
-        if not line or line.startswith("#") or _RULE.match(line):
-            continue  # a heading or a rule: structure, not content
+        if not line or _RULE.match(line):
+            continue
+        if line.startswith("#"):
+            line = heading(line)
+            if not line:
+                continue
         kept = [s for s in _SENTENCE.split(line) if s.strip() and not is_narration(s)]
         if kept:
             lines.append(" ".join(s.strip() for s in kept))

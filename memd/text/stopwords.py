@@ -222,6 +222,19 @@ DONE_GENERIC = _listed(
 )
 """Words of a completion report that name no piece of work ("all changes are done")."""
 
+# ---- reply headings
+
+HEADING_GENERIC = _listed(
+    """
+    summary overview changes change made key what changed files modified updated results result
+    findings next steps notes details implementation conclusion conclusions recommendation
+    recommendations status context background problem solution analysis approach plan testing
+    tests verification the of and a
+    """
+)
+"""A reply's heading made only of these words is structure ("## Summary of changes"), not
+content; any other heading names what its lines are about ("### 5. opentelemetry_phoenix")."""
+
 # ---- the zh<->en dictionary
 
 GLOSS_GENERIC = frozenset(
