@@ -310,6 +310,7 @@ def probe_figures(
 ) -> dict[str, Any]:
     rows = []
     empty = unrelated = 0
+    injected: list[dict[str, str]] = []
     briefs: dict[str, str] = {}
     for label in labels:
         cwd = info[label["transcript"]]["cwd"]
@@ -337,12 +338,15 @@ def probe_figures(
             unrelated += 1
             reply = daemon.request({"cmd": "context", "cwd": cwd, "prompt": prompt})
             empty += not (reply.get("context") or "")
+            if reply.get("context"):
+                injected.append({"prompt": prompt, "block": reply["context"]})
     mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
     return {
         "probes": len(rows),
         "block_recall": mean([r["block_recall"] for r in rows]),
         "both_recall": mean([r["both_recall"] for r in rows]),
         "unrelated": unrelated,
+        "unrelated_injected": injected,
         "unrelated_empty": empty / unrelated if unrelated else 0.0,
         "rows": rows,
         "briefs": briefs,

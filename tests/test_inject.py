@@ -494,6 +494,62 @@ def test_the_block_is_filled_turn_by_turn() -> None:
         assert item.turns == frozenset(item.memory.sources[n].uuid for n in shown)
 
 
+def test_a_turn_without_the_prompts_terms_only_joins_its_neighbours() -> None:
+    """A request line with nothing of the prompt ("lint is failing") is not shown on its own:
+    in real work it says nothing without its answer. Next to a matching turn it still is."""
+    lone = window("lone", 0.9, ["user: lint is failing"], 0)
+    pair = window(
+        "pair",
+        0.8,
+        [
+            "user: can you give me the command to mirror the big repo?",
+            "assistant: Run git-sync replicate --all-refs with GITSYNC_SOURCE_TOKEN set.",
+        ],
+        5,
+    )
+    from memd.text.searchterms import terms as lexical_terms
+
+    query = lexical_terms(normalize_query("How do I mirror the big repo with git-sync again?"))
+    plan = choose([hit(lone), hit(pair)], set(), 1500, query, brief=False)
+    text = render(plan.items, plan.footer)
+    assert "GITSYNC_SOURCE_TOKEN" in text and "big repo?" in text
+    assert "lint is failing" not in text
+    alone = choose([hit(lone)], set(), 1500, query, brief=False)
+    assert not alone.items and alone.reason == "nothing fits in the budget"
+
+
+def test_a_typed_memory_stays_when_the_line_shown_from_its_turn_is_cut() -> None:
+    """Defect: a bug fix whose source turn was shown as an excerpt line was left out ("its
+    turns are already shown"), though the line shown said nothing of the fix."""
+    excerpt = window(
+        "x",
+        0.9,
+        ["assistant: The otel settings broke the boot with a BadMapError in the processor."],
+        0,
+    )
+    fix = hit(
+        {
+            "id": "fix",
+            "kind": "bugfix",
+            "text": "BadMapError at boot - fixed by using `traces_exporter: :stdout` instead of "
+            "a nested processor map",
+            "score": 0.8,
+            "sources": [{"uuid": "t0", "timestamp": "2026-11-20T10:00:00Z"}],
+        }
+    )
+    from memd.text.searchterms import terms as lexical_terms
+
+    query = lexical_terms(normalize_query("the app refuses to boot with a map error after otel"))
+    plan = choose([hit(excerpt), fix], set(), 1500, query, brief=False)
+    assert "traces_exporter" in render(plan.items, plan.footer)
+    same = hit(
+        {**excerpt, "id": "same", "kind": "fact", "text": excerpt["text"][13:], "score": 0.5}
+    )
+    plan = choose([hit(excerpt), same], set(), 1500, query, brief=False)
+    assert [item.memory.id for item in plan.items] == ["x"]  # saying it again: left out
+    assert any(x.reason == "its turns are already shown" for x in plan.left_out)
+
+
 def test_a_turn_up_to_whole_turn_chars_is_shown_whole() -> None:
     """A turn of a few sentences is shown whole (cut to one matching sentence, it would lose
     what else it said); a longer one is cut to its matching sentences."""

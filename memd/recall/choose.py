@@ -129,6 +129,8 @@ def choose(
                 picked[r.id].add(n)
                 covered.add(uuid)
                 continue
+            if not lexical.weighted_match(weights, turns[n][1]):
+                continue  # a turn with none of the prompt's terms only joins its neighbours
             display, turns_shown = show_turns(turns, [n], weights), frozenset([uuid])
             day = day or day_of(r)
         elif r.id in items:
@@ -141,10 +143,15 @@ def choose(
             display, day = whole_excerpt(r), split[r.id][0] or day_of(r)
         else:
             turns_shown = frozenset(source_uuids(r))
-            if r.kind != "summary" and turns_shown and turns_shown <= covered:
+            display, day = cut_item(r.text, weights), ""
+            if (
+                r.kind != "summary"
+                and turns_shown
+                and turns_shown <= covered
+                and repeats(display, kept)
+            ):  # a line shown may be cut short of what this memory says: then it stays
                 plan.left_out.append(left(r, "its turns are already shown"))
                 continue
-            display, day = cut_item(r.text, weights), ""
             if r.kind == "summary" and repeats(display, kept):
                 plan.left_out.append(left(r, "repeats what the items below say"))
                 continue
