@@ -139,6 +139,19 @@ def test_real_sessions_give_typed_knowledge_from_the_work(
     assert any("DIALYZER" in t and "CREDO" in t for t in texts)
 
 
+def test_a_subagents_report_gives_a_finding_per_named_section(
+    real_candidates: list[tuple[Segment, Candidate]],
+) -> None:
+    """The Elixir session's subagent reported six packages under their own headings; the
+    sixth one's version sat in the middle of the report, which was cut away (the report was
+    kept to 1,500 characters, then four sentences), and the headings were dropped."""
+    facts = [c.text for _, c in real_candidates if c.kind == "fact"]
+    ash = [t for t in facts if t.startswith("Check OTEL hex package versions: opentelemetry_ash")]
+    assert len(ash) == 1 and "0.1.3" in ash[0], ash
+    assert any("opentelemetry_phoenix" in t and "2.0.1" in t for t in facts)
+    assert not any(t.startswith("Check OTEL hex package versions: Example") for t in facts)
+
+
 def test_first_start_backfills_the_transcripts_already_there(tmp_path: Path) -> None:
     """A first start with history on disk: the daemon reads it as finished sessions in the
     background, `memd status` shows the progress and then what it learned."""

@@ -24,7 +24,7 @@ def test_each_list_keeps_its_words() -> None:
         "MEMORY_KEY": (sw.MEMORY_KEY, 28),
         "SMALL_TALK": (sw.SMALL_TALK, 27),
         "FORGET_REQUEST": (sw.FORGET_REQUEST, 25),
-        "HEADING_GENERIC": (sw.HEADING_GENERIC, 38),
+        "HEADING_GENERIC": (sw.HEADING_GENERIC, 42),
         "GLOSS_GENERIC": (sw.GLOSS_GENERIC, 10),
         "ARTICLES": (sw.ARTICLES, 3),
     }

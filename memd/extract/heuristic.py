@@ -48,7 +48,7 @@ from memd.extract.records import (
     edits,
     files_candidate,
     plan_candidate,
-    report_candidate,
+    report_candidates,
     todo_candidates,
 )
 from memd.extract.redact import redact
@@ -247,9 +247,7 @@ def work_candidates(
             elif call.name == "AskUserQuestion" and call.status == "ok":
                 out += answer_candidates(turn, call.result)
             elif call.name in ("Task", "Agent", "TaskNotification") and call.status == "ok":
-                cand = report_candidate(turn, str(call.args.get("description") or ""), call.result)
-                if cand is not None:
-                    out.append(cand)
+                out += report_candidates(turn, str(call.args.get("description") or ""), call.result)
         if not ep.calls:
             continue
         changed = edits(ep, roots)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memd.extract import vocabulary as vocab
-from memd.extract.episodes import Episode, informative, split_sentences
+from memd.extract.episodes import Episode, heading, informative, split_sentences
 from memd.extract.evidence import shell_commands, tool_path
 from memd.extract.rules import IMPORTANCE
 from memd.extract.rules import clip_words as clip
@@ -358,22 +358,53 @@ class Commands:
         ]
 
 
-def report_candidate(turn: Turn, description: str, report: str) -> Candidate | None:
-    """A subagent's report to the parent agent: what it found, as a finding of the session
-    (a background agent's launch notice is not a report)."""
+def report_candidates(turn: Turn, description: str, report: str) -> list[Candidate]:
+    """A subagent's report to the parent agent: what it found, as findings of the session (a
+    background agent's launch notice is not a report). Its opening sentences are one finding;
+    each later section under a heading that names something ("### 6. opentelemetry_ash") is
+    another, so what the report says of its sixth package is not cut away with the rest."""
     if _LAUNCHED.search(report[:300]):
-        return None
+        return []
     text = informative(report)
     if not text:
-        return None
+        return []
     said = [s for s in split_sentences(text) if len(s) > 25][:4]
     if not said:
-        return None
+        return []
     lead = f"{description.strip().rstrip('.')}: " if description.strip() else ""
-    return Candidate(
-        kind="fact",
-        text=clip(lead + " ".join(said), 420),
-        topic=clip(description, 80),
-        importance=0.45,
-        source_uuids=[turn.uuid],
-    )
+    opening = clip(lead + " ".join(said), 420)
+
+    def finding(body: str) -> Candidate:
+        return Candidate(
+            kind="fact",
+            text=body,
+            topic=clip(description, 80),
+            importance=0.45,
+            source_uuids=[turn.uuid],
+        )
+
+    out = [finding(opening)]
+    for title, body in report_sections(report):
+        content = " ".join(informative(body).split("\n"))
+        if content and title not in opening and len(out) <= MAX_REPORT_SECTIONS:
+            out.append(finding(clip(f"{lead}{title}: {content}", 300)))
+    return out
+
+
+MAX_REPORT_SECTIONS = 8
+"""A report's sections filed as findings of their own, at most."""
+_FENCE = re.compile(r"^\s*```.*?^\s*```[^\n]*$", re.MULTILINE | re.DOTALL)
+
+
+def report_sections(report: str) -> list[tuple[str, str]]:
+    """A report's sections whose heading names something, as (heading, body without code
+    blocks); none unless there are at least two (one heading is a title, not a list)."""
+    sections: list[tuple[str, list[str]]] = []
+    for line in _FENCE.sub("", report).split("\n"):
+        bare = line.strip().replace("**", "")
+        if bare.startswith("#"):
+            sections.append((heading(bare), []))
+        elif sections:
+            sections[-1][1].append(line)
+    named = [(title, "\n".join(body)) for title, body in sections if title]
+    return named if len(named) >= 2 else []

@@ -42,8 +42,9 @@ TOOL_ARGS: dict[str, dict[str, int]] = {
 }
 """Per tool, the input fields extraction reads and how many characters of each are kept (a
 list or dict field is kept as JSON-able data within that many characters of JSON)."""
-RESULT_CHARS = {"Bash": 1200, "Task": 1500, "Agent": 1500, "AskUserQuestion": 800}
-"""Characters of a call's result kept (its start and its end); other tools keep 300."""
+RESULT_CHARS = {"Bash": 1200, "Task": 5000, "Agent": 5000, "AskUserQuestion": 800}
+"""Characters of a call's result kept (its start and its end); other tools keep 300. A
+subagent's report (Task, Agent) is the finding of the parent session: most of it is kept."""
 USER_SHELL_ID = "user-shell"
 """The id of a command the user ran in Claude Code's shell mode; its output joins it."""
 _SHELL_PART = re.compile(r"<bash-(input|stdout|stderr)>(.*?)(?:</bash-\1>|\Z)", re.DOTALL)

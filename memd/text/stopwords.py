@@ -229,7 +229,7 @@ HEADING_GENERIC = _listed(
     summary overview changes change made key what changed files modified updated results result
     findings next steps notes details implementation conclusion conclusions recommendation
     recommendations status context background problem solution analysis approach plan testing
-    tests verification the of and a
+    tests verification sources references example examples the of and a
     """
 )
 """A reply's heading made only of these words is structure ("## Summary of changes"), not
