@@ -569,6 +569,16 @@ def test_topics_and_keywords_never_come_from_markup_or_redaction_labels() -> Non
         ("ruff format .", "format"),
         ("pnpm run build", "build"),
         ("make build", "build"),
+        ("uv run alembic upgrade head", "migrate"),
+        ("python manage.py migrate", "migrate"),
+        ("mix ecto.migrate", "migrate"),
+        ("pnpm run db:migrate", "migrate"),
+        ("kubectl apply -f k8s/", "deploy"),
+        ("helm upgrade --install api ./chart", "deploy"),
+        ("fly deploy", "deploy"),
+        ("act --container-architecture linux/amd64 -j test", "ci"),
+        ("actionlint", None),
+        ("kubectl get pods", None),
         ("make", None),  # the default target may be anything: no purpose is guessed
         ("make serve", None),
     ],
@@ -577,6 +587,28 @@ def test_command_families_only_where_the_command_says_it(command: str, family: s
     from memd.extract.vocabulary import command_family
 
     assert command_family(command) == family
+
+
+def test_migrations_deploys_and_local_ci_runs_that_worked_are_how_to_do_it() -> None:
+    """#30: commands that migrate or deploy and succeeded say how it is done in this project,
+    like tests and builds; a failed deploy is not offered as the way to deploy."""
+    work = seg(
+        turn(1, "user", "Please apply the new migration and ship it."),
+        turn(2, "assistant", "Migrating.", ("Bash", f"cd {CWD} && uv run alembic upgrade head")),
+        turn(3, "assistant", "Deploying.", ("Bash", "fly deploy --remote-only")),
+        turn(4, "assistant", "Checking CI.", ("Bash", "act --container-architecture linux/amd64")),
+    )
+    texts = {c.text for c in by_kind(HeuristicExtractor().extract(work), "fact")}
+    assert "Migrations run with `uv run alembic upgrade head`" in texts
+    assert "Deploys run with `fly deploy --remote-only`" in texts
+    assert "The CI workflow runs locally with `act --container-architecture linux/amd64`" in texts
+    failed = seg(
+        turn(1, "user", "Deploy it please."),
+        turn(2, "assistant", "Deploying.", ("Bash", "kubectl apply -f k8s/")),
+    )
+    failed.turns[1].tools[0].status = "error"
+    texts = {c.text for c in HeuristicExtractor().extract(failed)}
+    assert not any(t.startswith("Deploys run with") for t in texts), texts
 
 
 def test_a_reply_heading_that_names_something_is_kept() -> None:

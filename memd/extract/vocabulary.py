@@ -141,6 +141,9 @@ _FAMILIES: list[tuple[str, re.Pattern[str]]] = [
         ("lint", r"^(?:ruff(?: check)?\b|eslint|flake8|pylint|cargo clippy|golangci-lint|(?:npm|pnpm|yarn|bun) (?:run )?lint)"),
         ("test", r"^(?:pytest|py\.test|jest|vitest|mocha|rspec|tox|unittest|cargo test|go test|(?:npm|pnpm|yarn|bun) (?:run )?test|make test)"),
         ("build", r"^(?:cargo build|go build|docker build|docker compose build|build\b|make build$|(?:(?:npm|pnpm|yarn|bun) )?(?:(?:run|turbo|turbo run|nx|nx run) )?build\b)"),
+        ("migrate", r"^(?:alembic upgrade|(?:python3? )?\S*manage\.py migrate|prisma migrate|(?:bin/)?rails db:migrate|rake db:migrate|mix ecto\.migrate|knex migrate|sequelize db:migrate|goose\b.*\bup\b|flyway migrate|dbmate up|diesel migration run|sqlx migrate run|make migrate$|(?:npm|pnpm|yarn|bun) (?:run )?(?:db:)?migrat)"),
+        ("deploy", r"^(?:kubectl apply|helm (?:upgrade|install)|terraform apply|flyctl deploy|fly deploy|vercel deploy|vercel\b.*--prod|netlify deploy|serverless deploy|sls deploy|gcloud (?:app|run|functions) deploy|cap \S+ deploy|cdk deploy|wrangler (?:deploy|publish)|make deploy$|(?:npm|pnpm|yarn|bun) (?:run )?deploy)"),
+        ("ci", r"^act(?: |$)"),
     )
 ]  # fmt: skip
 FAMILY_TEXT = {
@@ -149,6 +152,9 @@ FAMILY_TEXT = {
     "format": "Formatting runs",
     "typecheck": "Type checks run",
     "build": "The build runs",
+    "migrate": "Migrations run",
+    "deploy": "Deploys run",
+    "ci": "The CI workflow runs locally",
 }
 
 
