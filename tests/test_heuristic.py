@@ -366,6 +366,8 @@ def test_secrets_never_reach_candidates() -> None:
         ("assistant", "Here's what was completed:"),  # the lead-in of a list
         ("assistant", "The implementation is complete - we successfully:"),
         ("assistant", "Let me fix it by removing the propagator setup."),  # an intention
+        ("assistant", "TODO App Creation Complete"),  # a heading naming the product
+        ("user", "The TODO List component renders every item twice."),
     ],
 )
 def test_questions_hedges_and_narration_are_not_memories(role: str, sentence: str) -> None:

@@ -296,6 +296,23 @@ def test_a_command_the_user_ran_is_a_bash_call_with_its_output() -> None:
     assert not any("bash-input" in t for t in texts)
 
 
+def test_a_build_left_failing_says_its_error(
+    real_candidates: list[tuple[Segment, Candidate]],
+) -> None:
+    """The Next.js session ended with `npm run build` failing; the todo said only "(failed)",
+    so "the production build fails, have we seen this?" found nothing of the error."""
+    todos = [c.text for _, c in real_candidates if c.kind == "todo"]
+    assert (
+        "Still failing at the end of the session: `npm run build` "
+        "(TypeError: generate is not a function)" in todos
+    ), todos
+    from memd.extract.records import error_line
+
+    assert error_line("src/a.ts(3,1): error TS2304: Cannot find name 'x'.").startswith("src/a.ts")
+    assert error_line("error[E0308]: mismatched types") == "error[E0308]: mismatched types"
+    assert error_line("3 errors found\nno error here") == ""
+
+
 def test_a_compaction_summary_gives_its_fixes_and_key_concepts() -> None:
     """Claude Code's own summary of a compacted session: the errors it says were fixed, and
     the key concepts that name code; never its pending tasks or current work."""

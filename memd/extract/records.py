@@ -296,6 +296,23 @@ _RUN_SUMMARY = re.compile(
 )
 
 
+_ERROR_LINE = re.compile(
+    r"\b[A-Z]\w*(?:Error|Exception)\b|\b(?:error|ERROR)(?:\[\w+\]| [A-Z]+\d+)?\s*[:\]]"
+    r"|^error\b|\bpanic:",
+    re.M,
+)
+
+
+def error_line(result: str) -> str:
+    """The last line of a failed run that names its error ("[TypeError: generate is not a
+    function]"), cut to 100 characters; "" when none does."""
+    for line in reversed(result.splitlines()):
+        line = line.strip(" \t>[]")
+        if _ERROR_LINE.search(line) and len(line) > 8:
+            return clip(line, 100)
+    return ""
+
+
 def run_summary(result: str) -> str:
     """A test or check run's verdict line ("5 failed, 6 passed in 0.37s"), else ""."""
     found = _RUN_SUMMARY.findall(result)
@@ -316,7 +333,7 @@ class Commands:
             family = vocab.command_family(cmd)
             if family and family != "format":
                 failed = status == "error" or bool(re.search(r"\b[1-9]\d* failed\b", result))
-                verdict = (run_summary(result) or "failed") if failed else ""
+                verdict = (run_summary(result) or error_line(result) or "failed") if failed else ""
                 self.last[family] = (cmd, turn.uuid, verdict)
         if status not in ("ok", ""):  # "": no result recorded (it did not fail)
             return

@@ -216,10 +216,11 @@ NOT_DONE = _rx(
 )
 """What makes a completion only partial, conditional or future."""
 TODO_MARK = re.compile(
-    r"\b(?:TODO|FIXME|XXX)\b(?!(?:[- ](?:app|apps|list|lists|item|items|component|components"
+    r"\b(?:TODO|FIXME|XXX)\b(?!(?i:[- ](?:app|apps|list|lists|item|items|component|components"
     r"|page|model|models|type|types|application)\b)|s\b)"
 )
-"""A to-do marker ("TODO: add the CI job"), not a product's name ("the TODO app")."""
+"""A to-do marker ("TODO: add the CI job"), not a product's name ("the TODO app", "TODO App
+Creation Complete")."""
 TODO = _rx(
     r"\bstill (?:need|needs|have|has) to\b|\bstill (?:missing|pending|open|to do)\b",
     r"\b(?:next steps?|remaining work|left to do|to do next)\b"
