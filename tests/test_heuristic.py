@@ -367,11 +367,28 @@ def test_secrets_never_reach_candidates() -> None:
         ("assistant", "The implementation is complete - we successfully:"),
         ("assistant", "Let me fix it by removing the propagator setup."),  # an intention
         ("assistant", "TODO App Creation Complete"),  # a heading naming the product
+        ("user", "Using commit message: Create a hello script"),  # a pasted log line
+        ("assistant", "Out of scope for `/simplify`; worth a follow-up if you want it."),  # offer
+        ("assistant", "Committing as a follow-up to the review findings."),  # what it does now
         ("user", "The TODO List component renders every item twice."),
     ],
 )
 def test_questions_hedges_and_narration_are_not_memories(role: str, sentence: str) -> None:
     assert classify(sentence, role) is None
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        ("Always write commit messages in the imperative.", "preference"),
+        ("Commit messages: use conventional commits.", "preference"),
+        ("提交信息统一用英文。", "preference"),
+        ("Removing the dead TaskStart paths still needs a follow-up PR.", "todo"),
+    ],
+)
+def test_commit_rules_and_follow_ups_that_are_meant(sentence: str, kind: str) -> None:
+    role = "assistant" if sentence.startswith("Removing") else "user"
+    assert classify(sentence, role) == kind
 
 
 def test_deterministic() -> None:

@@ -349,14 +349,18 @@ def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
     if BUG_CAUSE.search(s) or (_CAUSE_LOOSE.search(s) and (_FAILURE.search(s) or is_work())):
         return "bugfix"
     if COMMIT_STYLE.search(s):  # "fix: for bug fixes, feat: for features" is a convention
-        return "preference" if role == "user" and not narration else None
+        # ... said as a rule: "Using commit message: Create a hello script" is a log line
+        ruled = _RULE_WORD.search(s) or ("fix:" in s and "feat:" in s)
+        return "preference" if role == "user" and not narration and ruled else None
     if BUG_FIX.search(s):
         # "Let me fix it by ..." is an intention; "已修复：..." is a fix reported
         return None if role == "assistant" and _NARRATION.match(s) else "fix"
     if states_completion(s) or TODO_CLOSED.search(s):
         return "progress"
     if (TODO_MARK.search(s) and _says_what(TODO_MARK.sub(" ", s))) or (
-        not narration and (TODO.search(s) or (_TODO_LATER.search(s) and is_work()))
+        not narration
+        and not (role == "assistant" and _OFFER_OR_DOING.search(s))
+        and (TODO.search(s) or (_TODO_LATER.search(s) and is_work()))
     ):
         return "todo"
     if role == "user" and PREFERENCE.search(s) and is_work():
@@ -381,12 +385,24 @@ def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
     return None
 
 
+_OFFER_OR_DOING = _rx(
+    r"\bif you (?:want|like|'d like|prefer|need)\b|\bwant me to\b|\bshall I\b|^\w+ing (?:as|now|this|that|it|them)\b",
+    r"如果你(?:想|需要|愿意)|要我|需要我",
+)
+"""An agent's offer ("worth a follow-up if you want it") or what it is doing as it speaks
+("Committing as a follow-up to the review"): not work left open."""
 COMMIT_STYLE = _rx(
     r"\bcommit (?:message|messages|style|subject|subjects|format|convention|conventions)\b"
     r"|\bconventional commits?\b|\bgitmoji\b",
     r"提交信息|提交说明|提交规范|commit 规范",
 )
 """A sentence about how commits are written: a preference, never a bug fix for its "fix:"."""
+_RULE_WORD = _rx(
+    r"\b(?:always|never|should|must|prefer|please|don'?t|do not|use|keep|want|like|we|our|my"
+    r"|i|follow|write|start|end|no|only|max|maximum|imperative|lowercase|capitali[sz]e)\b",
+    r"要|请|必须|不要|别|统一|用|应该|习惯|喜欢|我们|只",
+)
+"""A word that makes a sentence about commits a rule ("always", "use", "we")."""
 TODO_CLOSED = _rx(
     r"\b(?:that|the|this|our|my|your)\s+(?:todo|to-do|task|item)s?\s+(?:is|are|was|were|'s"
     r"|has been|have been|can be)\s+(?:now\s+|already\s+|finally\s+)?(?:done|closed|finished"
