@@ -7,7 +7,7 @@ not pay for the models' own imports (hashlib's OpenSSL, dataclasses, datetime) a
 
 from memd.kinds import NAMES as KINDS
 
-__all__ = ["JOB_NAMES", "KINDS", "STATUSES", "STOPPED_TOPIC", "USER_SCOPE"]
+__all__ = ["COMMANDS_TOPIC", "JOB_NAMES", "KINDS", "STATUSES", "STOPPED_TOPIC", "USER_SCOPE"]
 
 STATUSES = ("active", "superseded", "archived")
 JOB_NAMES = ("decay", "dedupe", "cleanup", "optimize")
@@ -17,3 +17,6 @@ USER_SCOPE = "user:global"
 STOPPED_TOPIC = "where the work stopped"
 """The topic of a segment's progress memory that says where its work stopped (the brief's
 "Last session" shows the newest)."""
+COMMANDS_TOPIC = "commands"
+"""The topic of the facts that say how the project's checks run ("Tests run with `pytest -q`"):
+the session brief shows the newest of each."""

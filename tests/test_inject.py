@@ -276,6 +276,26 @@ def test_session_start_brief(app: App, tmp_path: Path) -> None:
     assert "force-push" in inj.session_context({**again, "source": "compact"}).text
 
 
+def test_the_brief_says_how_the_checks_run(app: App, tmp_path: Path) -> None:
+    """A session starts knowing how this project tests, lints and builds: the newest command
+    of each check the transcripts show worked, never an older one of the same check."""
+    p = make_project(tmp_path, "cmds")
+    old = Memory(
+        text="Tests run with `python -m unittest`",
+        kind="fact",
+        project=p,
+        topic="commands",
+        created_at="2026-01-01T00:00:00+00:00",
+    )
+    app.store.write([old], {})
+    for text in ("Tests run with `uv run pytest -q`", "Linting runs with `uv run ruff check`"):
+        app.store.write([Memory(text=text, kind="fact", project=p, topic="commands")], {})
+    add(app, p, "The staging box has 16 GB of memory.", kind="fact")
+    text = Injector(app, app.settings).session_context({"cwd": p, "session_id": "c1"}).text
+    assert "uv run pytest -q" in text and "uv run ruff check" in text
+    assert "unittest" not in text and "16 GB" not in text
+
+
 def test_pinned_memories_survive_a_tiny_brief_budget(app: App, tmp_path: Path) -> None:
     p = make_project(tmp_path, "p")
     add(app, p, "Pinned: the staging database is read-only on Fridays.", pin=True)

@@ -15,6 +15,7 @@ from memd.extract.evidence import shell_commands, tool_path
 from memd.extract.rules import IMPORTANCE
 from memd.extract.rules import clip_words as clip
 from memd.models import Candidate, ToolCall, Turn
+from memd.names import COMMANDS_TOPIC
 from memd.project import repo_relative
 
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
@@ -366,7 +367,7 @@ class Commands:
             Candidate(
                 kind="fact",
                 text=f"{vocab.FAMILY_TEXT[family]} with `{cmd}`",
-                topic="commands",
+                topic=COMMANDS_TOPIC,
                 keywords=[family, cmd.split()[0]],
                 importance=0.5,
                 source_uuids=uuids[:5],

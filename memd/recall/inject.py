@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memd import kinds
 from memd.extract import forget_requests
 from memd.models import USER_SCOPE, Memory
-from memd.names import STOPPED_TOPIC
+from memd.names import COMMANDS_TOPIC, STOPPED_TOPIC
 from memd.project import session_project
 from memd.recall import retrieve, stale
 from memd.recall.block import render
@@ -56,6 +56,10 @@ BRIEF_LIMITS = {k.name: k.brief_limit for k in kinds.KINDS if k.brief_limit}
 """How many of each kind a session-start brief considers before the budget trims it (the one
 progress memory is where the last session's work stopped)."""
 BRIEF_BASE = {"pinned": 4.0, **{k.name: k.brief_base for k in kinds.KINDS if k.brief_limit}}
+BRIEF_COMMANDS = 5
+"""How many of the project's commands ("Tests run with `pytest -q`") a brief considers: the
+newest of each check, so a session starts knowing how to test, build and lint."""
+BRIEF_COMMAND_BASE = 1.4
 
 
 @dataclass
@@ -181,22 +185,30 @@ class Injector:
         )
 
     def brief(self, project: str, session_id: str = "") -> list[Hit]:
-        """Pinned memories, open TODOs, recent decisions, preferences, the last summary: as
-        results in the recall shape, ranked by the recall's own weights (no query, so no
-        relevance: importance, recency and pinning)."""
+        """Pinned memories, open TODOs, recent decisions, preferences, how the checks run, the
+        last summary: as results in the recall shape, ranked by the recall's own weights (no
+        query, so no relevance: importance, recency and pinning)."""
         kinds = sorted(BRIEF_LIMITS)
         where = match(project=[project, USER_SCOPE], status="active") & (
-            match(pinned=True) | match(kind=kinds)
+            match(pinned=True) | match(kind=kinds) | match(kind="fact", topic=COMMANDS_TOPIC)
         )
         memories = self.app.store.query(where)
         memories.sort(key=lambda m: m.said_at(), reverse=True)
         weights = retrieve.weights_from(self.settings)
         out: list[Hit] = []
         taken: dict[str, int] = {}
+        checks: set[str] = set()
         for m in memories:
             if m.status != "active":
                 continue
             section = "pinned" if m.pinned else m.kind
+            if not m.pinned and m.kind == "fact":  # a command: the newest of each check
+                check = m.text.split(" with `", 1)[0]
+                if m.project == USER_SCOPE or check in checks or len(checks) >= BRIEF_COMMANDS:
+                    continue
+                checks.add(check)
+                out.append(retrieve.brief_result(m, weights, BRIEF_COMMAND_BASE))
+                continue
             if not m.pinned:
                 if m.project == USER_SCOPE and m.kind != "preference":
                     continue
