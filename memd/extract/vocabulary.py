@@ -158,13 +158,27 @@ FAMILY_TEXT = {
 }
 
 
+_TASK_RUNNER = re.compile(
+    r"^(?:mise (?:run |r )?|just |make |task |npm run |pnpm (?:run )?|yarn (?:run )?|bun run )"
+    r"(?P<task>[\w-]+)(?::[\w:-]+)?(?:\s|$)"
+)
+"""A task runner's task (``mise run lint:go``, ``just test``, ``make fmt``): its name says
+which check it is."""
+_TASKS = {
+    "test": "test", "tests": "test", "lint": "lint", "fmt": "format", "format": "format",
+    "typecheck": "typecheck", "type-check": "typecheck", "types": "typecheck",
+    "build": "build", "migrate": "migrate", "deploy": "deploy",
+}  # fmt: skip
+
+
 def command_family(cmd: str) -> str | None:
     program, rest = _program(cmd)
     line = f"{program} {rest}".strip()
     for family, rx in _FAMILIES:
         if rx.search(line):
             return family
-    return None
+    task = _TASK_RUNNER.match(line)
+    return _TASKS.get(task.group("task")) if task else None
 
 
 _EXT_TECH = {
