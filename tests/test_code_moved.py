@@ -287,3 +287,19 @@ def test_what_was_seen_survives_a_restart(tmp_path: Path) -> None:
         assert changed.text() == "`load_config` changed since 2026-11-02"
     finally:
         state.close()
+
+
+def test_a_project_whose_tree_is_not_here_is_not_checked(tmp_path: Path) -> None:
+    """Defect: a memory of a project checked out on another machine (a cwd that does not exist
+    here) was marked "may be outdated: `connect` no longer in `net.py`" for each name an edit
+    recorded, since a missing tree mentions nothing."""
+    from hitdata import hit
+
+    text = "Files changed for timeouts: `net.py` (limit_rate, connect)"
+    away = str(tmp_path / "elsewhere")
+    assert CodeCheck().marker(away)(hit({"id": "m", "text": text, "project": away})) == ""
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / "net.py").write_text("def other():\n    return 1\n")
+    marked = CodeCheck().marker(str(here))(hit({"id": "m", "text": text, "project": str(here)}))
+    assert "no longer in `net.py`" in marked

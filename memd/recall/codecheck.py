@@ -182,8 +182,8 @@ class CodeCheck:
         references are in place (or it has none), else what became of them. At most
         :data:`MAX_CHECKED` candidates of a block are checked; past
         :data:`SEARCH_BUDGET_SECONDS`, searches give up. Never raises."""
-        if not cwd or not os.path.isabs(cwd):  # a relative cwd names no directory here
-            return lambda result: ""
+        if not cwd or not os.path.isabs(cwd) or not os.path.isdir(cwd):
+            return lambda result: ""  # no working tree here to tell what became of the code
         project = resolve_project(cwd)
         started = time.monotonic()
         checked = 0
