@@ -515,9 +515,15 @@ def test_the_block_is_filled_turn_by_turn() -> None:
 
 
 def test_a_turn_without_the_prompts_terms_only_joins_its_neighbours() -> None:
-    """A request line with nothing of the prompt ("lint is failing") is not shown on its own:
-    in real work it says nothing without its answer. Next to a matching turn it still is."""
-    lone = window("lone", 0.9, ["user: lint is failing"], 0)
+    """A request line with nothing of the prompt ("lint is failing") is not shown on its own
+    when another turn of its excerpt carries the prompt's terms: it says nothing without its
+    answer. Next to a matching turn it still is."""
+    lone = window(
+        "lone",
+        0.9,
+        ["user: lint is failing", "assistant: " + "The mirror of the big repo needs gofmt. " * 40],
+        0,
+    )
     pair = window(
         "pair",
         0.8,
@@ -534,8 +540,11 @@ def test_a_turn_without_the_prompts_terms_only_joins_its_neighbours() -> None:
     text = render(plan.items, plan.footer)
     assert "GITSYNC_SOURCE_TOKEN" in text and "big repo?" in text
     assert "lint is failing" not in text
-    alone = choose([hit(lone)], set(), 1500, query, brief=False)
-    assert not alone.items and alone.reason == "nothing fits in the budget"
+    # An excerpt relevant by meaning alone (no turn carries a prompt term: another language,
+    # other words) is still shown: "我日常用的编辑器是什么？" and "我已经改用 Neovim 了".
+    meant = window("meant", 0.9, ["user: 我已经改用 Neovim 了，不用再维护那份插件配置。"], 9)
+    plan = choose([hit(meant)], set(), 1500, query, brief=False)
+    assert "Neovim" in render(plan.items, plan.footer)
 
 
 def test_a_typed_memory_stays_when_the_line_shown_from_its_turn_is_cut() -> None:

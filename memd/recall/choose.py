@@ -101,6 +101,11 @@ def choose(
     weights = lexical.local_weights(query_terms, (r.text for r in relevant))
     split = {r.id: excerpt_turns(r) for r in relevant if r.kind == "excerpt"}
     pieces = ranked_pieces(relevant, weights, split)
+    worded = {  # the excerpts some turn of which carries the prompt's terms
+        mid
+        for mid, (_, turns) in split.items()
+        if turns and any(lexical.weighted_match(weights, line) for _, line in turns)
+    }
     pinned_total = sum(1 for r in relevant if r.pinned) if brief else 0
     disagreements = Disagreements(vectors or {}, model_id)
     covered: set[str] = set()
@@ -129,7 +134,7 @@ def choose(
                 picked[r.id].add(n)
                 covered.add(uuid)
                 continue
-            if not lexical.weighted_match(weights, turns[n][1]):
+            if r.id in worded and not lexical.weighted_match(weights, turns[n][1]):
                 continue  # a turn with none of the prompt's terms only joins its neighbours
             display, turns_shown = show_turns(turns, [n], weights), frozenset([uuid])
             day = day or day_of(r)
