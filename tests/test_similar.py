@@ -60,6 +60,14 @@ COMPATIBLE = [
     ("The analytics database is ClickHouse.", "The billing database is PostgreSQL 16."),
     ("The API server also exposes metrics on port 9100.", "The API server listens on port 8080."),
     ("数据库每天凌晨备份一次", "数据库使用 PostgreSQL 16"),
+    # Two packages of one report, one "NOT deprecated": two things, not a negation (a subagent's
+    # report filed per section had the second supersede the first).
+    (
+        "opentelemetry_exporter: - Latest Version: 1.10.0 (released October 17, 2025) - Status: "
+        "Still active and maintained (NOT deprecated)",
+        "opentelemetry_ash: - Latest Version: 0.1.3 (released July 11, 2025) - Note: Very new "
+        "package, still in early development",
+    ),
 ]
 
 

@@ -407,6 +407,11 @@ def _use_for(new: str, old: str) -> bool:
     return _dice(a[1], b[1]) >= 0.66
 
 
+def _names(values: frozenset[str]) -> bool:
+    """Whether ``values`` hold a code name or a version (``opentelemetry_ash``, ``0.1.3``)."""
+    return any("_" in v or any(ch.isdigit() for ch in v) for v in values)
+
+
 def conflict(new: str, old: str, cosine: float, model_id: str) -> Conflict:
     """Does ``new`` contradict ``old`` (same subject, different value or polarity)?"""
     replaced = _trigger(new, old)
@@ -425,7 +430,9 @@ def conflict(new: str, old: str, cosine: float, model_id: str) -> Conflict:
     shared_values = (fn.values & fo.values) | (fn.values & fo.words) | (fo.values & fn.words)
     extra_new, extra_old = frame_new - frame_old, frame_old - frame_new
     subject = _dice(frame_new, frame_old)
-    if fn.negated != fo.negated:
+    if fn.negated != fo.negated and not (_names(only_new) and _names(only_old)):
+        # (each side naming a thing the other lacks: "opentelemetry_ash 0.1.3" and
+        # "opentelemetry_exporter 1.10.0 (NOT deprecated)" are two, not one and its negation)
         core = len(shared) + len(shared_values)
         if core >= 2 and (shared_values or subject >= 0.5):
             cover = core / max(1, min(len(fn.words | fn.values), len(fo.words | fo.values)))
