@@ -4,7 +4,8 @@ ever presented as current?
 The corrected-facts set (``tests/labelled/corrections.jsonl`` for tuning,
 ``tests/labelled/corrections_heldout.jsonl`` held out, then read once its first figure was
 taken; ``corrections_heldout2.jsonl`` written later, blind, read in session 18;
-``corrections_heldout3.jsonl`` written blind in session 18, held out; all by people who had
+``corrections_heldout3.jsonl`` written blind in session 18, read there after its blind run;
+``corrections_heldout4.jsonl`` written blind in session 19, held out; all by people who had
 not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -52,6 +53,7 @@ SPLITS = {
     "heldout": ROOT / "tests" / "labelled" / "corrections_heldout.jsonl",
     "heldout2": ROOT / "tests" / "labelled" / "corrections_heldout2.jsonl",
     "heldout3": ROOT / "tests" / "labelled" / "corrections_heldout3.jsonl",
+    "heldout4": ROOT / "tests" / "labelled" / "corrections_heldout4.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
