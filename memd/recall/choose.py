@@ -100,12 +100,12 @@ def choose(
         return plan
     weights = lexical.local_weights(query_terms, (r.text for r in relevant))
     split = {r.id: excerpt_turns(r) for r in relevant if r.kind == "excerpt"}
-    pieces = ranked_pieces(relevant, weights, split)
-    worded = {  # the excerpts some turn of which carries the prompt's terms
-        mid
+    matches = {  # each excerpt turn's match with the prompt's terms
+        mid: [lexical.weighted_match(weights, line) for _, line in turns]
         for mid, (_, turns) in split.items()
-        if turns and any(lexical.weighted_match(weights, line) for _, line in turns)
+        if turns
     }
+    pieces = ranked_pieces(relevant, weights, matches)
     pinned_total = sum(1 for r in relevant if r.pinned) if brief else 0
     disagreements = Disagreements(vectors or {}, model_id)
     covered: set[str] = set()
@@ -134,7 +134,7 @@ def choose(
                 picked[r.id].add(n)
                 covered.add(uuid)
                 continue
-            if r.id in worded and not lexical.weighted_match(weights, turns[n][1]):
+            if not matches[r.id][n] and any(matches[r.id]):
                 continue  # a turn with none of the prompt's terms only joins its neighbours
             display, turns_shown = show_turns(turns, [n], weights), frozenset([uuid])
             day = day or day_of(r)
@@ -207,14 +207,12 @@ def priority(result: Hit) -> float:
 
 
 def ranked_pieces(
-    relevant: list[Hit],
-    weights: dict[str, float],
-    split: dict[str, tuple[str, list[tuple[str, str]] | None]],
+    relevant: list[Hit], weights: dict[str, float], matches: dict[str, list[float]]
 ) -> list[tuple[Hit, int | None]]:
     """What the block is filled from, best first: (memory, turn number) for each turn of an
     excerpt that is one line per turn, (memory, None) for any other memory; summaries last
-    (whether one repeats the items shown can only be told once those are chosen). ``split``:
-    each excerpt's :func:`excerpt_turns`.
+    (whether one repeats the items shown can only be told once those are chosen). ``matches``:
+    each such excerpt's turns' weighted matches with the prompt's terms.
 
     A turn scores its excerpt's priority plus ``LINE_MATCH`` times the weighted share of the
     prompt's terms it carries, so the turn that says what the prompt asks comes before its
@@ -223,8 +221,7 @@ def ranked_pieces(
     scored: list[tuple[bool, float, int, Hit, int | None]] = []
     for order, r in enumerate(relevant):
         base = priority(r)
-        turns = split[r.id][1] if r.id in split else None
-        if not turns:
+        if r.id not in matches:
             # A typed memory gets the same bonus for its own match, so a decision is not
             # pushed out by raw turns that say the same (typed ones keep their edge).
             match = lexical.weighted_match(weights, r.text) / total if total > 0 else 0.0
@@ -233,8 +230,8 @@ def ranked_pieces(
                 (summary, -(base + (0.0 if summary else LINE_MATCH * match)), order, r, None)
             )
             continue
-        for n, (_, line) in enumerate(turns):
-            match = lexical.weighted_match(weights, line) / total if total > 0 else 0.0
+        for n, weighted in enumerate(matches[r.id]):
+            match = weighted / total if total > 0 else 0.0
             scored.append((False, -(base + LINE_MATCH * match), order, r, n))
     scored.sort(key=lambda x: x[:3])
     return [(r, n) for _, _, _, r, n in scored]
