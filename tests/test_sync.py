@@ -19,7 +19,7 @@ from memd.daemon.app import App
 from memd.errors import ConfigError, UserError
 from memd.project import normalise_remote, portable_project
 from memd.settings import describe_settings, load_settings
-from memd.sync.engine import SyncError, engine_for
+from memd.sync.engine import SyncError, engine_for, explain_error
 
 REMOTE_HTTPS = "https://deploy:s3cr3tT0ken@GitHub.com/acme/widgets.git"
 REMOTE_SSH = "git@github.com:acme/widgets"
@@ -710,3 +710,16 @@ def test_the_scheduler_runs_sync_only_when_configured(tmp_path: Path) -> None:
         assert scheduler.triggers()["sync"].interval.total_seconds() == 7 * 60
     finally:
         state.close()
+
+
+def test_an_unreachable_server_on_a_port_with_403_in_it_is_unreachable() -> None:
+    """Defect (a flaky test): a refused connection to http://127.0.0.1:40313 was explained as
+    refused credentials, for the "403" inside the port."""
+    down = (
+        "Failed to connect to namespace: ListRequest { uri: Some(http://127.0.0.1:40313/memd-sync"
+        '?list-type=2), inner: Http(HttpError { kind: Connect, source: ConnectError("tcp connect '
+        'error", Connection refused) }) }'
+    )
+    assert explain_error(down).startswith("the storage is unreachable")
+    assert explain_error("HTTP 403 Forbidden").startswith("the storage refused the credentials")
+    assert explain_error("AccessDenied: Access Denied").startswith("the storage refused")

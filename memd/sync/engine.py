@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -79,9 +80,9 @@ def explain_error(text: str) -> str:
     low = text.lower()
     if "nosuchbucket" in low or "bucket does not exist" in low:
         return "the bucket does not exist: create it (e.g. `aws s3 mb s3://BUCKET`) or fix sync_uri"
-    if any(
+    if re.search(r"\b403\b", low) or any(  # a status, not a port such as :40313
         w in low
-        for w in ("invalidaccesskeyid", "signaturedoesnotmatch", "accessdenied", "403", "forbidden")
+        for w in ("invalidaccesskeyid", "signaturedoesnotmatch", "accessdenied", "forbidden")
     ):
         return (
             "the storage refused the credentials: check AWS_ACCESS_KEY_ID and "
