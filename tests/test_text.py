@@ -11,7 +11,8 @@ from memd.text.stems import grounding_stem, search_stem, statement_stem
 @pytest.mark.parametrize(
     ("word", "search", "statement", "grounding"),
     [
-        ("deployments", "deployment", "deployment", "deplo"),
+        ("deployments", "deployment", "deploy", "deplo"),  # statements drop "-ment"
+        ("announcements", "announcement", "announc", "annou"),
         ("committed", "committ", "commit", "commi"),  # statements drop the doubled consonant
         ("caches", "cach", "cach", "cache"),
         ("configure", "configure", "configur", "confi"),  # statements drop a final "e"

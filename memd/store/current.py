@@ -104,9 +104,12 @@ _CUE = re.compile(
     r"(?:updated|set|raised|lowered|changed) (?:the |its |our )?\S+(?: \S+)? to|"
     r"as of|started at|joined|is at|are at|agreed|decided|settled on"
     r"|go(?:ing)? with|going forward|from (?:this|the next|today|now)(?: \w+)? on"
-    r"|starting (?:today|now|this|with|from))\b"
+    r"|starting (?:today|now|this|with|from)"
+    r"|since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today"
+    r"|last \w+|this \w+|the \w+ (?:switch|move|migration|release|upgrade)))\b"
     r"|现在|改为|改成|改用|改了|换成|换为|换到|切换|迁移|迁到|不再|离职|回滚|退回|搬到|调到|调成|"
-    r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从|已经是|已是|已经换|已经改",
+    r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从|已经是|已是|已经换|已经改|"
+    r"其实是|看错|说错|记错|搞错|写错|设为|设成|统一用|统一为|统一成|重建|定在|改在|推迟到|提前到",
     re.I,
 )
 _ALSO = re.compile(
@@ -144,7 +147,8 @@ _APOSTROPHE = re.compile(r"(?<=\w)'(?=\w)")
 _VERSION = re.compile(r"^v?(\d+)\.\d+(?:\.\d+)*$")
 _CUE_BIGRAMS = _listed(
     "现在 改为 改成 改用 换成 换为 换到 切换 迁移 迁到 不再 离职 回滚 退回 搬到 调到 调成 提到 降到 "
-    "接手 交接 取代 替换 如今 目前 已经 帮我 一下 顺便"
+    "接手 交接 取代 替换 如今 目前 已经 帮我 一下 顺便 其实 实是 看错 说错 记错 搞错 写错 设为 设成 "
+    "统一 一用 一为 一成 重建 定在 改在 推迟 迟到 提前 前到"
 )
 
 
@@ -187,7 +191,7 @@ _NUMBER_WORDS = frozenset(
         "double",
     ]
 )
-_ASIDE = re.compile(r"\([^()]*\)")
+_ASIDE = re.compile(r"[(（][^()（）]*[)）]")
 _REF = re.compile(r"(?:#|\b(?:pr|issue|pull request|bead|ticket)s? #?)(\d+)\b")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]+")
 _NUMBER = re.compile(r"[v~^<>=]*\d[\d.,:x/_-]*[a-z%]{0,3}")
@@ -257,7 +261,7 @@ def claim(sentence: str) -> Claim | None:
         if _RETIRE_HINT.search(sentence)
         else set()
     )
-    plain = _ASIDE.sub(" ", folded) if "(" in folded else folded
+    plain = _ASIDE.sub(" ", folded) if "(" in folded or "（" in folded else folded
     return Claim(
         text=sentence,
         values=frozenset(values),
@@ -421,7 +425,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     if new.cue and short and counted <= MAX_VALUES:
         fresh = new.values - old.values - new.retired
         numbers = {v for v in old.values if _shape(v) == "number"}
-        if numbers and numbers <= new.anchors and not any(_shape(f) == "number" for f in fresh):
+        unsaid = {_shape(o) for o in old.values - new.anchors} | {"number"}
+        if numbers and numbers <= new.anchors and not any(_shape(f) in unsaid for f in fresh):
             fresh = frozenset()  # it says the older's numbers again ("back to JDK 17")
         latin = {x for x in shared if not _CJK_RUN.fullmatch(x)}
         for o in old.values - fresh:
@@ -444,8 +449,11 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     if o not in new.anchors and len(shared) >= 2 and latin:
                         return "a change to a new value"
                 # A number or a path on one subject word; a #channel on two ("posts releases
-                # to #ship-log" / "posts incidents to #inc-bridge": two channels).
-                elif len(latin - {o}) >= (2 if o.startswith("#") else 1):
+                # to #ship-log" / "posts incidents to #inc-bridge": two channels), or on one
+                # when the change names it as its target ("switched to #release-train").
+                elif len(latin - {o}) >= (
+                    2 if o.startswith("#") and not _switched_to(new.text, f) else 1
+                ):
                     return "a change to a new value"
         if len(shared - latin) >= 2 and (fresh or not numbers):
             return "a change on the same subject"
@@ -456,6 +464,18 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     if similar.conflict(new.text, old.text, cosine, model_id).sure:
         return "same subject, another value"
     return ""
+
+
+def _switched_to(sentence: str, value: str) -> bool:
+    """Whether ``sentence`` names ``value`` as the target of a change ("switched to
+    #release-train", "moved over to Buildkite")."""
+    m = re.search(
+        r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|chang(?:ed|ing)|migrat(?:ed|ing)|now)"
+        rf"\s+(?:over\s+)?(?:to|in|on|into)\s+`?{re.escape(value)}(?![\w-])",
+        sentence,
+        re.I,
+    )
+    return m is not None
 
 
 RESTATED_SUBJECT = 3

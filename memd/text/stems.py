@@ -56,6 +56,8 @@ def statement_stem(word: str) -> str:
         word = word[:-2]
     elif word.endswith("s") and not word.endswith("ss"):
         word = word[:-1]
+    if word.endswith("ment") and len(word) > 7:
+        word = word[:-4]  # "announcements" -> "announce"
     if word.endswith("e") and len(word) > 3:
         word = word[:-1]
     if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "slz":
