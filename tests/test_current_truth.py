@@ -407,6 +407,12 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("redis.conf now says maxmemory = 2gb (commit 9f1e2d3 by Ana, 'raise the cache ceiling for peak load').", "redis.conf sets maxmemory = 512mb with allkeys-lru."),
         ("Push them to metrics-eu-2; metrics-eu-1 belongs to the old account.", "Push the dashboards to metrics-eu-1."),
         ("react-router is 6.22.3 again and the lockfile is restored.", "Upgraded react-router to 7.1.0 and rewrote the loaders."),
+        ("Since Tuesday the price import runs every 15 minutes.", "The price import pulls from the supplier feed every 60 minutes."),
+        ("Incident pages switched to #sev-room this week.", "The pager bot posts each incident to #oncall-noise."),
+        ("我之前看错了，线上 MySQL 其实是 8.0。", "线上 MySQL 是 5.7，帮我看看有没有不兼容的语法。"),
+        ("我已经搬到柏林了，时区是 Europe/Berlin，提醒还是早上 8 点发。", "我的时区是 Asia/Tokyo，提醒按我这边早上 8 点发。"),
+        ("双方商定上线日期定在 6月15日。", "商城项目要在 5月31日 上线，帮我按这个上线日期排期。"),
+        ("已升级到 JDK 21（Java 21 LTS）：镜像用 temurin-21，maven.compiler.release 设为 21，Spring Boot 里开启 spring.threads.virtual.enabled=true。", "已升级到 JDK 17：镜像用 temurin-17，maven.compiler.release 设为 17，测试全部通过。"),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
