@@ -40,6 +40,18 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     r"crash(?:es|ed|ing)?": ("panic", "exception", "error", "crash"),
     r"pull requests?|prs?": ("pr", "pull"),
     r"git hooks?": ("pre-commit", "pre-push", "prepare-commit-msg", "hook", "hooks"),
+    # A person's own facts, said in passing ("I moved from Lisbon to Berlin", "I report to...")
+    r"cit(?:y|ies)|town": ("moved", "based", "relocated", "city", "live", "living"),
+    r"liv(?:e|es|ing) in|based in|reside": ("moved", "based", "relocated", "live", "living"),
+    r"manager|boss": ("manager", "report", "reports", "boss"),
+    r"employer|company|work(?:ing)? (?:at|for)": (
+        "joined",
+        "started",
+        "company",
+        "employer",
+        "job",
+    ),
+    r"phone|mobile|cell": ("phone", "number", "mobile", "call"),
 }
 """A prompt's words (a pattern) and the terms of a memory that carry them."""
 
@@ -62,8 +74,23 @@ def expansions(query: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
     return tuple(out)
 
 
+SCOPE = re.compile(r"(?<![\w-])(?:this|the|our|my) (?:project|repo|repository|codebase)(?![\w-])")
+"""A prompt's words for the project it is asked in: every memory searched is of it."""
+
+
+@lru_cache(maxsize=1024)
+def scope_terms(query: str) -> frozenset[str]:
+    """The terms of ``query`` that name its own project ("this repo"), carried by every
+    memory searched ("Which databases does the project use?" is answered by "Our main
+    database is PostgreSQL 16")."""
+    return frozenset(
+        t for m in SCOPE.finditer(query.casefold()) for t in searchterms.terms(m.group(0))
+    )
+
+
 def carried(have: frozenset[str], query: str) -> frozenset[str]:
     """A memory's terms ``have`` plus the prompt's terms it carries in other words."""
+    have = have | scope_terms(query)
     for carriers, words in expansions(query):
         if not have.isdisjoint(carriers):
             have = have | words

@@ -24,7 +24,8 @@ ROLES: dict[str, tuple[str, ...]] = {
     "type checker": _listed("mypy pyright pyre pytype tsc flow"),
     "test runner": _listed("pytest jest vitest mocha rspec unittest playwright cypress nose2"),
     "database": _listed(
-        "postgres mysql mariadb sqlite mongodb cassandra dynamodb clickhouse cockroachdb lancedb"
+        "postgres postgresql mysql mariadb sqlite mongodb cassandra dynamodb clickhouse "
+        "cockroachdb lancedb"
     ),
     "cache": _listed("redis memcached valkey"),
     "message queue": _listed("rabbitmq kafka sqs nats celery sidekiq pulsar redis"),
@@ -37,6 +38,9 @@ ROLES: dict[str, tuple[str, ...]] = {
     "language": _listed(
         "python typescript javascript rust go java ruby kotlin swift php elixir scala"
     ),
+    "editor": _listed(
+        "vscode vim neovim nvim emacs helix sublime zed intellij pycharm webstorm goland nano"
+    ),
 }
 """Each job and the tools commonly used for it (lower case, as :mod:`similar` folds them)."""
 
@@ -46,6 +50,9 @@ PHRASES = {
     "circle ci": "circleci",
     "ruff format": "ruff",
     "type script": "typescript",
+    "vs code": "vscode",
+    "visual studio code": "vscode",
+    "sublime text": "sublime",
 }
 """Tools written as two words, and the name :data:`ROLES` knows them by."""
 
@@ -85,6 +92,7 @@ _ASKED = {
     "web framework": r"web framework|backend framework",
     "ui library": r"(?:ui|frontend|front-end) (?:library|framework)",
     "language": r"(?:programming )?languages?|编程语言",
+    "editor": r"editors?|\bides?\b|编辑器",
 }
 
 
