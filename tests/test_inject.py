@@ -276,6 +276,20 @@ def test_session_start_brief(app: App, tmp_path: Path) -> None:
     assert "force-push" in inj.session_context({**again, "source": "compact"}).text
 
 
+def test_a_prompt_shows_an_older_summary_under_sessions_not_last_session(
+    app: App, tmp_path: Path
+) -> None:
+    """A prompt's block finds the summary of whichever session is relevant, often not the
+    newest: it is shown, dated, under "Sessions"; "Last session" is the brief's."""
+    p = make_project(tmp_path, "p")
+    add(app, p, "Asked: write the OpenAPI schema for the orders endpoints.", kind="summary")
+    text = ask(inj := Injector(app, app.settings), p, "Where is the OpenAPI schema?").text
+    assert "Sessions:\n- Asked: write the OpenAPI schema" in text
+    assert "Last session:" not in text
+    brief = inj.session_context({"cwd": p, "session_id": "b1", "source": "startup"}).text
+    assert "Last session:\n- Asked: write the OpenAPI schema" in brief
+
+
 def test_the_brief_says_how_the_checks_run(app: App, tmp_path: Path) -> None:
     """A session starts knowing how this project tests, lints and builds: the newest command
     of each check the transcripts show worked, never an older one of the same check."""

@@ -38,10 +38,16 @@ cut to one matching sentence loses the rest of what it said: at 280 characters a
 LoCoMo's evidence turns were cut, and budgeted recall on half A was 0.595 instead of 0.704.)"""
 KEEP_SHARE = 0.5
 """Of a long turn, the sentences whose match is at least half the best one's are kept."""
+_KIND_SECTIONS = [(k.name, k.section) for k in sorted(kinds.KINDS, key=lambda k: k.block_rank)]
+_AFTER_SUMMARY = [name for name, _ in _KIND_SECTIONS].index("summary") + 1
 SECTIONS = (
     ("pinned", "Pinned"),
-    *((k.name, k.section) for k in sorted(kinds.KINDS, key=lambda k: k.block_rank)),
+    *_KIND_SECTIONS[:_AFTER_SUMMARY],
+    ("sessions", "Sessions"),
+    *_KIND_SECTIONS[_AFTER_SUMMARY:],
 )
+"""Each section's key and title. A prompt's block shows the summaries it finds relevant under
+"Sessions" (dated): "Last session" is the brief's, where it is the newest one."""
 DATE_PREFIX = re.compile(r"^\[(\d{4}-\d{2}-\d{2})\]\s*")
 SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
 

@@ -161,6 +161,8 @@ def choose(
                 plan.left_out.append(left(r, "repeats what the items below say"))
                 continue
         section = "pinned" if r.pinned and brief else r.section or r.kind
+        if section == "summary" and not brief:
+            section = "sessions"  # a relevant summary, not necessarily the last session's
         mark = code(r) if code is not None and n is None and r.kind != "excerpt" else ""
         item = Item(r, section, priority(r), display, turns_shown, day=day, code=mark)
         is_pinned = brief and r.pinned
