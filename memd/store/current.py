@@ -101,7 +101,7 @@ _CUE = re.compile(
     r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back (?:to|on)|"
     r"(?:is|are) \S+ again|"
     r"has left|took over|handed|from now on|these days|actually|made|make the|set to|"
-    r"(?:updated|set|raised|lowered|changed) (?:the |its |our )?\S+(?: \S+)? to|"
+    r"(?:updated|set|raised|lowered|changed) (?:the |its |our )?\S+(?: \S+){0,2} to|"
     r"as of|started at|joined|is at|are at|agreed|decided|settled on"
     r"|go(?:ing)? with|going forward|from (?:this|the next|today|now)(?: \w+)? on"
     r"|starting (?:today|now|this|with|from)"
@@ -316,10 +316,15 @@ def family(value: str) -> frozenset[str]:
         return frozenset([f"img:{image.group(1)}"])
     parts = value.split(".")
     if len(parts) > 2 and "/" not in value:
-        return frozenset(["h:" + ".".join(parts[-2:])])
+        keys = ["h:" + ".".join(parts[-2:])]
+        if parts[-1] in _TLDS:  # a host's name without its TLD: harbourline .net -> .io
+            keys.append("o:" + parts[-2])
+        return frozenset(keys)
     return frozenset(f"job:{role}" for role in roles.roles(value))
 
 
+_TLDS = frozenset("com net org io dev app co cloud ai internal local corp".split())
+"""Top-level domains a host of one organisation moves between (not a file's extension)."""
 _IMAGE = re.compile(r"^([a-z][\w.-]*(?:/[\w.-]+)*):[\w][\w.-]*$")
 """A container image and its tag ("python:3.12-alpine"): the tags of one image are one family."""
 _SLOT_TOKEN = re.compile(r"[\w#@][\w.:/#@+-]*")
