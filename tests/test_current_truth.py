@@ -412,6 +412,8 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("我之前看错了，线上 MySQL 其实是 8.0。", "线上 MySQL 是 5.7，帮我看看有没有不兼容的语法。"),
         ("我已经搬到柏林了，时区是 Europe/Berlin，提醒还是早上 8 点发。", "我的时区是 Asia/Tokyo，提醒按我这边早上 8 点发。"),
         ("Updated the host in settings to files.acme-transfer.io and pinned its key.", "The importer connects to sftp.acme-transfer.net and lists /inbox."),
+        ("Changed the channel in ops/pager.py and the runbook to #sev-room.", "Added a pager step to ops/pager.py that posts the service and owner to #oncall-noise."),
+        ("预发环境的新地址是 pre2.lanting.example，前端配置改一下。", "预发环境的域名是 pre.lanting.example，帮我把前端配置加上。"),
         ("双方商定上线日期定在 6月15日。", "商城项目要在 5月31日 上线，帮我按这个上线日期排期。"),
         ("已升级到 JDK 21（Java 21 LTS）：镜像用 temurin-21，maven.compiler.release 设为 21，Spring Boot 里开启 spring.threads.virtual.enabled=true。", "已升级到 JDK 17：镜像用 temurin-17，maven.compiler.release 设为 17，测试全部通过。"),
     ],

@@ -105,11 +105,13 @@ _CUE = re.compile(
     r"as of|started at|joined|is at|are at|agreed|decided|settled on"
     r"|go(?:ing)? with|going forward|from (?:this|the next|today|now)(?: \w+)? on"
     r"|starting (?:today|now|this|with|from)"
+    r"|the new (?:host|address|url|endpoint|domain|port|path|location|channel|owner|one) is"
     r"|since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today"
     r"|last \w+|this \w+|the \w+ (?:switch|move|migration|release|upgrade)))\b"
     r"|现在|改为|改成|改用|改了|换成|换为|换到|切换|迁移|迁到|不再|离职|回滚|退回|搬到|调到|调成|"
     r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从|已经是|已是|已经换|已经改|"
-    r"其实是|看错|说错|记错|搞错|写错|设为|设成|统一用|统一为|统一成|重建|定在|改在|推迟到|提前到",
+    r"其实是|看错|说错|记错|搞错|写错|设为|设成|统一用|统一为|统一成|重建|定在|改在|推迟到|提前到|"
+    r"新地址|新域名|新端口|新路径|新的地址",
     re.I,
 )
 _ALSO = re.compile(
@@ -148,7 +150,7 @@ _VERSION = re.compile(r"^v?(\d+)\.\d+(?:\.\d+)*$")
 _CUE_BIGRAMS = _listed(
     "现在 改为 改成 改用 换成 换为 换到 切换 迁移 迁到 不再 离职 回滚 退回 搬到 调到 调成 提到 降到 "
     "接手 交接 取代 替换 如今 目前 已经 帮我 一下 顺便 其实 实是 看错 说错 记错 搞错 写错 设为 设成 "
-    "统一 一用 一为 一成 重建 定在 改在 推迟 迟到 提前 前到"
+    "统一 一用 一为 一成 重建 定在 改在 推迟 迟到 提前 前到 新地 新域 新端 新路"
 )
 
 
@@ -323,7 +325,7 @@ def family(value: str) -> frozenset[str]:
     return frozenset(f"job:{role}" for role in roles.roles(value))
 
 
-_TLDS = frozenset("com net org io dev app co cloud ai internal local corp".split())
+_TLDS = frozenset(["com", "net", "org", "io", "dev", "app", "co", "cloud", "ai", "internal"])
 """Top-level domains a host of one organisation moves between (not a file's extension)."""
 _IMAGE = re.compile(r"^([a-z][\w.-]*(?:/[\w.-]+)*):[\w][\w.-]*$")
 """A container image and its tag ("python:3.12-alpine"): the tags of one image are one family."""
@@ -442,7 +444,12 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     return "a new version of the same thing"
                 if not shared or roles.different_jobs({f}, {o}):
                     continue
-                if not _CJK_RUN.search(old.text) and not slot(old.text, o) & slot(new.text, f):
+                target = o.startswith("#") and _switched_to(new.text, f)  # "... to #radar"
+                if (
+                    not _CJK_RUN.search(old.text)
+                    and not target
+                    and not slot(old.text, o) & slot(new.text, f)
+                ):
                     continue  # two values in different places ("port 8080" / "3 retries")
                 if (o in _NUMBER_WORDS or f in _NUMBER_WORDS) and not (
                     _noun_after(old.text, o) & _noun_after(new.text, f)
@@ -456,9 +463,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 # A number or a path on one subject word; a #channel on two ("posts releases
                 # to #ship-log" / "posts incidents to #inc-bridge": two channels), or on one
                 # when the change names it as its target ("switched to #release-train").
-                elif len(latin - {o}) >= (
-                    2 if o.startswith("#") and not _switched_to(new.text, f) else 1
-                ):
+                elif len(latin - {o}) >= (2 if o.startswith("#") and not target else 1):
                     return "a change to a new value"
         if len(shared - latin) >= 2 and (fresh or not numbers):
             return "a change on the same subject"
@@ -475,7 +480,8 @@ def _switched_to(sentence: str, value: str) -> bool:
     """Whether ``sentence`` names ``value`` as the target of a change ("switched to
     #release-train", "moved over to Buildkite")."""
     m = re.search(
-        r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|chang(?:ed|ing)|migrat(?:ed|ing)|now)"
+        r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|chang(?:ed|ing)|migrat(?:ed|ing)|now"
+        r"|(?:chang|updat|mov|point)(?:ed|ing)? (?:the|its|our) (?:[^.;!?]|\.(?=\S)){0,60}?)"
         rf"\s+(?:over\s+)?(?:to|in|on|into)\s+`?{re.escape(value)}(?![\w-])",
         sentence,
         re.I,
