@@ -5,7 +5,8 @@ The corrected-facts set (``tests/labelled/corrections.jsonl`` for tuning,
 ``tests/labelled/corrections_heldout.jsonl`` held out, then read once its first figure was
 taken; ``corrections_heldout2.jsonl`` written later, blind, read in session 18;
 ``corrections_heldout3.jsonl`` written blind in session 18, read there after its blind run;
-``corrections_heldout4.jsonl`` written blind in session 19, held out; all by people who had
+``corrections_heldout4.jsonl`` written blind in session 19, read in session 20;
+``corrections_heldout5.jsonl`` written blind in session 20, held out; all by people who had
 not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -54,6 +55,7 @@ SPLITS = {
     "heldout2": ROOT / "tests" / "labelled" / "corrections_heldout2.jsonl",
     "heldout3": ROOT / "tests" / "labelled" / "corrections_heldout3.jsonl",
     "heldout4": ROOT / "tests" / "labelled" / "corrections_heldout4.jsonl",
+    "heldout5": ROOT / "tests" / "labelled" / "corrections_heldout5.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
