@@ -189,6 +189,40 @@ CASES: list[dict[str, Any]] = [
         "current": ["飞书"],
         "stale": ["钉钉"],
     },
+    {
+        "name": "当场更正",
+        "sessions": [
+            ("2026-02-02", [
+                ("user", "给导出接口加个限流，单用户上限 120。"),
+                ("assistant", "已在 export/api.py 用令牌桶实现限流，单用户每分钟 120 次，超出返回 429。"),
+                ("user", "不好意思我说错了，上限是 80，合同里写的是 80。"),
+                ("assistant", "导出接口的限流已改为每分钟 80 次，配置项 EXPORT_RATE_LIMIT 写成 80。"),
+            ]),
+            ("2026-02-20", [
+                ("user", "导出的 CSV 文件名加上日期。"),
+                ("assistant", "文件名改成 export-YYYYMMDD.csv 了。"),
+            ]),
+        ],
+        "question": "导出接口每个用户的上限是多少？",
+        "current": ["80"],
+        "stale": ["120"],
+    },
+    {
+        "name": "city",
+        "sessions": [
+            ("2026-01-10", [
+                ("user", "I'm based in Porto, so schedule the standup reminder for 09:15 my local time."),
+                ("assistant", "Configured the reminder in bots/standup.py with the Europe/Lisbon zone at 09:15."),
+            ]),
+            ("2026-03-16", [
+                ("user", "I moved from Porto to Munich last week, so fix the reminder's time zone for me."),
+                ("assistant", "Set the zone to Europe/Berlin; the reminder still fires at 09:15 local time."),
+            ]),
+        ],
+        "question": "Which city am I living in these days?",
+        "current": ["Munich"],
+        "stale": ["based in Porto"],
+    },
 ]  # fmt: skip
 MARK = re.compile(r"\[until \d{4}-\d\d-\d\d")
 
@@ -414,6 +448,8 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("Updated the host in settings to files.acme-transfer.io and pinned its key.", "The importer connects to sftp.acme-transfer.net and lists /inbox."),
         ("Changed the channel in ops/pager.py and the runbook to #sev-room.", "Added a pager step to ops/pager.py that posts the service and owner to #oncall-noise."),
         ("预发环境的新地址是 pre2.lanting.example，前端配置改一下。", "预发环境的域名是 pre.lanting.example，帮我把前端配置加上。"),
+        ("I misspoke, the pool size should be 30.", "Set the pool size to 20 in config/db.py."),
+        ("不好意思我说错了，上限是 80，合同里写的是 80。", "给导出接口加个限流，单用户上限 120。"),
         ("双方商定上线日期定在 6月15日。", "商城项目要在 5月31日 上线，帮我按这个上线日期排期。"),
         ("已升级到 JDK 21（Java 21 LTS）：镜像用 temurin-21，maven.compiler.release 设为 21，Spring Boot 里开启 spring.threads.virtual.enabled=true。", "已升级到 JDK 17：镜像用 temurin-17，maven.compiler.release 设为 17，测试全部通过。"),
     ],

@@ -147,7 +147,8 @@ def _replacements(
                     continue
                 cos = round(_cosine(vectors, active[n].id, old.id), 2)
                 why = current.replaces(nc, oc, cos, model_id)
-                if why and (why.startswith("retires") or not _same_session(active[n], old)):
+                explicit = why.startswith(("retires", "a correction"))  # said as such
+                if why and (explicit or not _same_session(active[n], old)):
                     best = (n, nc, why)
         if best is not None and not _said_again(said, index, best[0], oc, best[1], best[2]):
             out.append((best[0], current.Replacement(oc.text, best[1].text, "")))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from memd.store import roles, similar
-from memd.text import stopwords
+from memd.text import searchterms, stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
 
@@ -105,6 +105,7 @@ _CUE = re.compile(
     r"as of|started at|joined|is at|are at|agreed|decided|settled on"
     r"|go(?:ing)? with|going forward|from (?:this|the next|today|now)(?: \w+)? on"
     r"|starting (?:today|now|this|with|from)"
+    r"|I misspoke|I was wrong|I got (?:it|that) wrong|my mistake|I mis(?:read|typed)"
     r"|the new (?:host|address|url|endpoint|domain|port|path|location|channel|owner|one) is"
     r"|since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today"
     r"|last \w+|this \w+|the \w+ (?:switch|move|migration|release|upgrade)))\b"
@@ -114,6 +115,12 @@ _CUE = re.compile(
     r"新地址|新域名|新端口|新路径|新的地址",
     re.I,
 )
+_CORRECTION = re.compile(
+    r"\b(?:I misspoke|I was wrong|I got (?:it|that) wrong|my mistake|I mis(?:read|typed))\b"
+    r"|说错|看错|记错|搞错|写错|弄错",
+    re.I,
+)
+"""A speaker correcting what was said before: one shared subject word is enough."""
 _ALSO = re.compile(
     r"\b(?:also|as well|in addition|both)\b|\btoo\b(?=\s*(?:[.,;!?)]|$))|同时|另外|分别"
 )
@@ -215,9 +222,13 @@ def _fold(value: str) -> str:
 
 
 def _bigrams(text: str) -> set[str]:
+    """The Chinese character pairs of ``text`` between function characters, and those of the
+    glossary words that hold one ("上限" limit, "上线" release)."""
     out: set[str] = set()
     for run in _CJK_RUN.findall(_CJK_STOP.sub(" ", text)):
         out.update(run[i : i + 2] for i in range(len(run) - 1))
+    for word in searchterms.kept_words(text) if _CJK_RUN.search(text) else ():
+        out.update(word[i : i + 2] for i in range(len(word) - 1))
     return out - _CUE_BIGRAMS
 
 
@@ -457,6 +468,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     continue  # "one transaction" / "PR 94": not one thing counted twice
                 if "/" in o and _stem_of(o) != _stem_of(f):
                     continue  # another file, not the same one moved ("/data/exports")
+                if _CORRECTION.search(new.text) and shared - {o}:
+                    return "a correction of the value"  # "我说错了，上限是 300"
                 if _shape(o) == "name":  # a person, a tool: on two words of subject
                     if o not in new.anchors and len(shared) >= 2 and latin:
                         return "a change to a new value"

@@ -48,6 +48,13 @@ def _kept_words() -> re.Pattern[str] | None:
     return re.compile("|".join(kept)) if kept else None
 
 
+def kept_words(text: str) -> list[str]:
+    """The glossary words in ``text`` that hold a function character ("上限" limit, "用户"
+    user): words a cut at function characters would break."""
+    pattern = _kept_words()
+    return pattern.findall(text) if pattern is not None and _CJK_STOP.search(text) else []
+
+
 def cjk_pieces(run: str) -> list[tuple[int, int]]:
     """The (start, end) spans of a Chinese run between its function words, 2+ characters long:
     the parts :func:`terms` cuts into bigrams. A function character inside a glossary word
