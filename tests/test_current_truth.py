@@ -448,6 +448,7 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("Updated the host in settings to files.acme-transfer.io and pinned its key.", "The importer connects to sftp.acme-transfer.net and lists /inbox."),
         ("Changed the channel in ops/pager.py and the runbook to #sev-room.", "Added a pager step to ops/pager.py that posts the service and owner to #oncall-noise."),
         ("预发环境的新地址是 pre2.lanting.example，前端配置改一下。", "预发环境的域名是 pre.lanting.example，帮我把前端配置加上。"),
+        ("告警改推到企业微信群。钉钉那个群上周解散了，相关配置删掉。", "告警推送到钉钉的「值班」群，webhook 在 secret/alert/dingtalk。"),
         ("I misspoke, the pool size should be 30.", "Set the pool size to 20 in config/db.py."),
         ("不好意思我说错了，上限是 80，合同里写的是 80。", "给导出接口加个限流，单用户上限 120。"),
         ("双方商定上线日期定在 6月15日。", "商城项目要在 5月31日 上线，帮我按这个上线日期排期。"),

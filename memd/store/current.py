@@ -78,6 +78,10 @@ _RETIRED = [
         rf"(?:从|由)\s*(?P<v>{_V}|[{_CJK}]{{2,4}}?)\s*(?:迁到|迁移到|改成|改为|换成|换到|切换到|调到|降到|提到|搬到|到)"
     ),
     re.compile(rf"(?P<v>{_V}|[{_CJK}]{{2,3}}?)\s*(?:已经|已)?(?:离职|离开|不在了|停用|下线|废弃)"),
+    re.compile(
+        rf"(?P<v>{_V}|[{_CJK}]{{2,3}}?)\s*(?:那个|这个|原来的|旧的)[{_CJK}]{{0,2}}?"
+        r"(?:上周|上个月|昨天|已经|已)?(?:解散|停用|下线|废弃|关停|弃用|停掉)"
+    ),
     re.compile(rf"不再(?:用|使用|维护|写入)?\s*(?P<v>{_V}|[{_CJK}]{{2,4}})"),
     re.compile(rf"(?P<v>{_V})\s*(?:的)?(?:升级)?(?:已经)?回滚"),
     re.compile(
@@ -90,7 +94,7 @@ _RETIRED = [
 _RETIRE_HINT = re.compile(
     r"from|instead|rather than|in place of|replac|archiv|delet|remov|retir|deprecat|drop"
     r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried|old\b"
-    r"|gone|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由",
+    r"|gone|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉",
     re.I,
 )
 """What every pattern of :data:`_RETIRED` holds: one search rules most sentences out."""
@@ -434,7 +438,9 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             ):
                 continue  # "instead of 2" against a list's "2.": another number
             swapped = any(_shape(v) == _shape(value) for v in new.values - old.values)
-            if shared - {value} or len(value) > 3 or swapped or dotted:  # "5 retries instead of 3"
+            named = _CJK_RUN.fullmatch(value) is not None  # "钉钉那个群解散了": a name
+            if shared - {value} or len(value) > 3 or swapped or dotted or named:
+                # ("5 retries instead of 3": another number, no retirement)
                 return f"retires {value!r}"
     if new.also:
         return ""
