@@ -514,6 +514,11 @@ def test_one_statement_said_three_times_is_one_candidate_citing_all_three() -> N
         ("Never push directly to main.", "preference"),
         ("Always use snake_case for variables.", "preference"),
         ("不要在测试里用 mock", "preference"),
+        (
+            "To be clear: don't use ClMail for communication, use the builtin subagents.",
+            "preference",
+        ),
+        ("Also, don't forget to call your mom!", None),
         # a sentence that closes a TODO is progress, never a new TODO
         ("The v0.5.0 release checklist is done, no follow-up needed.", "progress"),
         ("发布检查清单已经完成了，后续不用再跟。", "progress"),

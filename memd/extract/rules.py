@@ -139,7 +139,8 @@ _DECISION_EXPLICIT = _rx(
 PREFERENCE = _rx(
     r"\bI (?:really |strongly )?(?:prefer|like to|want you to|don't want|do not want|hate|dislike"
     r"|always|never)\b",
-    r"^(?:please )?(?:always|never|don't|do not|avoid|make sure to|remember to|stop)\b",
+    r"^(?:(?:to be clear|also|and|but|oh|ok(?:ay)?|so|btw|actually|just|note|and also)[:,]?\s+)?"
+    r"(?:please )?(?:always|never|don't|do not|avoid|make sure to|remember to|stop)\b",
     r"\b(?:always|never) (?:use|run|write|add|put|commit|push|call|import|keep|prefer|include"
     r"|mock|edit|create|format|touch|delete|leave)\b",
     r"\bmust (?:always |never |not )?(?:be|use|have|run|pass|include|stay|go|live)\b",
@@ -172,7 +173,7 @@ _WORK_WORD_TEXT = """
     workers diff diffs refactor refactors refactoring refactored framework tooling editor ide vim
     emacs prompt prompts output summary summaries markdown json yaml toml sudo docker dockerfile
     container containers reply replies orm route routes router routers export exports suite
-    suites object objects timeout timeouts retry retries
+    suites object objects timeout timeouts retry retries subagent subagents plugin plugins
 """
 _WORK_WORDS = frozenset(_WORK_WORD_TEXT.split())
 _WORD_RX = re.compile(r"[a-z]+")
