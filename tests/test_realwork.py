@@ -371,3 +371,19 @@ def test_the_words_inside_code_names_count_for_relevance() -> None:
     have = term_set("BadMapError - fixed by using `traces_exporter: :stdout`; SPOTTER_OTEL_ENABLED")
     assert {"bad", "map", "error", "trace", "exporter", "otel"} <= have
     assert set(terms("a map error at boot")) & have == {"map", "error"}
+
+
+def test_the_names_an_edit_added_are_code_names_not_words() -> None:
+    """A "Files changed for" line lists what each edit defined ("rawHooks", "pull_request"),
+    never the words of its comments or messages ("a hook type we don't handle")."""
+    from memd.ingest.toolcalls import added_names
+
+    new = (
+        "// Create settings with a hook type we don't handle\n"
+        "rawHooks := map[string]json.RawMessage{}\n"
+        't.Errorf("Notification hook type was not preserved")\n'
+        "pull_request:\n"
+    )
+    added = added_names("Edit", {"old_string": "", "new_string": new})
+    assert "rawHooks" in added and "pull_request" in added
+    assert not {"we", "was"} & set(added), added

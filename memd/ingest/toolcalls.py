@@ -14,6 +14,7 @@ from typing import Any
 
 from memd.extract.codenames import code_names
 from memd.models import ToolCall, Turn
+from memd.text import stopwords
 
 MAX_TOOL_SUMMARY_CHARS = 200
 SYSTEM_TEXTS = frozenset({"Tool loaded.", "Tool loaded"})
@@ -154,8 +155,26 @@ def added_names(name: str, raw_input: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for old, new in pairs:  # what the edit defines (functions, types, keys), not every call
         before = set(code_names(old[:20000], used=False))
-        out += [n for n in code_names(new[:20000], used=False) if n not in before and len(n) <= 80]
+        out += [
+            n
+            for n in code_names(new[:20000], used=False)
+            if n not in before and len(n) <= 80 and names_something(n)
+        ]
     return list(dict.fromkeys(out))[:MAX_ADDED]
+
+
+_LITERALS = frozenset({"true", "false", "null", "none", "nil", "yes", "no", "on", "off"})
+_MEASURE = re.compile(r"\d[\d.]*[a-z]{0,3}")
+
+
+def names_something(name: str) -> bool:
+    """Whether a name an edit added is a code name, not a word of its comments or values
+    ("we", "was", "true", "3.72s")."""
+    folded = name.casefold()
+    if not folded or _MEASURE.fullmatch(folded) or folded in _LITERALS:
+        return False
+    plain = name.isalpha() and name.islower()
+    return not (plain and (folded in stopwords.EXTRACTION or folded in stopwords.SEARCH))
 
 
 def tool_args(name: str, raw_input: Any) -> dict[str, Any]:
