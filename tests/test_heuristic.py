@@ -12,7 +12,7 @@ from memd.extract import get_extractor
 from memd.extract.excerpts import WINDOW_CHARS
 from memd.extract.heuristic import HeuristicExtractor, clear_caches
 from memd.extract.rules import classify
-from memd.models import KINDS, Segment, ToolCall, Turn
+from memd.models import KINDS, Candidate, Segment, ToolCall, Turn
 from memd.settings import Settings
 
 CWD = "/home/dev/shop"
@@ -660,3 +660,28 @@ def test_a_reply_heading_that_names_something_is_kept() -> None:
     assert informative(report) == (
         "opentelemetry_phoenix\n- Latest version: 2.0.1\nopentelemetry_ash\n- Latest version: 0.1.3"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("- `Setup` - triggered via --init flags (v2.1.10+)", None),
+        ("Here is what changed in app.py:", None),
+        ("以下是修改内容：", None),
+        (
+            "Ended with: Experiment complete. All six tasks done. Summary of what happened:",
+            "Ended with: Experiment complete. All six tasks done.",
+        ),
+        (
+            "The retry helpers live in src/shop/retry.py.",
+            "The retry helpers live in src/shop/retry.py.",
+        ),
+    ],
+)
+def test_a_piece_cut_from_a_list_is_no_memory(text: str, kept: str | None) -> None:
+    """A bullet cut from its list, or a lead-in whose list was left behind, says nothing on its
+    own; a trailing lead-in is dropped from a memory that stands without it."""
+    from memd.extract.heuristic import fragment
+
+    cand = Candidate(kind="fact", text=text)
+    assert (None if fragment(cand) else cand.text) == kept

@@ -167,11 +167,35 @@ def extract_segment(segment: Segment, extra_patterns: tuple[str, ...] = ()) -> l
     stopped = stopped_candidate(episodes)
     if stopped is not None:
         out.append(stopped)
+    out = [c for c in out if c.kind in ("summary", "excerpt") or not fragment(c)]
     out.extend(excerpt_candidates(segment, topic, extra_patterns, typed_turns, episodes))
     for cand in out:
         if cand.kind != "excerpt":
             cand.text = redact(cand.text, extra_patterns)
     return out
+
+
+_LIST_ITEM = re.compile(r"^\s*[-*•]\s")
+_LEAD_IN = re.compile(
+    r"(?:^|(?<=[.!?]\s)|(?<=[。！？]))\s*(?:[^.!?。！？\n]|[.](?=\S)){0,100}[:：]\s*$"
+)
+"""A short last sentence that announces what follows ("Summary of what happened:")."""
+
+
+def fragment(cand: Candidate) -> bool:
+    """Whether a typed memory is a piece cut from a list or the lead-in of one: a bullet
+    ("- `Setup` - triggered via --init flags"), or text that ends by announcing what follows
+    ("…Summary of what happened:"), whose trailing lead-in is dropped when the rest stands."""
+    if _LIST_ITEM.match(cand.text):
+        return True
+    lead = _LEAD_IN.search(cand.text)
+    if lead is None:
+        return False
+    rest = cand.text[: lead.start()].rstrip()
+    if len(rest.split()) < 4 or rest.endswith((":", "：")):
+        return True
+    cand.text = rest
+    return False
 
 
 def statement_turns(episodes: list[Episode]) -> list[tuple[Turn, str, str]]:
