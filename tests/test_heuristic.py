@@ -685,3 +685,15 @@ def test_a_piece_cut_from_a_list_is_no_memory(text: str, kept: str | None) -> No
 
     cand = Candidate(kind="fact", text=text)
     assert (None if fragment(cand) else cand.text) == kept
+
+
+def test_a_progress_line_another_memory_says_whole_is_dropped() -> None:
+    from memd.extract.heuristic import contained
+
+    stopped = Candidate(
+        kind="progress", text="Ended with: Fixed and pushed. The lint failure was gofmt."
+    )
+    alone = Candidate(kind="progress", text="Fixed and pushed. The lint failure was gofmt.")
+    rule = Candidate(kind="preference", text="Never push directly to main.")
+    asked = Candidate(kind="progress", text="Last worked on: Never push directly to main.")
+    assert contained([stopped, alone, rule, asked]) == [stopped, rule, asked]

@@ -167,12 +167,34 @@ def extract_segment(segment: Segment, extra_patterns: tuple[str, ...] = ()) -> l
     stopped = stopped_candidate(episodes)
     if stopped is not None:
         out.append(stopped)
-    out = [c for c in out if c.kind in ("summary", "excerpt") or not fragment(c)]
+    out = contained([c for c in out if c.kind in ("summary", "excerpt") or not fragment(c)])
     out.extend(excerpt_candidates(segment, topic, extra_patterns, typed_turns, episodes))
     for cand in out:
         if cand.kind != "excerpt":
             cand.text = redact(cand.text, extra_patterns)
     return out
+
+
+_PLAIN = re.compile(r"[\W_]+")
+
+
+def contained(cands: list[Candidate]) -> list[Candidate]:
+    """``cands`` without a progress line whose words another typed memory of the session
+    says whole ("Fixed and pushed." beside "Ended with: Fixed and pushed. ..."); a summary
+    says the session over, so it hides nothing."""
+    typed = [c for c in cands if c.kind not in ("summary", "excerpt")]
+    plain = {id(c): _PLAIN.sub(" ", c.text.casefold()).strip() for c in typed}
+    gone = {
+        id(a)
+        for a in typed
+        for b in typed
+        if a is not b
+        and a.kind == "progress"
+        and len(plain[id(a)]) >= 12
+        and len(plain[id(a)]) < len(plain[id(b)])
+        and plain[id(a)] in plain[id(b)]
+    }
+    return [c for c in cands if id(c) not in gone]
 
 
 _LIST_ITEM = re.compile(r"^\s*[-*•]\s")
