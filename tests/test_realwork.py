@@ -387,3 +387,19 @@ def test_the_names_an_edit_added_are_code_names_not_words() -> None:
     added = added_names("Edit", {"old_string": "", "new_string": new})
     assert "rawHooks" in added and "pull_request" in added
     assert not {"we", "was"} & set(added), added
+
+
+def test_a_reviewers_report_is_no_finding_a_researchers_is() -> None:
+    """A subagent asked to review a change reports suggestions ("PushPack: unnecessary nil
+    slice allocation"), not what holds; a subagent asked to look something up reports facts."""
+    from memd.extract.records import report_candidates
+    from memd.models import Turn
+
+    turn = Turn(uuid="t1", session_id="s1", role="user", text="", timestamp="2026-06-18T10:00:00Z")
+    report = (
+        "The push path allocates a second slice on every call in internal/gitproto/push.go. "
+        "chunkRefUpdates wraps a single batch in a new slice even for small pushes."
+    )
+    assert report_candidates(turn, "Efficiency review", report) == []
+    (found,) = report_candidates(turn, "Find where pushes are batched", report)
+    assert found.text.startswith("Find where pushes are batched: The push path allocates")

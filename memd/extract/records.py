@@ -381,8 +381,8 @@ def report_candidates(turn: Turn, description: str, report: str) -> list[Candida
     background agent's launch notice is not a report). Its opening sentences are one finding;
     each later section under a heading that names something ("### 6. opentelemetry_ash") is
     another, so what the report says of its sixth package is not cut away with the rest."""
-    if _LAUNCHED.search(report[:300]):
-        return []
+    if _LAUNCHED.search(report[:300]) or is_review(description):
+        return []  # a launch notice; a review's suggestions (what was kept, the agent says)
     text = informative(report)
     if not text:
         return []
@@ -407,6 +407,16 @@ def report_candidates(turn: Turn, description: str, report: str) -> list[Candida
         if content and title not in opening and len(out) <= MAX_REPORT_SECTIONS:
             out.append(finding(clip(f"{lead}{title}: {content}", 300)))
     return out
+
+
+_REVIEW = re.compile(r"\b(?:review|reviewer|audit|critique)\b|审查|评审", re.I)
+"""A subagent asked to review a change reports suggestions, not what holds: read by hand,
+none of its findings was worth a line; the parent agent says which it applied."""
+
+
+def is_review(request: str) -> bool:
+    """Whether a subagent was asked to review a change (its findings are suggestions)."""
+    return _REVIEW.search(request[:400]) is not None
 
 
 MAX_REPORT_SECTIONS = 8
