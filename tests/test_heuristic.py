@@ -697,3 +697,19 @@ def test_a_progress_line_another_memory_says_whole_is_dropped() -> None:
     rule = Candidate(kind="preference", text="Never push directly to main.")
     asked = Candidate(kind="progress", text="Last worked on: Never push directly to main.")
     assert contained([stopped, alone, rule, asked]) == [stopped, rule, asked]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The session state has no `strategy` field; this appears to be from an older CLI version.",
+        "Rebuilt `/tmp/git-sync` with a tunable batch size in `internal/gitproto/push.go`.",
+        "Continuing the investigation into why `AgentType` is `Agent` in `metadata.json`.",
+    ],
+)
+def test_a_guess_a_scratch_copy_or_narration_is_no_finding(sentence: str) -> None:
+    from memd.extract.findings import finding_score
+
+    assert finding_score(sentence) == 0.0
+    kept = "SaveChanges in strategy/manual_commit_git.go is the only place CheckpointCount grows."
+    assert finding_score(kept) > 0

@@ -276,11 +276,16 @@ def findings(episode: Episode, exclude: set[str]) -> list[Candidate]:
     return out
 
 
+_SCRATCH = re.compile(r"(?<![\w.])/tmp/")
+
+
 def finding_score(sentence: str) -> float:
     """How much a sentence reads as a durable finding (0: not one)."""
     s = sentence.strip().lstrip("-*• ").strip()
     if len(s) < 30 or len(s) > 400 or is_narration(s) or is_tentative(s):
         return 0.0
+    if _SCRATCH.search(s):
+        return 0.0  # a scratch copy ("Rebuilt /tmp/git-sync"): gone with the session
     if _FIRST_PERSON.match(s) or _WORK_STATE.search(s):
         return 0.0
     if _CAUSE.search(s) or _FAILURE_WORDS.search(s):
@@ -305,7 +310,11 @@ def outcome_candidate(
     what was asked; kind by the work: a fix, a change (progress) or an answer (fact)."""
     said: list[tuple[str, Turn]] = []
     for turn, text in episode.outcome:
-        said += [(s, turn) for s in split_sentences(text) if not is_narration(s)]
+        said += [
+            (s, turn)
+            for s in split_sentences(text)
+            if not is_narration(s) and not _SCRATCH.search(s)
+        ]
     if not said:
         return None
     picked = [(s, t) for s, t in said if _ENTITY.search(s) and len(s) > 20][:4]

@@ -94,7 +94,7 @@ def _rx(*parts: str, flags: int = re.IGNORECASE) -> re.Pattern[str]:
 
 _HEDGE = _rx(
     r"\b(?:might|maybe|perhaps|probably|possibly|likely|could be|i think|i guess|not sure|"
-    r"seems?|suspect|wonder|hypothes\w+|whether)\b",
+    r"seems?|suspect|wonder|hypothes\w+|whether|appears? to|apparently)\b",
     r"\b(?:it|that|this|you|she|he|they)(?:'s)? must(?:'ve| have)? be(?:en)? (?:so |really |very "
     r"|pretty |quite )?(?:\w+ing|nice|hard|tough|great|awesome|fun|amazing|cool|exciting|scary"
     r"|lovely|wonderful|rough|incredible|a (?:great|big|huge|tough|hard|lot))\b",
@@ -105,7 +105,7 @@ _QUESTION_START = re.compile(
     re.IGNORECASE,
 )
 _NARRATION = re.compile(
-    r"^(?:let me|now let me|now i(?:'ll| will)?|i'll now|i will now|first,? i|next,? i|"
+    r"^(?:let me|now let me|now i(?:'ll| will)?|i'll now|i will now|first,? i|next,? i|continuing|"
     r"i(?:'m| am) going to (?:run|check|look|read|open|search)|let's (?:run|check|look|see|read))\b",
     re.IGNORECASE,
 )
