@@ -15,7 +15,8 @@ def memory(i: int, kind: str, text: str, project: str = "/p") -> Hit:
     return hit(
         {
             "id": f"m{i:04d}",
-            "kind": "fact" if kind == "pinned" else kind,  # "pinned" is a section, not a kind
+            # "pinned" and "sessions" (a prompt's summaries) are sections, not kinds
+            "kind": {"pinned": "fact", "sessions": "summary"}.get(kind, kind),
             "text": text,
             "project": project,
             "sources": [{"uuid": f"u{i}", "timestamp": f"2026-0{1 + i % 9}-1{i % 10}T00:00:00Z"}],

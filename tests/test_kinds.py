@@ -42,7 +42,7 @@ def test_every_table_holds_every_kind() -> None:
 
     assert tuple(CHOICES) == NAMES
     assert set(IMPORTANCE) == set(NAMES)
-    assert set(SECTION_TITLES) == {"pinned", *NAMES}
+    assert set(SECTION_TITLES) == {"pinned", "sessions", *NAMES}
     assert set(HEADING_TO_KIND.values()) == set(NAMES)
     assert set(PALETTE) >= set(NAMES)
 
@@ -98,7 +98,9 @@ def test_every_kind_is_injected_under_its_section(app: App, tmp_path: Path, kind
             "session_id": f"s-{kind}",
         }
     )
-    assert SECTION_TITLES[kind] in result.text, result.reason
+    # A prompt's block shows a summary under "Sessions" (dated): "Last session" is the brief's.
+    title = SECTION_TITLES["sessions" if kind == "summary" else kind]
+    assert title in result.text, result.reason
     assert f"quokka-{kind} flag" in result.text
 
 
