@@ -403,3 +403,4 @@ def test_a_reviewers_report_is_no_finding_a_researchers_is() -> None:
     assert report_candidates(turn, "Efficiency review", report) == []
     (found,) = report_candidates(turn, "Find where pushes are batched", report)
     assert found.text.startswith("Find where pushes are batched: The push path allocates")
+    assert report_candidates(turn, "Audit version wiring end to end", report)  # what it found

@@ -409,9 +409,10 @@ def report_candidates(turn: Turn, description: str, report: str) -> list[Candida
     return out
 
 
-_REVIEW = re.compile(r"\b(?:review|reviewer|audit|critique)\b|审查|评审", re.I)
+_REVIEW = re.compile(r"\b(?:review|reviewer|critique)\b|审查|评审", re.I)
 """A subagent asked to review a change reports suggestions, not what holds: read by hand,
-none of its findings was worth a line; the parent agent says which it applied."""
+none of its findings was worth a line; the parent agent says which it applied. (An audit
+reports what it found: "Audit version wiring" found a shipping bug.)"""
 
 
 def is_review(request: str) -> bool:
