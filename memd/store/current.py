@@ -98,6 +98,8 @@ _RETIRE_HINT = re.compile(
     re.I,
 )
 """What every pattern of :data:`_RETIRED` holds: one search rules most sentences out."""
+_SELF_CORRECTION = r"I misspoke|I was wrong|I got (?:it|that) wrong|my mistake|I mis(?:read|typed)"
+"""A speaker correcting what they said before (a change cue, and a correction)."""
 _CUE = re.compile(
     r"\b(?:now(?! that\b| (?:passes|works|fails|builds|compiles|succeeds|shows|prints|returns)\b)"
     r"|no longer|any ?more|instead|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|"
@@ -109,7 +111,7 @@ _CUE = re.compile(
     r"as of|started at|joined|is at|are at|agreed|decided|settled on"
     r"|go(?:ing)? with|going forward|from (?:this|the next|today|now)(?: \w+)? on"
     r"|starting (?:today|now|this|with|from)"
-    r"|I misspoke|I was wrong|I got (?:it|that) wrong|my mistake|I mis(?:read|typed)"
+    rf"|{_SELF_CORRECTION}"
     r"|the new (?:host|address|url|endpoint|domain|port|path|location|channel|owner|one) is"
     r"|since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today"
     r"|last \w+|this \w+|the \w+ (?:switch|move|migration|release|upgrade)))\b"
@@ -119,11 +121,7 @@ _CUE = re.compile(
     r"新地址|新域名|新端口|新路径|新的地址",
     re.I,
 )
-_CORRECTION = re.compile(
-    r"\b(?:I misspoke|I was wrong|I got (?:it|that) wrong|my mistake|I mis(?:read|typed))\b"
-    r"|说错|看错|记错|搞错|写错|弄错",
-    re.I,
-)
+_CORRECTION = re.compile(rf"\b(?:{_SELF_CORRECTION})\b|说错|看错|记错|搞错|写错|弄错", re.I)
 """A speaker correcting what was said before: one shared subject word is enough."""
 _ALSO = re.compile(
     r"\b(?:also|as well|in addition|both)\b|\btoo\b(?=\s*(?:[.,;!?)]|$))|同时|另外|分别"
