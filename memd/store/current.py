@@ -229,7 +229,7 @@ def _bigrams(text: str) -> set[str]:
     out: set[str] = set()
     for run in _CJK_RUN.findall(_CJK_STOP.sub(" ", text)):
         out.update(run[i : i + 2] for i in range(len(run) - 1))
-    for word in searchterms.kept_words(text) if _CJK_RUN.search(text) else ():
+    for word in searchterms.kept_words(text):
         out.update(word[i : i + 2] for i in range(len(word) - 1))
     return out - _CUE_BIGRAMS
 
