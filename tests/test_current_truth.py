@@ -452,6 +452,12 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("I misspoke, the pool size should be 30.", "Set the pool size to 20 in config/db.py."),
         ("不好意思我说错了，上限是 80，合同里写的是 80。", "给导出接口加个限流，单用户上限 120。"),
         ("双方商定上线日期定在 6月15日。", "商城项目要在 5月31日 上线，帮我按这个上线日期排期。"),
+        ("Bumped .nvmrc to 22.11.0 and engines.node to '>=22.11 <23'.", "Added .nvmrc with 18.19.0, set engines.node to '>=18.19 <19' in package.json, and changed actions/setup-node in .github/workflows/ci.yml to node-version-file: .nvmrc."),
+        ("I've been on Helix for a month now and I'm not going back.", "I use Sublime Text for everything, so can you add a project file for it?"),
+        ("Point the session store at the new sessions table in Postgres.", "Sessions are stored in MongoDB, collection `sessions` in the auth database."),
+        ("I was wrong about the flag service earlier. Here we run a self-hosted Unleash.", "We use LaunchDarkly for feature flags, so gate the checkout behind a flag."),
+        ("公司给我配了台 MacBook，以后都在 macOS 上开发了。", "我的开发机是 Windows + WSL2，脚本里的路径要注意兼容。"),
+        ("已把 handler 里的上限改为 50MB，前端的校验提示也更新了。", "在 upload/handler.go 里加了 MaxBytesReader，上限 10MB，超出返回 413；"),
         ("已升级到 JDK 21（Java 21 LTS）：镜像用 temurin-21，maven.compiler.release 设为 21，Spring Boot 里开启 spring.threads.virtual.enabled=true。", "已升级到 JDK 17：镜像用 temurin-17，maven.compiler.release 设为 17，测试全部通过。"),
     ],
 )  # fmt: skip
@@ -477,6 +483,9 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("[shares a photo: two children standing on a rocky cliff]", "[shares a photo: three children playing on the beach]"),
         ("The status page webhook now posts incidents to #inc-bridge.", "Post a message to #ship-log whenever a release is tagged."),
         ("postgresql.conf sets `work_mem 64MB` on the primary.", "postgresql.conf sets `max_connections 100` on the primary."),
+        ("现在 lint 阶段共三个作业：golangci-lint、gosec、hadolint，全部通过。", "CI 里加一个 golangci-lint 检查。"),
+        ("Updated the rule to '/migrations/ @hana-sato @oskar-berg'.", "Added '/migrations/ @hana-sato' to .github/CODEOWNERS."),
+        ("消费积压告警的阈值设成 1 万条。", "结算服务订阅 Kafka 的 order-events，消费组叫 settlement。"),
     ],
 )  # fmt: skip
 def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:

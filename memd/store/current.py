@@ -110,7 +110,9 @@ _CUE = re.compile(
     r"(?:updated|set|raised|lowered|changed) (?:the |its |our )?\S+(?: \S+){0,2} to|"
     r"as of|started at|joined|is at|are at|agreed|decided|settled on"
     r"|go(?:ing)? with|going forward|from (?:this|the next|today|now)(?: \w+)? on"
-    r"|starting (?:today|now|this|with|from)"
+    r"|starting (?:today|now|this|with|from)|(?:not|never) going back|retarget(?:ed|ing)?"
+    r"|point(?:ed|ing)? (?:the |its |our )?\S+(?: \S+){0,3} (?:at|to)"
+    r"|(?:rewr(?:o|i)te|port(?:ed)?) \S+(?: \S+){0,3} to use"
     rf"|{_SELF_CORRECTION}"
     r"|the new (?:host|address|url|endpoint|domain|port|path|location|channel|owner|one) is"
     r"|since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today"
@@ -118,7 +120,7 @@ _CUE = re.compile(
     r"|现在|改为|改成|改用|改了|换成|换为|换到|切换|迁移|迁到|不再|离职|回滚|退回|搬到|调到|调成|"
     r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从|已经是|已是|已经换|已经改|"
     r"其实是|看错|说错|记错|搞错|写错|设为|设成|统一用|统一为|统一成|重建|定在|改在|推迟到|提前到|"
-    r"新地址|新域名|新端口|新路径|新的地址",
+    r"新地址|新域名|新端口|新路径|新的地址|以后都|以后就|今后|往后",
     re.I,
 )
 _CORRECTION = re.compile(rf"\b(?:{_SELF_CORRECTION})\b|说错|看错|记错|搞错|写错|弄错", re.I)
@@ -141,6 +143,8 @@ def _unnumbered(text: str) -> str:
 
 
 _QUESTION = re.compile(r"[?？]\s*$")
+_REQUEST = re.compile(r",?\s+(?:so |and |but )?(?:can|could|would|will) you\b", re.I)
+"""A request that follows a statement in one sentence ("I use Sublime Text, so can you…?")."""
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _CJK_STOP = re.compile(f"[{stopwords.SUBJECT_CJK_CHARS}]")
 
@@ -159,7 +163,7 @@ _VERSION = re.compile(r"^v?(\d+)\.\d+(?:\.\d+)*$")
 _CUE_BIGRAMS = _listed(
     "现在 改为 改成 改用 换成 换为 换到 切换 迁移 迁到 不再 离职 回滚 退回 搬到 调到 调成 提到 降到 "
     "接手 交接 取代 替换 如今 目前 已经 帮我 一下 顺便 其实 实是 看错 说错 记错 搞错 写错 设为 设成 "
-    "统一 一用 一为 一成 重建 定在 改在 推迟 迟到 提前 前到 新地 新域 新端 新路"
+    "统一 一用 一为 一成 重建 定在 改在 推迟 迟到 提前 前到 新地 新域 新端 新路 以后 后都 后就 今后 往后"
 )
 
 
@@ -291,8 +295,14 @@ def claim(sentence: str) -> Claim | None:
         cue=_CUE.search(sentence) is not None,
         also=_ALSO.search(sentence) is not None,
         families=frozenset(key for v in values for key in family(v)),
-        counted=sum(1 for v in values if v in plain),
+        counted=sum(1 for v in values if v in plain and not _inside(v, values)),
     )
+
+
+def _inside(value: str, values: set[str]) -> bool:
+    """Whether ``value`` is part of a longer one ("18.19" of "18.19.0", "setup-node" of
+    "actions/setup-node"): one value, counted once."""
+    return any(value != v and value in v for v in values)
 
 
 @lru_cache(maxsize=8192)
@@ -304,8 +314,19 @@ def claims(text: str) -> tuple[Claim, ...]:
         return ()
     out = []
     asked: frozenset[str] = frozenset()
+    correction = ""
     for raw in _SENTENCE.split(_unnumbered(text[:MAX_TEXT])):
         sentence = _SPEAKER.sub("", raw.strip())
+        if correction:  # "I was wrong about the flag service. We run Unleash."
+            sentence, correction = f"{correction} {sentence}", ""
+        elif _CORRECTION.search(sentence) and len(sentence) < MAX_CHANGE // 2:
+            said = claim(sentence)
+            if said is None or not said.values:
+                correction = sentence  # the value it corrects comes next
+                continue
+        request = _REQUEST.search(sentence) if _QUESTION.search(sentence) else None
+        if request is not None and len(sentence[: request.start()].split()) >= 4:
+            sentence = sentence[: request.start()] + "."  # "I use Sublime, so can you …?"
         if _QUESTION.search(sentence):
             question = claim(_QUESTION.sub(".", sentence))
             asked = question.anchors if question is not None else frozenset()
@@ -316,7 +337,8 @@ def claims(text: str) -> tuple[Claim, ...]:
                 found = replace(found, anchors=found.anchors | asked)
             out.append(found)
         asked = frozenset()
-    return tuple(out)
+    last = claim(correction) if correction else None
+    return (*out, last) if last is not None else tuple(out)
 
 
 def family(value: str) -> frozenset[str]:
@@ -459,6 +481,15 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     return "a new version of the same thing"
                 if not shared or roles.different_jobs({f}, {o}):
                     continue
+                if any(
+                    _shape(v) == _shape(f) and _listed_with(new, v, f)
+                    for v in old.values & new.values
+                ):
+                    continue  # listed beside a value of the older: one more, not another
+                if _CORRECTION.search(new.text) and shared - {o}:
+                    return "a correction of the value"  # "我说错了，上限是 300"
+                if _CJK_RUN.search(old.text) and _lead(old.text, o) & _lead(new.text, f):
+                    return "a change to a new value"  # "上限 10MB" / "上限改为 50MB"
                 target = o.startswith("#") and _switched_to(new.text, f)  # "... to #radar"
                 if (
                     not _CJK_RUN.search(old.text)
@@ -472,8 +503,6 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     continue  # "one transaction" / "PR 94": not one thing counted twice
                 if "/" in o and _stem_of(o) != _stem_of(f):
                     continue  # another file, not the same one moved ("/data/exports")
-                if _CORRECTION.search(new.text) and shared - {o}:
-                    return "a correction of the value"  # "我说错了，上限是 300"
                 if _shape(o) == "name":  # a person, a tool: on two words of subject
                     if o not in new.anchors and len(shared) >= 2 and latin:
                         return "a change to a new value"
@@ -491,6 +520,40 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     if similar.conflict(new.text, old.text, cosine, model_id).sure:
         return "same subject, another value"
     return ""
+
+
+_LIST_GLUE = re.compile(r"(?:[\s,、，;/&+`'\"]|\band\b|和|及|与)*")
+
+
+def _listed_with(claim: Claim, a: str, b: str) -> bool:
+    """Whether ``claim`` lists ``a`` and ``b`` together, nothing but separators and its other
+    values between them ("golangci-lint、gosec、hadolint", "@hana-sato @oskar-berg")."""
+    text = claim.text.casefold()
+    i, j = text.find(a), text.find(b)
+    if i < 0 or j < 0 or a == b:
+        return False
+    between = text[i + len(a) : j] if i < j else text[j + len(b) : i]
+    for v in sorted(claim.values, key=len, reverse=True):
+        between = between.replace(v, " ")
+    return _LIST_GLUE.fullmatch(between) is not None
+
+
+def _lead(sentence: str, value: str) -> frozenset[str]:
+    """The glossary words written just before ``value`` in a Chinese ``sentence`` ("上限" of
+    "上限改为 50MB"): what the value is the value of."""
+    at = sentence.casefold().find(value)
+    text = sentence[max(0, at - LEAD) : at] if at > 0 else ""
+    words = searchterms.glossary_words()
+    return frozenset(
+        text[i : i + n]
+        for n in (2, 3, 4)
+        for i in range(len(text) - n + 1)
+        if text[i : i + n] in words
+    )
+
+
+LEAD = 8
+"""Characters before a value in a Chinese sentence read for the word it is the value of."""
 
 
 def _switched_to(sentence: str, value: str) -> bool:

@@ -38,6 +38,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "language": _listed(
         "python typescript javascript rust go java ruby kotlin swift php elixir scala"
     ),
+    "operating system": _listed("windows wsl wsl2 macos linux ubuntu debian fedora"),
     "editor": _listed(
         "vscode vim neovim nvim emacs helix sublime zed intellij pycharm webstorm goland nano"
     ),
@@ -93,6 +94,7 @@ _ASKED = {
     "ui library": r"(?:ui|frontend|front-end) (?:library|framework)",
     "language": r"(?:programming )?languages?|编程语言",
     "editor": r"editors?|\bides?\b|编辑器",
+    "operating system": r"operating systems?|\bos\b|操作系统|什么系统",
 }
 
 

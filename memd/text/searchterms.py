@@ -36,15 +36,20 @@ GLOSSARY = "glossary_zh_en.tsv"
 
 
 @lru_cache(maxsize=1)
-def _kept_words() -> re.Pattern[str] | None:
-    """The words of the zh<->en glossary (``data/glossary_zh_en.tsv``) that hold a function
-    character or word ("功能" feature, "请求" request, "上线" release, "用户" user), longest
-    first: no cut inside them."""
+def glossary_words() -> frozenset[str]:
+    """The Chinese words of the zh<->en glossary (``data/glossary_zh_en.tsv``)."""
     from importlib import resources
 
     text = resources.files("memd").joinpath("data", GLOSSARY).read_text(encoding="utf-8")
     words = {line.split("\t", 1)[0].strip() for line in text.splitlines() if line[:1] not in "#"}
-    kept = sorted((w for w in words if w and _CJK_STOP.search(w)), key=len, reverse=True)
+    return frozenset(w for w in words if w)
+
+
+@lru_cache(maxsize=1)
+def _kept_words() -> re.Pattern[str] | None:
+    """The words of the glossary that hold a function character or word ("功能" feature, "请求"
+    request, "上线" release, "用户" user), longest first: no cut inside them."""
+    kept = sorted((w for w in glossary_words() if _CJK_STOP.search(w)), key=len, reverse=True)
     return re.compile("|".join(kept)) if kept else None
 
 
