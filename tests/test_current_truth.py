@@ -21,7 +21,7 @@ from daemon_process import DaemonProcess, served
 from hitdata import hit
 
 from memd.extract import rules
-from memd.recall import stale, synonyms
+from memd.recall import lexical, stale, synonyms
 from memd.store import current
 from memd.text import searchterms
 
@@ -457,6 +457,11 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("Point the session store at the new sessions table in Postgres.", "Sessions are stored in MongoDB, collection `sessions` in the auth database."),
         ("I was wrong about the flag service earlier. Here we run a self-hosted Unleash.", "We use LaunchDarkly for feature flags, so gate the checkout behind a flag."),
         ("公司给我配了台 MacBook，以后都在 macOS 上开发了。", "我的开发机是 Windows + WSL2，脚本里的路径要注意兼容。"),
+        ("Small update: I started at Northpeak Analytics this week.", "I work at Brightwave Labs on the data team."),
+        ("I relocated to Munich last week, so fix the reminder.", "I'm based in Porto, so use my local time."),
+        ("我已经跳槽到云帆数据了，周末才会看这个项目。", "我在星河科技上班，平时只有晚上有空。"),
+        ("我现在搬到成都了，提醒时间不变。", "我住在杭州，提醒按东八区发。"),
+        ("Oh, I switched to fish last month, so the old completion does nothing.", "My shell is zsh with oh-my-zsh."),
         ("已把 handler 里的上限改为 50MB，前端的校验提示也更新了。", "在 upload/handler.go 里加了 MaxBytesReader，上限 10MB，超出返回 413；"),
         ("已升级到 JDK 21（Java 21 LTS）：镜像用 temurin-21，maven.compiler.release 设为 21，Spring Boot 里开启 spring.threads.virtual.enabled=true。", "已升级到 JDK 17：镜像用 temurin-17，maven.compiler.release 设为 17，测试全部通过。"),
     ],
@@ -485,6 +490,7 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("postgresql.conf sets `work_mem 64MB` on the primary.", "postgresql.conf sets `max_connections 100` on the primary."),
         ("现在 lint 阶段共三个作业：golangci-lint、gosec、hadolint，全部通过。", "CI 里加一个 golangci-lint 检查。"),
         ("Updated the rule to '/migrations/ @hana-sato @oskar-berg'.", "Added '/migrations/ @hana-sato' to .github/CODEOWNERS."),
+        ("I joined the platform team at Brightwave this week.", "I work at Brightwave Labs on the data team."),
         ("消费积压告警的阈值设成 1 万条。", "结算服务订阅 Kafka 的 order-events，消费组叫 settlement。"),
     ],
 )  # fmt: skip
@@ -585,6 +591,8 @@ def test_the_sentence_that_closes_a_todo_is_not_one(sentence: str, kind: str | N
     [
         ("Which package manager should I use?", "We switched to pnpm."),
         ("How do I run the server with tracing switched off?", "SPOTTER_OTEL_ENABLED env var for opt-out"),
+        ("Where do I work these days?", "I started at Northpeak Analytics this week."),
+        ("Which shell do I use?", "I switched to fish last month."),
     ],
 )  # fmt: skip
 def test_a_memory_carries_the_prompts_words_in_other_words(prompt: str, memory: str) -> None:
@@ -593,3 +601,8 @@ def test_a_memory_carries_the_prompts_words_in_other_words(prompt: str, memory: 
     assert carried > own
     assert carried & searchterms.term_set(prompt)
     assert synonyms.carried(own, "What did we have for lunch?") == own
+
+
+def test_words_of_asking_about_now_are_no_search_terms() -> None:
+    assert lexical.query_terms("Which shell do I use day to day?")[0] == ("shell",)
+    assert "哪家" not in searchterms.terms("我现在在哪家公司上班？")

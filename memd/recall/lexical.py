@@ -51,13 +51,20 @@ SEGMENTS_KEPT = 3
 SEGMENT_FACTOR = 0.9
 
 
+_WHEN_ASKED = re.compile(
+    r"\b(?:these days|nowadays|day[- ]to[- ]day|right now|at the moment|at present)\b", re.I
+)
+"""Words of a question that say it asks about now, not about days: no memory carries them."""
+
+
 def query_terms(query: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """The terms of a whole query, and of its first and last few sentences or lines.
 
     A long prompt (pasted logs, then the question) has many terms that no memory carries; its
     question alone is what a memory should cover. Segments with fewer than two terms are
-    ignored.
+    ignored. "These days" and its kin are no terms ("Which shell do I use day to day?").
     """
+    query = _WHEN_ASKED.sub(" ", query)
     parts = [p for p in _SEGMENT.split(query) if p.strip()]
     if len(parts) > 2 * SEGMENTS_KEPT:
         parts = parts[:SEGMENTS_KEPT] + parts[-SEGMENTS_KEPT:]

@@ -44,7 +44,7 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     r"cit(?:y|ies)|town": ("moved", "based", "relocated", "city", "live", "living"),
     r"liv(?:e|es|ing) in|based in|reside": ("moved", "based", "relocated", "live", "living"),
     r"manager|boss": ("manager", "report", "reports", "boss"),
-    r"employer|company|work(?:ing)? (?:at|for)": (
+    r"employer|company|work(?:ing)? (?:at|for)|where (?:do|does|did) \w+ work": (
         "joined",
         "started",
         "company",

@@ -9,7 +9,11 @@ its *claims*. A later claim replaces an earlier one about the same subject when
 - or it says a change ("now", "switched", "changed ... to", "rolled back", "现在", "改成") and
   names a new value of the same shape (a number for a number, a path for a path, a name for a
   name) on a shared subject word;
+- or it gives another value of a person's own fact (where they work, where they live:
+  :mod:`memd.store.personal`);
 - or :func:`memd.store.similar.conflict` is sure of it (same subject, another value).
+
+The words that say a change, a retirement or a correction are in :mod:`memd.store.cues`.
 
 "Later" is when each was said (:meth:`memd.models.Memory.said_at`: a transcript's own time),
 never the order memd read them in. The insert path supersedes typed memories whose claim a newer
@@ -23,7 +27,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from memd.store import roles, similar
+from memd.store import cues, personal, roles, similar
 from memd.text import searchterms, stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
@@ -48,87 +52,6 @@ MAX_VALUES = 8
 RECORDS = ("Files changed for ",)
 """Typed memories that record what was done (event records): never replaced."""
 _CJK = RANGES
-_V = r"(?:--?|[#@])?[\w][\w.+/:#@-]*[\w+#]|[#@]?\w"
-"""A value as written: a name, a number, a version, a path, a host, a #channel."""
-_RETIRED = [
-    re.compile(rf"\bfrom\s+(?:`)?(?P<v>{_V})(?:`)?\s+(?:to|over to)\b", re.I),
-    re.compile(
-        rf"\b(?:instead of|rather than|in place of|replac(?:e|ed|ing))\s+(?:the\s+)?`?(?P<v>{_V})",
-        re.I,
-    ),
-    re.compile(rf"(?:,|\bnow)\s+not\s+`?(?P<v>{_V})", re.I),
-    re.compile(
-        rf"`?(?P<v>{_V})`?\s+(?:was|is|has been|got|were|are|have been)\s+"
-        r"(?:(?!not\b|never\b|n't\b)\w+\s+)?"
-        r"(?:archived|deleted|removed|retired|dropped|deprecated|gone|rolled back|renamed)\b",
-        re.I,
-    ),
-    re.compile(rf"\b(?P<v>{_V})\s+(?:has|have)\s+(?:left|gone|moved on)\b", re.I),
-    re.compile(rf"\b(?P<v>{_V})\s+(?:left the|went on|is on leave|handed)\b", re.I),
-    re.compile(
-        rf"\b(?:no longer (?:use|uses|run|runs|need)|stop(?:ped)? using)\s+`?(?P<v>{_V})", re.I
-    ),
-    re.compile(rf"\b(?:don't|do not) (?:use|run) `?(?P<v>{_V})`?\s+(?:any ?more|again)", re.I),
-    re.compile(
-        rf"`?(?P<v>{_V})`?\s+(?:no longer|doesn't|does not)\s+(?:exists?|resolves?|works?)", re.I
-    ),
-    re.compile(rf"\bdropped\s+(?:the\s+)?`?(?P<v>{_V})", re.I),
-    re.compile(rf"`?(?P<v>{_V})`?\s+(?:belongs to|is|was)\s+(?:the|an?|our)\s+old\b", re.I),
-    re.compile(
-        rf"(?:从|由)\s*(?P<v>{_V}|[{_CJK}]{{2,4}}?)\s*(?:迁到|迁移到|改成|改为|换成|换到|切换到|调到|降到|提到|搬到|到)"
-    ),
-    re.compile(rf"(?P<v>{_V}|[{_CJK}]{{2,3}}?)\s*(?:已经|已)?(?:离职|离开|不在了|停用|下线|废弃)"),
-    re.compile(
-        rf"(?P<v>{_V}|[{_CJK}]{{2,3}}?)\s*(?:那个|这个|原来的|旧的)[{_CJK}]{{0,2}}?"
-        r"(?:上周|上个月|昨天|已经|已)?(?:解散|停用|下线|废弃|关停|弃用|停掉)"
-    ),
-    re.compile(rf"不再(?:用|使用|维护|写入)?\s*(?P<v>{_V}|[{_CJK}]{{2,4}})"),
-    re.compile(rf"(?P<v>{_V})\s*(?:的)?(?:升级)?(?:已经)?回滚"),
-    re.compile(
-        rf"\btried\s+(?:\w+\s+)?`?(?P<v>{_V})`?\b[^.;!?]*?"
-        r"\b(?:revert(?:ed)?|rolled (?:it )?back|backed (?:it )?out|gave up|abandoned)\b",
-        re.I,
-    ),
-]
-"""Where a sentence names a value that is no longer current."""
-_RETIRE_HINT = re.compile(
-    r"from|instead|rather than|in place of|replac|archiv|delet|remov|retir|deprecat|drop"
-    r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried|old\b"
-    r"|gone|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉",
-    re.I,
-)
-"""What every pattern of :data:`_RETIRED` holds: one search rules most sentences out."""
-_SELF_CORRECTION = r"I misspoke|I was wrong|I got (?:it|that) wrong|my mistake|I mis(?:read|typed)"
-"""A speaker correcting what they said before (a change cue, and a correction)."""
-_CUE = re.compile(
-    r"\b(?:now(?! that\b| (?:passes|works|fails|builds|compiles|succeeds|shows|prints|returns)\b)"
-    r"|no longer|any ?more|instead|switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|"
-    r"chang(?:ed|ing)|renam(?:ed|ing)|replac(?:ed|ing)|bump(?:ed)?|upgrad(?:ed|ing)|"
-    r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back (?:to|on)|"
-    r"(?:is|are) \S+ again|"
-    r"has left|took over|handed|from now on|these days|actually|made|make the|set to|"
-    r"(?:updated|set|raised|lowered|changed) (?:the |its |our )?\S+(?: \S+){0,2} to|"
-    r"as of|started at|joined|is at|are at|agreed|decided|settled on"
-    r"|go(?:ing)? with|going forward|from (?:this|the next|today|now)(?: \w+)? on"
-    r"|starting (?:today|now|this|with|from)|(?:not|never) going back|retarget(?:ed|ing)?"
-    r"|point(?:ed|ing)? (?:the |its |our )?\S+(?: \S+){0,3} (?:at|to)"
-    r"|(?:rewr(?:o|i)te|port(?:ed)?) \S+(?: \S+){0,3} to use"
-    rf"|{_SELF_CORRECTION}"
-    r"|the new (?:host|address|url|endpoint|domain|port|path|location|channel|owner|one) is"
-    r"|since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today"
-    r"|last \w+|this \w+|the \w+ (?:switch|move|migration|release|upgrade)))\b"
-    r"|现在|改为|改成|改用|改了|换成|换为|换到|切换|迁移|迁到|不再|离职|回滚|退回|搬到|调到|调成|"
-    r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从|已经是|已是|已经换|已经改|"
-    r"其实是|看错|说错|记错|搞错|写错|设为|设成|统一用|统一为|统一成|重建|定在|改在|推迟到|提前到|"
-    r"新地址|新域名|新端口|新路径|新的地址|以后都|以后就|今后|往后",
-    re.I,
-)
-_CORRECTION = re.compile(rf"\b(?:{_SELF_CORRECTION})\b|说错|看错|记错|搞错|写错|弄错", re.I)
-"""A speaker correcting what was said before: one shared subject word is enough."""
-_ALSO = re.compile(
-    r"\b(?:also|as well|in addition|both)\b|\btoo\b(?=\s*(?:[.,;!?)]|$))|同时|另外|分别"
-)
-"""A second thing beside the first ("we use Prettier too"); "too small" is no such word."""
 _ENUMERATOR = re.compile(r"(?:^|(?<=\s))\d{1,2}[.)](?=\s)|\s\d{1,2}\.$", re.M)
 """A list's numbering ("1. ", "2) "): no value, and where a statement ends."""
 _LIST_START = re.compile(r"(?:^|[:\s])1[.)]\s", re.M)
@@ -160,11 +83,6 @@ _SUBJECT_VERB = _listed("is was owns has are runs uses handles leads manages")
 _POSSESSIVE = re.compile(r"(?<=\w)'s\b")
 _APOSTROPHE = re.compile(r"(?<=\w)'(?=\w)")
 _VERSION = re.compile(r"^v?(\d+)\.\d+(?:\.\d+)*$")
-_CUE_BIGRAMS = _listed(
-    "现在 改为 改成 改用 换成 换为 换到 切换 迁移 迁到 不再 离职 回滚 退回 搬到 调到 调成 提到 降到 "
-    "接手 交接 取代 替换 如今 目前 已经 帮我 一下 顺便 其实 实是 看错 说错 记错 搞错 写错 设为 设成 "
-    "统一 一用 一为 一成 重建 定在 改在 推迟 迟到 提前 前到 新地 新域 新端 新路 以后 后都 后就 今后 往后"
-)
 
 
 @dataclass(frozen=True)
@@ -189,23 +107,7 @@ class Claim:
 _NUMBER_WORD = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|single|double)\b(?= \w)"
 )
-_NUMBER_WORDS = frozenset(
-    [
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "twelve",
-        "single",
-        "double",
-    ]
-)
+_NUMBER_WORDS = _listed("one two three four five six seven eight nine ten twelve single double")
 _ASIDE = re.compile(r"[(（][^()（）]*[)）]")
 _REF = re.compile(r"(?:#|\b(?:pr|issue|pull request|bead|ticket)s? #?)(\d+)\b")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]+")
@@ -235,7 +137,7 @@ def _bigrams(text: str) -> set[str]:
         out.update(run[i : i + 2] for i in range(len(run) - 1))
     for word in searchterms.kept_words(text):
         out.update(word[i : i + 2] for i in range(len(word) - 1))
-    return out - _CUE_BIGRAMS
+    return out - cues.CUE_BIGRAMS
 
 
 def _names(sentence: str) -> set[str]:
@@ -270,21 +172,22 @@ def claim(sentence: str) -> Claim | None:
     values.update(w for w in _NUMBER_WORD.findall(folded))
     values -= {m.group(1) for m in _REF.finditer(folded)}  # "#47", "PR 94": which, not how many
     values.update(tool for phrase, tool in roles.PHRASES.items() if phrase in folded)
+    values.update(roles.tools_named(folded))
     values.update(m.group(0) for m in _FLAG.finditer(folded))
     cjk = _bigrams(sentence)
     words = {w for w in f.words if w not in GENERIC and len(w) > 1} - values
     if not values and len(words) < 2 and len(cjk) < 3:
         return None
     retired = (
-        {_fold(m.group("v")) for pattern in _RETIRED for m in pattern.finditer(sentence)}
-        if _RETIRE_HINT.search(sentence)
+        {_fold(m.group("v")) for pattern in cues.RETIRED for m in pattern.finditer(sentence)}
+        if cues.RETIRE_HINT.search(sentence)
         else set()
     )
     plain = _ASIDE.sub(" ", folded) if "(" in folded or "（" in folded else folded
     return Claim(
         text=sentence,
         values=frozenset(values),
-        anchors=frozenset(words | cjk | values),
+        anchors=frozenset(words | cjk | values | personal.slots(sentence)),
         retired=frozenset(
             r
             for r in retired
@@ -292,8 +195,8 @@ def claim(sentence: str) -> Claim | None:
             and r not in stopwords.STATEMENT
             and statement_stem(r) not in GENERIC
         ),
-        cue=_CUE.search(sentence) is not None,
-        also=_ALSO.search(sentence) is not None,
+        cue=cues.CUE.search(sentence) is not None,
+        also=cues.ALSO.search(sentence) is not None,
         families=frozenset(key for v in values for key in family(v)),
         counted=sum(1 for v in values if v in plain and not _inside(v, values)),
     )
@@ -319,7 +222,7 @@ def claims(text: str) -> tuple[Claim, ...]:
         sentence = _SPEAKER.sub("", raw.strip())
         if correction:  # "I was wrong about the flag service. We run Unleash."
             sentence, correction = f"{correction} {sentence}", ""
-        elif _CORRECTION.search(sentence) and len(sentence) < MAX_CHANGE // 2:
+        elif cues.CORRECTION.search(sentence) and len(sentence) < MAX_CHANGE // 2:
             said = claim(sentence)
             if said is None or not said.values:
                 correction = sentence  # the value it corrects comes next
@@ -408,20 +311,11 @@ def _same_family(a: str, b: str) -> bool:
     return not family(a).isdisjoint(family(b))
 
 
-_MAY_REPLACE = re.compile(
-    _CUE.pattern
-    + r"|\bfrom\b|instead of|rather than|in place of|replac|archived|deleted|removed|retired"
-    r"|deprecated|dropped|renamed|has left|have left|went on|handed|stop(?:ped)? using"
-    r"|离开|停用|下线|废弃|从|由",
-    re.I,
-)
-
-
 @lru_cache(maxsize=16384)
 def may_replace(text: str) -> bool:
     """Whether ``text`` could replace a claim of another (it says a change or retires a
     value): one search, so most candidates are never read sentence by sentence."""
-    return _MAY_REPLACE.search(text[:MAX_TEXT]) is not None
+    return cues.MAY_REPLACE.search(text[:MAX_TEXT]) is not None
 
 
 @dataclass(frozen=True)
@@ -464,6 +358,9 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 return f"retires {value!r}"
     if new.also:
         return ""
+    mine = personal.changed(new.text, old.text, shared) if new.cue else ""
+    if mine:
+        return f"a change of {mine}"  # "I work at Brightwave" / "I started at Northpeak"
     short = max(len(new.text), len(old.text)) <= MAX_CHANGE
     counted = max(new.counted, old.counted)
     if new.cue and short and counted <= MAX_VALUES:
@@ -486,11 +383,11 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     for v in old.values & new.values
                 ):
                     continue  # listed beside a value of the older: one more, not another
-                if _CORRECTION.search(new.text) and shared - {o}:
+                if cues.CORRECTION.search(new.text) and shared - {o}:
                     return "a correction of the value"  # "我说错了，上限是 300"
                 if _CJK_RUN.search(old.text) and _lead(old.text, o) & _lead(new.text, f):
                     return "a change to a new value"  # "上限 10MB" / "上限改为 50MB"
-                target = o.startswith("#") and _switched_to(new.text, f)  # "... to #radar"
+                target = o.startswith("#") and cues.switched_to(new.text, f)  # "... to #radar"
                 if (
                     not _CJK_RUN.search(old.text)
                     and not target
@@ -554,19 +451,6 @@ def _lead(sentence: str, value: str) -> frozenset[str]:
 
 LEAD = 8
 """Characters before a value in a Chinese sentence read for the word it is the value of."""
-
-
-def _switched_to(sentence: str, value: str) -> bool:
-    """Whether ``sentence`` names ``value`` as the target of a change ("switched to
-    #release-train", "moved over to Buildkite")."""
-    m = re.search(
-        r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|chang(?:ed|ing)|migrat(?:ed|ing)|now"
-        r"|(?:chang|updat|mov|point)(?:ed|ing)? (?:the|its|our) (?:[^.;!?]|\.(?=\S)){0,60}?)"
-        rf"\s+(?:over\s+)?(?:to|in|on|into)\s+`?{re.escape(value)}(?![\w-])",
-        sentence,
-        re.I,
-    )
-    return m is not None
 
 
 RESTATED_SUBJECT = 3

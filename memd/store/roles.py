@@ -38,6 +38,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "language": _listed(
         "python typescript javascript rust go java ruby kotlin swift php elixir scala"
     ),
+    "shell": _listed("bash zsh fish nushell powershell pwsh"),
     "operating system": _listed("windows wsl wsl2 macos linux ubuntu debian fedora"),
     "editor": _listed(
         "vscode vim neovim nvim emacs helix sublime zed intellij pycharm webstorm goland nano"
@@ -61,6 +62,22 @@ _BY_TOOL: dict[str, frozenset[str]] = {}
 for _role, _tools in ROLES.items():
     for _tool in _tools:
         _BY_TOOL[_tool] = _BY_TOOL.get(_tool, frozenset()) | {_role}
+
+
+WORDS = frozenset(
+    _listed(
+        "go rust swift flow solid express drone helm nano react bun arch nats pulsar ruby nose2 "
+        "uv pip tsc npm"
+    )
+)
+"""Tools whose name is also an everyday word (or too short to tell): a value only when
+written as a name (capitalised, in code), as :mod:`memd.store.similar` finds it."""
+_TOOL_WORD = re.compile(r"(?<![\w./-])[a-z][\w-]*[a-z0-9](?![\w/-])")
+
+
+def tools_named(folded: str) -> set[str]:
+    """The tools a lower-cased sentence names in plain words ("switched to fish")."""
+    return {w for w in _TOOL_WORD.findall(folded) if w in _BY_TOOL and w not in WORDS}
 
 
 def roles(name: str) -> frozenset[str]:
@@ -94,6 +111,7 @@ _ASKED = {
     "ui library": r"(?:ui|frontend|front-end) (?:library|framework)",
     "language": r"(?:programming )?languages?|编程语言",
     "editor": r"editors?|\bides?\b|编辑器",
+    "shell": r"shells?",
     "operating system": r"operating systems?|\bos\b|操作系统|什么系统",
 }
 

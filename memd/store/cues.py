@@ -1,0 +1,125 @@
+"""The words that say a change, a retirement or a correction, in English and Chinese: what
+:mod:`memd.store.current` reads a claim with ("moved from 01:00 to 02:30", "Marta has left",
+"I misspoke", "改成", "王磊已经离职")."""
+
+from __future__ import annotations
+
+import re
+
+from memd.text.chinese import RANGES
+
+CJK = RANGES
+
+
+def listed(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+V = r"(?:--?|[#@])?[\w][\w.+/:#@-]*[\w+#]|[#@]?\w"
+"""A value as written: a name, a number, a version, a path, a host, a #channel."""
+RETIRED = [
+    re.compile(rf"\bfrom\s+(?:`)?(?P<v>{V})(?:`)?\s+(?:to|over to)\b", re.I),
+    re.compile(
+        rf"\b(?:instead of|rather than|in place of|replac(?:e|ed|ing))\s+(?:the\s+)?`?(?P<v>{V})",
+        re.I,
+    ),
+    re.compile(rf"(?:,|\bnow)\s+not\s+`?(?P<v>{V})", re.I),
+    re.compile(
+        rf"`?(?P<v>{V})`?\s+(?:was|is|has been|got|were|are|have been)\s+"
+        r"(?:(?!not\b|never\b|n't\b)\w+\s+)?"
+        r"(?:archived|deleted|removed|retired|dropped|deprecated|gone|rolled back|renamed)\b",
+        re.I,
+    ),
+    re.compile(rf"\b(?P<v>{V})\s+(?:has|have)\s+(?:left|gone|moved on)\b", re.I),
+    re.compile(rf"\b(?P<v>{V})\s+(?:left the|went on|is on leave|handed)\b", re.I),
+    re.compile(
+        rf"\b(?:no longer (?:use|uses|run|runs|need)|stop(?:ped)? using)\s+`?(?P<v>{V})", re.I
+    ),
+    re.compile(rf"\b(?:don't|do not) (?:use|run) `?(?P<v>{V})`?\s+(?:any ?more|again)", re.I),
+    re.compile(
+        rf"`?(?P<v>{V})`?\s+(?:no longer|doesn't|does not)\s+(?:exists?|resolves?|works?)", re.I
+    ),
+    re.compile(rf"\bdropped\s+(?:the\s+)?`?(?P<v>{V})", re.I),
+    re.compile(rf"`?(?P<v>{V})`?\s+(?:belongs to|is|was)\s+(?:the|an?|our)\s+old\b", re.I),
+    re.compile(
+        rf"(?:从|由)\s*(?P<v>{V}|[{CJK}]{{2,4}}?)\s*(?:迁到|迁移到|改成|改为|换成|换到|切换到|调到|降到|提到|搬到|到)"
+    ),
+    re.compile(rf"(?P<v>{V}|[{CJK}]{{2,3}}?)\s*(?:已经|已)?(?:离职|离开|不在了|停用|下线|废弃)"),
+    re.compile(
+        rf"(?P<v>{V}|[{CJK}]{{2,3}}?)\s*(?:那个|这个|原来的|旧的)[{CJK}]{{0,2}}?"
+        r"(?:上周|上个月|昨天|已经|已)?(?:解散|停用|下线|废弃|关停|弃用|停掉)"
+    ),
+    re.compile(rf"不再(?:用|使用|维护|写入)?\s*(?P<v>{V}|[{CJK}]{{2,4}})"),
+    re.compile(rf"(?P<v>{V})\s*(?:的)?(?:升级)?(?:已经)?回滚"),
+    re.compile(
+        rf"\btried\s+(?:\w+\s+)?`?(?P<v>{V})`?\b[^.;!?]*?"
+        r"\b(?:revert(?:ed)?|rolled (?:it )?back|backed (?:it )?out|gave up|abandoned)\b",
+        re.I,
+    ),
+]
+"""Where a sentence names a value that is no longer current."""
+RETIRE_HINT = re.compile(
+    r"from|instead|rather than|in place of|replac|archiv|delet|remov|retir|deprecat|drop"
+    r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried|old\b"
+    r"|gone|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉",
+    re.I,
+)
+"""What every pattern of :data:`RETIRED` holds: one search rules most sentences out."""
+SELF_CORRECTION = r"I misspoke|I was wrong|I got (?:it|that) wrong|my mistake|I mis(?:read|typed)"
+"""A speaker correcting what they said before (a change cue, and a correction)."""
+CUE = re.compile(
+    r"\b(?:now(?! that\b| (?:passes|works|fails|builds|compiles|succeeds|shows|prints|returns)\b)"
+    r"|no longer|any ?more|instead|switch(?:ed|ing)?|mov(?:ed|ing)|relocat(?:ed|ing)|migrat(?:ed|ing)|"
+    r"chang(?:ed|ing)|renam(?:ed|ing)|replac(?:ed|ing)|bump(?:ed)?|upgrad(?:ed|ing)|"
+    r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back (?:to|on)|"
+    r"(?:is|are) \S+ again|"
+    r"has left|took over|handed|from now on|these days|actually|made|make the|set to|"
+    r"(?:updated|set|raised|lowered|changed) (?:the |its |our )?\S+(?: \S+){0,2} to|"
+    r"as of|started at|joined|is at|are at|agreed|decided|settled on"
+    r"|go(?:ing)? with|going forward|from (?:this|the next|today|now)(?: \w+)? on"
+    r"|starting (?:today|now|this|with|from)|(?:not|never) going back|retarget(?:ed|ing)?"
+    r"|point(?:ed|ing)? (?:the |its |our )?\S+(?: \S+){0,3} (?:at|to)"
+    r"|(?:rewr(?:o|i)te|port(?:ed)?) \S+(?: \S+){0,3} to use"
+    rf"|{SELF_CORRECTION}"
+    r"|the new (?:host|address|url|endpoint|domain|port|path|location|channel|owner|one) is"
+    r"|since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today"
+    r"|last \w+|this \w+|the \w+ (?:switch|move|migration|release|upgrade)))\b"
+    r"|现在|改为|改成|改用|改了|换成|换为|换到|切换|迁移|迁到|不再|离职|跳槽|回滚|退回|搬到|调到|调成|"
+    r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从|已经是|已是|已经换|已经改|"
+    r"其实是|看错|说错|记错|搞错|写错|设为|设成|统一用|统一为|统一成|重建|定在|改在|推迟到|提前到|"
+    r"新地址|新域名|新端口|新路径|新的地址|以后都|以后就|今后|往后",
+    re.I,
+)
+CORRECTION = re.compile(rf"\b(?:{SELF_CORRECTION})\b|说错|看错|记错|搞错|写错|弄错", re.I)
+"""A speaker correcting what was said before: one shared subject word is enough."""
+ALSO = re.compile(
+    r"\b(?:also|as well|in addition|both)\b|\btoo\b(?=\s*(?:[.,;!?)]|$))|同时|另外|分别"
+)
+"""A second thing beside the first ("we use Prettier too"); "too small" is no such word."""
+CUE_BIGRAMS = listed(
+    "现在 改为 改成 改用 换成 换为 换到 切换 迁移 迁到 不再 离职 回滚 退回 搬到 调到 调成 提到 降到 "
+    "接手 交接 取代 替换 如今 目前 已经 帮我 一下 顺便 其实 实是 看错 说错 记错 搞错 写错 设为 设成 "
+    "统一 一用 一为 一成 重建 定在 改在 推迟 迟到 提前 前到 新地 新域 新端 新路 以后 后都 后就 今后 往后"
+)
+
+
+MAY_REPLACE = re.compile(
+    CUE.pattern
+    + r"|\bfrom\b|instead of|rather than|in place of|replac|archived|deleted|removed|retired"
+    r"|deprecated|dropped|renamed|has left|have left|went on|handed|stop(?:ped)? using"
+    r"|离开|停用|下线|废弃|从|由",
+    re.I,
+)
+
+
+def switched_to(sentence: str, value: str) -> bool:
+    """Whether ``sentence`` names ``value`` as the target of a change ("switched to
+    #release-train", "moved over to Buildkite")."""
+    m = re.search(
+        r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|chang(?:ed|ing)|migrat(?:ed|ing)|now"
+        r"|(?:chang|updat|mov|point)(?:ed|ing)? (?:the|its|our) (?:[^.;!?]|\.(?=\S)){0,60}?)"
+        rf"\s+(?:over\s+)?(?:to|in|on|into)\s+`?{re.escape(value)}(?![\w-])",
+        sentence,
+        re.I,
+    )
+    return m is not None
