@@ -462,6 +462,11 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("我已经跳槽到云帆数据了，周末才会看这个项目。", "我在星河科技上班，平时只有晚上有空。"),
         ("我现在搬到成都了，提醒时间不变。", "我住在杭州，提醒按东八区发。"),
         ("Oh, I switched to fish last month, so the old completion does nothing.", "My shell is zsh with oh-my-zsh."),
+        ("Big news: I'm the engineering manager for the team now.", "I'm a backend engineer on the payments team."),
+        ("我现在是架构师了，主要做方案评审。", "我是后端开发，主要写 Go。"),
+        ("After the reorg I report to Hiroshi Tanaka.", "My manager Dana Whitfield wants the review by Friday."),
+        ("Put +1-555-0199 as my number in the table.", "I'm the secondary; my number is +1-555-0142."),
+        ("Elixir is my favourite language now.", "Kotlin is my favourite language, so use Kotlin scripts."),
         ("已把 handler 里的上限改为 50MB，前端的校验提示也更新了。", "在 upload/handler.go 里加了 MaxBytesReader，上限 10MB，超出返回 413；"),
         ("已升级到 JDK 21（Java 21 LTS）：镜像用 temurin-21，maven.compiler.release 设为 21，Spring Boot 里开启 spring.threads.virtual.enabled=true。", "已升级到 JDK 17：镜像用 temurin-17，maven.compiler.release 设为 17，测试全部通过。"),
     ],
@@ -491,6 +496,8 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("现在 lint 阶段共三个作业：golangci-lint、gosec、hadolint，全部通过。", "CI 里加一个 golangci-lint 检查。"),
         ("Updated the rule to '/migrations/ @hana-sato @oskar-berg'.", "Added '/migrations/ @hana-sato' to .github/CODEOWNERS."),
         ("I joined the platform team at Brightwave this week.", "I work at Brightwave Labs on the data team."),
+        ("claude: I started at the top of the file and worked down.", "user: I work at Brightwave Labs on the data team."),
+        ("Melanie: I started at Northpeak Analytics this week.", "Caroline: I work at Brightwave Labs."),
         ("消费积压告警的阈值设成 1 万条。", "结算服务订阅 Kafka 的 order-events，消费组叫 settlement。"),
     ],
 )  # fmt: skip
@@ -593,14 +600,16 @@ def test_the_sentence_that_closes_a_todo_is_not_one(sentence: str, kind: str | N
         ("How do I run the server with tracing switched off?", "SPOTTER_OTEL_ENABLED env var for opt-out"),
         ("Where do I work these days?", "I started at Northpeak Analytics this week."),
         ("Which shell do I use?", "I switched to fish last month."),
+        ("我现在是什么职位？", "我现在是架构师了，主要做方案评审。"),
+        ("What's my favourite programming language?", "Elixir is my favourite language now."),
     ],
 )  # fmt: skip
 def test_a_memory_carries_the_prompts_words_in_other_words(prompt: str, memory: str) -> None:
     own = searchterms.term_set(memory)
-    carried = synonyms.carried(own, prompt)
+    carried = synonyms.carried(own, prompt, memory)
     assert carried > own
     assert carried & searchterms.term_set(prompt)
-    assert synonyms.carried(own, "What did we have for lunch?") == own
+    assert synonyms.carried(own, "What did we have for lunch?", memory) == own
 
 
 def test_words_of_asking_about_now_are_no_search_terms() -> None:

@@ -444,7 +444,7 @@ class Signals:
         text = memory.text
         memory_zh = text_is_chinese(text)
         have = searchterms.term_set(text)
-        lex = self.covers(self.bridged.extend(text, synonyms.carried(have, self.query)))
+        lex = self.covers(self.bridged.extend(text, synonyms.carried(have, self.query, text)))
         if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
             lex = max(lex, crossterms.reverse_coverage(searchterms.terms(text), self.reach))
         age = age_days(memory.said_at(), self.now_seconds)  # `now` once

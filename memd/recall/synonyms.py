@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from memd.store import roles
+from memd.store import personal, roles
 from memd.text import searchterms
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -88,9 +88,14 @@ def scope_terms(query: str) -> frozenset[str]:
     )
 
 
-def carried(have: frozenset[str], query: str) -> frozenset[str]:
-    """A memory's terms ``have`` plus the prompt's terms it carries in other words."""
+def carried(have: frozenset[str], query: str, text: str = "") -> frozenset[str]:
+    """A memory's terms ``have`` plus the prompt's terms it carries in other words; a memory
+    (``text``) that gives a person's fact the prompt asks for carries the words it asks with
+    ("我现在是架构师了" answers "我现在是什么职位？")."""
     have = have | scope_terms(query)
+    for key, asked_with in personal.asked(query):
+        if text and key in personal.slots(text):
+            have = have | searchterms.term_set(asked_with)
     for carriers, words in expansions(query):
         if not have.isdisjoint(carriers):
             have = have | words

@@ -37,9 +37,11 @@ _SENTENCE = re.compile(
     r"|\s+/\s+(?=(?:user|claude|agent):)"
 )
 _SPEAKER = re.compile(
-    r"^(?:\[\d{4}-\d\d-\d\d\]\s*)?(?:[-*•]\s*)?(?:user|claude|agent|assistant):\s*|^\[\d{4}-\d\d-\d\d\]\s*",
+    r"^(?:/\s*)?(?:\[\d{4}-\d\d-\d\d\]\s*)?(?:[-*•]\s*)?(?:user|claude|agent|assistant):\s*"
+    r"|^\[\d{4}-\d\d-\d\d\]\s*",
     re.I,
 )
+_NAMED = re.compile(r"^([A-Z][a-z]+): ")
 MAX_CLAIM = 320
 """Characters: a longer "sentence" is a pasted log or code, not a statement."""
 MAX_TEXT = 2000
@@ -187,7 +189,7 @@ def claim(sentence: str) -> Claim | None:
     return Claim(
         text=sentence,
         values=frozenset(values),
-        anchors=frozenset(words | cjk | values | personal.slots(sentence)),
+        anchors=frozenset(words | cjk | values),
         retired=frozenset(
             r
             for r in retired
@@ -218,8 +220,14 @@ def claims(text: str) -> tuple[Claim, ...]:
     out = []
     asked: frozenset[str] = frozenset()
     correction = ""
+    agent, who = False, ""  # who says it: Claude's "I" is not the user's
     for raw in _SENTENCE.split(_unnumbered(text[:MAX_TEXT])):
+        turn = _SPEAKER.match(raw.strip())
+        if turn is not None and ":" in turn.group(0):
+            agent = turn.group(0).strip(" -*•:").lower().endswith(("claude", "agent", "assistant"))
         sentence = _SPEAKER.sub("", raw.strip())
+        named = _NAMED.match(sentence)  # "Caroline: I work at ..." (a chat between two people)
+        who = named.group(1).lower() if named else who if turn is None else ""
         if correction:  # "I was wrong about the flag service. We run Unleash."
             sentence, correction = f"{correction} {sentence}", ""
         elif cues.CORRECTION.search(sentence) and len(sentence) < MAX_CHANGE // 2:
@@ -236,8 +244,9 @@ def claims(text: str) -> tuple[Claim, ...]:
             continue
         found = claim(sentence)
         if found is not None:
-            if asked:
-                found = replace(found, anchors=found.anchors | asked)
+            mine = frozenset() if agent else personal.slots(sentence, who)
+            if asked or mine:
+                found = replace(found, anchors=found.anchors | asked | mine)
             out.append(found)
         asked = frozenset()
     last = claim(correction) if correction else None
@@ -358,7 +367,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 return f"retires {value!r}"
     if new.also:
         return ""
-    mine = personal.changed(new.text, old.text, shared) if new.cue else ""
+    mine = personal.changed(new.text, old.text, shared)  # one value at a time
     if mine:
         return f"a change of {mine}"  # "I work at Brightwave" / "I started at Northpeak"
     short = max(len(new.text), len(old.text)) <= MAX_CHANGE
