@@ -467,6 +467,7 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("After the reorg I report to Hiroshi Tanaka.", "My manager Dana Whitfield wants the review by Friday."),
         ("Put +1-555-0199 as my number in the table.", "I'm the secondary; my number is +1-555-0142."),
         ("Elixir is my favourite language now.", "Kotlin is my favourite language, so use Kotlin scripts."),
+        ("vite.config.ts 的 /api 代理指向 http://localhost:8088，README 也同步了。", "在 vite.config.ts 里把 /api 代理到 http://localhost:8000。"),
         ("已把 handler 里的上限改为 50MB，前端的校验提示也更新了。", "在 upload/handler.go 里加了 MaxBytesReader，上限 10MB，超出返回 413；"),
         ("已升级到 JDK 21（Java 21 LTS）：镜像用 temurin-21，maven.compiler.release 设为 21，Spring Boot 里开启 spring.threads.virtual.enabled=true。", "已升级到 JDK 17：镜像用 temurin-17，maven.compiler.release 设为 17，测试全部通过。"),
     ],

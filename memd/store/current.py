@@ -263,6 +263,11 @@ def family(value: str) -> frozenset[str]:
     image = _IMAGE.match(value)
     if image:
         return frozenset([f"img:{image.group(1)}"])
+    url = _URL.match(value)
+    if url:  # an endpoint: its host's family ("http://localhost:8000" -> "h:localhost")
+        value = url.group(1)
+        if "." not in value:
+            return frozenset([f"h:{value}"])
     parts = value.split(".")
     if len(parts) > 2 and "/" not in value:
         keys = ["h:" + ".".join(parts[-2:])]
@@ -272,6 +277,7 @@ def family(value: str) -> frozenset[str]:
     return frozenset(f"job:{role}" for role in roles.roles(value))
 
 
+_URL = re.compile(r"^[a-z][\w+.-]*://(?:[^@/]*@)?([\w.-]+)")
 _TLDS = frozenset(["com", "net", "org", "io", "dev", "app", "co", "cloud", "ai", "internal"])
 """Top-level domains a host of one organisation moves between (not a file's extension)."""
 _IMAGE = re.compile(r"^([a-z][\w.-]*(?:/[\w.-]+)*):[\w][\w.-]*$")
@@ -309,7 +315,11 @@ def _noun_after(sentence: str, value: str) -> frozenset[str]:
 
 
 def _stem_of(path: str) -> str:
-    """A path's last part without its extension ("app" of "config/app.yaml")."""
+    """A path's last part without its extension ("app" of "config/app.yaml"); a URL's host
+    ("localhost" of "http://localhost:8088/api")."""
+    url = _URL.match(path)
+    if url:
+        return url.group(1)
     last = path.rstrip("/").rsplit("/", 1)[-1]
     return last.split(".", 1)[0] if not last.startswith(".") else last
 
