@@ -6,8 +6,9 @@ The corrected-facts set (``tests/labelled/corrections.jsonl`` for tuning,
 taken; ``corrections_heldout2.jsonl`` written later, blind, read in session 18;
 ``corrections_heldout3.jsonl`` written blind in session 18, read there after its blind run;
 ``corrections_heldout4.jsonl`` written blind in session 19, read in session 20;
-``corrections_heldout5.jsonl`` written blind in session 20, held out; all by people who had
-not read the supersession code) holds cases of two types:
+``corrections_heldout5.jsonl`` written blind in session 20, read in session 21;
+``corrections_heldout6.jsonl`` written blind in session 21, read there after its blind run;
+all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
   and its rollback, an owner, a store, a channel, a city...), then a question about it;
@@ -56,6 +57,7 @@ SPLITS = {
     "heldout3": ROOT / "tests" / "labelled" / "corrections_heldout3.jsonl",
     "heldout4": ROOT / "tests" / "labelled" / "corrections_heldout4.jsonl",
     "heldout5": ROOT / "tests" / "labelled" / "corrections_heldout5.jsonl",
+    "heldout6": ROOT / "tests" / "labelled" / "corrections_heldout6.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
