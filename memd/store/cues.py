@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from memd.text import searchterms
 from memd.text.chinese import RANGES
 
 CJK = RANGES
@@ -17,6 +18,8 @@ def listed(words: str) -> frozenset[str]:
 
 V = r"(?:--?|[#@])?[\w][\w.+/:#@-]*[\w+#]|[#@]?\w"
 """A value as written: a name, a number, a version, a path, a host, a #channel."""
+LATIN_V = r"(?:--?|[#@])?[A-Za-z0-9][\w.+/:#@-]*[A-Za-z0-9_+#]|[#@]?[A-Za-z0-9]"
+"""A value written in Latin letters and digits ("Elasticsearch" of "Elasticsearch 集群已下线")."""
 RETIRED = [
     re.compile(rf"\bfrom\s+(?:`)?(?P<v>{V})(?:`)?\s+(?:to|over to)\b", re.I),
     re.compile(
@@ -44,7 +47,15 @@ RETIRED = [
     re.compile(
         rf"(?:从|由)\s*(?P<v>{V}|[{CJK}]{{2,4}}?)\s*(?:迁到|迁移到|改成|改为|换成|换到|切换到|调到|降到|提到|搬到|到)"
     ),
-    re.compile(rf"(?P<v>{V}|[{CJK}]{{2,3}}?)\s*(?:已经|已)?(?:离职|离开|不在了|停用|下线|废弃)"),
+    re.compile(
+        rf"(?P<v>{LATIN_V}|[{CJK}]{{2,3}}?)\s*(?:集群|服务|实例|系统|那套|这套)?\s*(?:已经|已|也)?"
+        r"(?:离职|离开|不在了|停用|下线|废弃)"
+    ),
+    re.compile(
+        rf"\b(?:removed|deleted|dropped|uninstalled|decommissioned)\s+(?:the\s+)?`?(?P<v>{V})`?"
+        r"(?=[\s,;.]|$)(?!\s+(?:test|tests|call|calls|line|lines|check|checks|import|imports)\b)",
+        re.I,
+    ),
     re.compile(
         rf"(?P<v>{V}|[{CJK}]{{2,3}}?)\s*(?:那个|这个|原来的|旧的)[{CJK}]{{0,2}}?"
         r"(?:上周|上个月|昨天|已经|已)?(?:解散|停用|下线|废弃|关停|弃用|停掉)"
@@ -75,6 +86,7 @@ CUE = re.compile(
     r"(?:is|are) \S+ again|"
     r"has left|took over|handed|from now on|these days|actually|made|make the|set to|"
     r"(?:updated|set|raised|lowered|changed) (?:the |its |our )?\S+(?: \S+){0,2} to|"
+    r"(?:updated|changed|moved|pointed|switched) (?:[^.;:!?]|\.(?=\S)){0,80}? to\b|"
     r"as of|started at|joined|is at|are at|agreed|decided|settled on"
     r"|go(?:ing)? with|going forward|from (?:this|the next|today|now)(?: \w+)? on"
     r"|starting (?:today|now|this|with|from)|(?:not|never) going back|retarget(?:ed|ing)?"
@@ -87,19 +99,19 @@ CUE = re.compile(
     r"|现在|改为|改成|改用|改了|换成|换为|换到|切换|迁移|迁到|不再|离职|跳槽|回滚|退回|搬到|调到|调成|"
     r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从|已经是|已是|已经换|已经改|"
     r"其实是|看错|说错|记错|搞错|写错|设为|设成|统一用|统一为|统一成|重建|定在|改在|推迟到|提前到|"
-    r"新地址|新域名|新端口|新路径|新的地址|以后都|以后就|今后|往后|指向|指到|对齐到",
+    r"新地址|新域名|新端口|新路径|新的地址|以后都|以后就|今后|往后|指向|指到|对齐到|接下来|调整为|调为|转到|转用",
     re.I,
 )
 CORRECTION = re.compile(rf"\b(?:{SELF_CORRECTION})\b|说错|看错|记错|搞错|写错|弄错", re.I)
 """A speaker correcting what was said before: one shared subject word is enough."""
 ALSO = re.compile(
-    r"\b(?:also|as well|in addition|both)\b|\btoo\b(?=\s*(?:[.,;!?)]|$))|同时|另外|分别"
+    r"\b(?:also|as well|in addition|alongside|along with|together with)\b|\bboth\b(?=[^.;]*\band\b)|\btoo\b(?=\s*(?:[.,;!?)]|$))|同时|另外|分别"
 )
 """A second thing beside the first ("we use Prettier too"); "too small" is no such word."""
 CUE_BIGRAMS = listed(
     "现在 改为 改成 改用 换成 换为 换到 切换 迁移 迁到 不再 离职 回滚 退回 搬到 调到 调成 提到 降到 "
     "接手 交接 取代 替换 如今 目前 已经 帮我 一下 顺便 其实 实是 看错 说错 记错 搞错 写错 设为 设成 "
-    "统一 一用 一为 一成 重建 定在 改在 推迟 迟到 提前 前到 新地 新域 新端 新路 以后 后都 后就 今后 往后 指向 指到 对齐 齐到"
+    "统一 一用 一为 一成 重建 定在 改在 推迟 迟到 提前 前到 新地 新域 新端 新路 以后 后都 后就 今后 往后 指向 指到 对齐 齐到 接下 下来 调整 整为 调为 转到 转用"
 )
 
 
@@ -117,9 +129,53 @@ def switched_to(sentence: str, value: str) -> bool:
     #release-train", "moved over to Buildkite")."""
     m = re.search(
         r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|chang(?:ed|ing)|migrat(?:ed|ing)|now"
-        r"|(?:chang|updat|mov|point)(?:ed|ing)? (?:the|its|our) (?:[^.;!?]|\.(?=\S)){0,60}?)"
+        r"|(?:chang|updat|mov|point)(?:ed|ing)? (?:[^.;!?]|\.(?=\S)){0,80}?)"
         rf"\s+(?:over\s+)?(?:to|in|on|into)\s+`?{re.escape(value)}(?![\w-])",
         sentence,
         re.I,
     )
     return m is not None
+
+
+def now_is(sentence: str, value: str) -> bool:
+    """Whether ``sentence`` says ``value`` is what holds now ("our account manager is Tomás
+    Ferreira now", "the owner is now Inês")."""
+    v = re.escape(value)
+    m = re.search(
+        rf"\b(?:is|are)\s+(?:now\s+{v}(?![\w-])|{v}(?![\w-])(?:\s+\w+)?\s+now\b)", sentence, re.I
+    )
+    return m is not None
+
+
+LIST_GLUE = re.compile(r"(?:[\s,、，;/&+`'\"]|\band\b|和|及|与)*")
+
+
+def listed_with(text: str, values: frozenset[str], a: str, b: str) -> bool:
+    """Whether ``text`` (of ``values``) lists ``a`` and ``b`` together, nothing but separators and its other
+    values between them ("golangci-lint、gosec、hadolint", "@hana-sato @oskar-berg")."""
+    text = text.casefold()
+    i, j = text.find(a), text.find(b)
+    if i < 0 or j < 0 or a == b:
+        return False
+    between = text[i + len(a) : j] if i < j else text[j + len(b) : i]
+    for v in sorted(values, key=len, reverse=True):
+        between = between.replace(v, " ")
+    return LIST_GLUE.fullmatch(between) is not None
+
+
+def lead(sentence: str, value: str) -> frozenset[str]:
+    """The glossary words written just before ``value`` in a Chinese ``sentence`` ("上限" of
+    "上限改为 50MB"): what the value is the value of."""
+    at = sentence.casefold().find(value)
+    text = sentence[max(0, at - LEAD) : at] if at > 0 else ""
+    words = searchterms.glossary_words()
+    return frozenset(
+        text[i : i + n]
+        for n in (2, 3, 4)
+        for i in range(len(text) - n + 1)
+        if text[i : i + n] in words
+    )
+
+
+LEAD = 8
+"""Characters before a value in a Chinese sentence read for the word it is the value of."""

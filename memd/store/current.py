@@ -80,7 +80,9 @@ def _listed(words: str) -> frozenset[str]:
 
 GENERIC = stopwords.SUBJECT_GENERIC
 """Words too common in coding talk to say two sentences are about the same subject."""
-_NAME = re.compile(r"(?P<at>^|[.:!?;]\s+|\s)(?P<w>[A-Z][a-z]+(?:[A-Z]\w*)?)\b(?=\s*(?P<next>\S*))")
+_NAME = re.compile(
+    r"(?P<at>^|[.:!?;]\s+|\s)(?P<w>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?:[A-Z]\w*)?)\b(?=\s*(?P<next>\S*))"
+)
 _SUBJECT_VERB = _listed("is was owns has are runs uses handles leads manages")
 _POSSESSIVE = re.compile(r"(?<=\w)'s\b")
 _APOSTROPHE = re.compile(r"(?<=\w)'(?=\w)")
@@ -393,20 +395,30 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             for f in fresh:
                 if _shape(f) != _shape(o):
                     continue
-                if _same_family(f, o):  # 3.11 -> 3.12, staging.x.dev -> stg.eu1.x.dev, yarn -> pnpm
+                kin = family(f) & family(
+                    o
+                )  # 3.11 -> 3.12, stg.x.dev -> stg.eu1.x.dev, yarn -> pnpm
+                if kin and (
+                    any(not k.startswith("job:") for k in kin)
+                    or shared - {o, f}
+                    or roles.one_at_a_time(o)
+                    or cues.switched_to(new.text, f)
+                ):  # two tools of one job on no other shared word: ClickHouse beside Postgres
                     return "a new version of the same thing"
                 if not shared or roles.different_jobs({f}, {o}):
                     continue
                 if any(
-                    _shape(v) == _shape(f) and _listed_with(new, v, f)
+                    _shape(v) == _shape(f) and cues.listed_with(new.text, new.values, v, f)
                     for v in old.values & new.values
                 ):
                     continue  # listed beside a value of the older: one more, not another
                 if cues.CORRECTION.search(new.text) and shared - {o}:
                     return "a correction of the value"  # "我说错了，上限是 300"
-                if _CJK_RUN.search(old.text) and _lead(old.text, o) & _lead(new.text, f):
+                if _CJK_RUN.search(old.text) and cues.lead(old.text, o) & cues.lead(new.text, f):
                     return "a change to a new value"  # "上限 10MB" / "上限改为 50MB"
-                target = o.startswith("#") and cues.switched_to(new.text, f)  # "... to #radar"
+                target = cues.switched_to(new.text, f) or (
+                    _shape(o) in ("name", "channel") and cues.now_is(new.text, f)
+                )  # "... to #radar", "our account manager is Tomás now"
                 if (
                     not _CJK_RUN.search(old.text)
                     and not target
@@ -417,7 +429,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     _noun_after(old.text, o) & _noun_after(new.text, f)
                 ):
                     continue  # "one transaction" / "PR 94": not one thing counted twice
-                if "/" in o and _stem_of(o) != _stem_of(f):
+                if "/" in o and "://" not in o and _stem_of(o) != _stem_of(f):
                     continue  # another file, not the same one moved ("/data/exports")
                 if _shape(o) == "name":  # a person, a tool: on two words of subject
                     if o not in new.anchors and len(shared) >= 2 and latin:
@@ -436,40 +448,6 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     if similar.conflict(new.text, old.text, cosine, model_id).sure:
         return "same subject, another value"
     return ""
-
-
-_LIST_GLUE = re.compile(r"(?:[\s,、，;/&+`'\"]|\band\b|和|及|与)*")
-
-
-def _listed_with(claim: Claim, a: str, b: str) -> bool:
-    """Whether ``claim`` lists ``a`` and ``b`` together, nothing but separators and its other
-    values between them ("golangci-lint、gosec、hadolint", "@hana-sato @oskar-berg")."""
-    text = claim.text.casefold()
-    i, j = text.find(a), text.find(b)
-    if i < 0 or j < 0 or a == b:
-        return False
-    between = text[i + len(a) : j] if i < j else text[j + len(b) : i]
-    for v in sorted(claim.values, key=len, reverse=True):
-        between = between.replace(v, " ")
-    return _LIST_GLUE.fullmatch(between) is not None
-
-
-def _lead(sentence: str, value: str) -> frozenset[str]:
-    """The glossary words written just before ``value`` in a Chinese ``sentence`` ("上限" of
-    "上限改为 50MB"): what the value is the value of."""
-    at = sentence.casefold().find(value)
-    text = sentence[max(0, at - LEAD) : at] if at > 0 else ""
-    words = searchterms.glossary_words()
-    return frozenset(
-        text[i : i + n]
-        for n in (2, 3, 4)
-        for i in range(len(text) - n + 1)
-        if text[i : i + n] in words
-    )
-
-
-LEAD = 8
-"""Characters before a value in a Chinese sentence read for the word it is the value of."""
 
 
 RESTATED_SUBJECT = 3

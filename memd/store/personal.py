@@ -23,6 +23,8 @@ SLOTS: dict[str, tuple[re.Pattern[str], ...]] = {
             rf"(?: (?:at|for|with))? {_NAME}"
         ),
         re.compile(rf"\b[Mm]y (?:new )?(?:employer|company|job) is (?:now )?(?:at )?{_NAME}"),
+        re.compile(rf"\b(?:[Ff]irst|[Ss]econd) (?:day|week|month) at {_NAME}"),
+        re.compile(rf"\b[Mm]y new (?:job|role|position) at {_NAME}"),
         re.compile(rf"我(?:现在|目前)?在{_CJK_NAME}(?:做|上班|工作|当|任职)"),
         re.compile(
             rf"(?:离职|跳槽)了?[，,]?\s*(?:现在|目前)?(?:在|到|去了|加入了?|入职了?){_CJK_NAME}"
@@ -107,7 +109,8 @@ def changed(new: str, old: str, keys: frozenset[str]) -> str:
 
 
 ASKED: dict[str, str] = {
-    "employer": r"where (?:do|does|did) \w+ work|employer|which company|哪家公司|什么公司|在哪(?:里|儿)?(?:上班|工作)",
+    "employer": r"where (?:do|does|did) \w+ work|employer|(?:which|what) company"
+    r"(?:(?: \w+){0,3}? work(?:ing)?(?: for| at)?)?|哪家公司|什么公司|在哪(?:里|儿)?(?:上班|工作)",
     "home": r"where (?:do|does) \w+ live|(?:which|what) city|住在哪|哪个城市|什么城市",
     "role": r"\b(?:my|his|her) (?:role|position|title|job title)\b|职位|岗位|职务|什么角色",
     "manager": r"\b(?:my|his|her) (?:manager|boss)\b|\breport to\b|领导|上级|向谁汇报",

@@ -80,6 +80,18 @@ def tools_named(folded: str) -> set[str]:
     return {w for w in _TOOL_WORD.findall(folded) if w in _BY_TOOL and w not in WORDS}
 
 
+ONE_AT_A_TIME = frozenset(
+    ["package manager", "ci", "editor", "shell", "operating system", "bundler", "web framework"]
+)
+"""Jobs a project or a person has one tool for at a time: a new one replaces the old even
+when the two sentences share no other word ("I use Sublime Text" / "I've been on Helix")."""
+
+
+def one_at_a_time(name: str) -> bool:
+    """Whether ``name`` is a tool for a job done by one tool at a time."""
+    return not roles(name).isdisjoint(ONE_AT_A_TIME)
+
+
 def roles(name: str) -> frozenset[str]:
     """The jobs ``name`` is known for (empty for a name memd does not know)."""
     return _BY_TOOL.get(name.lower(), frozenset())

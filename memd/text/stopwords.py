@@ -33,7 +33,7 @@ let lets let's i'm i've i'll we'll we're we've you're it's that's there's what's
 doesn't didn't isn't aren't can't won't shouldn't
 also always never ever still yet already really very much many thing things something anything
 please thanks thank ok okay yes yeah hi hello hey sure right well
-tell know remember think want need like get got make made use used using uses
+tell know remember think want need like get got make made use used using uses rely relies relying
 again us one two way ways time times
 """
 )
