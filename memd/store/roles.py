@@ -19,7 +19,10 @@ ROLES: dict[str, tuple[str, ...]] = {
         "npm pnpm yarn bun pip pipenv poetry uv pip-tools conda cargo composer bundler gradle "
         "maven nuget"
     ),
-    "linter": _listed("ruff eslint flake8 pylint golangci-lint rubocop clippy biome stylelint"),
+    "linter": _listed(
+        "ruff eslint flake8 pylint golangci-lint rubocop clippy biome stylelint hadolint "
+        "shellcheck markdownlint yamllint buf gosec"
+    ),
     "formatter": _listed("ruff black isort prettier gofmt rustfmt biome yapf autopep8"),
     "type checker": _listed("mypy pyright pyre pytype tsc flow"),
     "test runner": _listed("pytest jest vitest mocha rspec unittest playwright cypress nose2"),
@@ -32,7 +35,10 @@ ROLES: dict[str, tuple[str, ...]] = {
     "ci": _listed("jenkins circleci travis github-actions gitlab buildkite drone"),
     "containers": _listed("docker podman kubernetes helm nomad"),
     "bundler": _listed("vite webpack esbuild rollup parcel turbopack"),
-    "monitoring": _listed("sentry datadog prometheus grafana rollbar newrelic"),
+    "monitoring": _listed(
+        "sentry datadog prometheus grafana rollbar newrelic loki jaeger tempo zipkin skywalking "
+        "opentelemetry elk kibana"
+    ),
     "web framework": _listed("fastapi django flask express rails nextjs nuxt"),
     "ui library": _listed("react vue angular svelte solid"),
     "language": _listed(
@@ -118,7 +124,7 @@ _ASKED = {
     "message queue": r"message (?:queue|broker)s?|queues?|消息队列",
     "ci": r"\bci\b|continuous integration",
     "bundler": r"bundlers?|build tool",
-    "monitoring": r"monitoring|error tracking|observability|监控",
+    "monitoring": r"monitoring|error tracking|observability|logs? search|监控|可观测|日志系统",
     "web framework": r"web framework|backend framework",
     "ui library": r"(?:ui|frontend|front-end) (?:library|framework)",
     "language": r"(?:programming )?languages?|编程语言",
