@@ -612,7 +612,7 @@ def test_the_sentence_that_closes_a_todo_is_not_one(sentence: str, kind: str | N
         ("我现在是什么职位？", "我现在是架构师了，主要做方案评审。"),
         ("What's my favourite programming language?", "Elixir is my favourite language now."),
         ("Which linters run in CI?", "Added a hadolint step that checks every Dockerfile."),
-        ("订单服务的可观测性用到了哪些工具？", "链路追踪接入了 SkyWalking。"),
+        ("Which observability tools does the order service use?", "Tracing goes to SkyWalking."),
     ],
 )  # fmt: skip
 def test_a_memory_carries_the_prompts_words_in_other_words(prompt: str, memory: str) -> None:
