@@ -61,9 +61,9 @@ def expansions(query: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
     """(carrier terms, the prompt's terms they carry) for each job or synonym ``query`` names."""
     folded = query.casefold()
     out = []
-    for role, tools in roles.asked(query):
+    for role, tools, asked_with in roles.asked(query):
         jobs = frozenset(t for tool in tools for t in searchterms.terms(tool))
-        out.append((jobs, searchterms.term_set(role)))
+        out.append((jobs, searchterms.term_set(role) | searchterms.term_set(asked_with)))
     for pattern, words in SYNONYMS.items():
         m = re.search(rf"(?<![\w-])(?:{pattern})(?![\w-])", folded)
         if m is not None:

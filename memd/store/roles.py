@@ -134,12 +134,13 @@ _ASKED = {
 }
 
 
-def asked(query: str) -> list[tuple[str, tuple[str, ...]]]:
+def asked(query: str) -> list[tuple[str, tuple[str, ...], str]]:
     """The jobs a query asks about by name ("Which package manager...?"), each with its
-    tools: a memory naming one of them ("We use pnpm") answers it."""
+    tools and the words it asks with: a memory naming one of them ("We use pnpm") answers
+    it."""
     folded = query.casefold()
-    return [
-        (role, ROLES[role])
+    found = (
+        (role, re.search(rf"(?<![\w-])(?:{pattern})(?![\w-])", folded))
         for role, pattern in _ASKED.items()
-        if re.search(rf"(?<![\w-])(?:{pattern})(?![\w-])", folded)
-    ]
+    )
+    return [(role, ROLES[role], m.group(0)) for role, m in found if m]
