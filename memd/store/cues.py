@@ -27,6 +27,8 @@ RETIRED = [
         re.I,
     ),
     re.compile(rf"(?:,|\bnow)\s+not\s+`?(?P<v>{V})", re.I),
+    re.compile(rf"\bI said `?(?P<v>{V})`? but\b", re.I),
+    re.compile(rf"不是\s*`?(?P<v>{LATIN_V})`?\s*[，,]\s*(?:而)?是"),
     re.compile(
         rf"`?(?P<v>{V})`?\s+(?:was|is|has been|got|were|are|have been)\s+"
         r"(?:(?!not\b|never\b|n't\b)\w+\s+)?"
@@ -72,15 +74,19 @@ RETIRED = [
 RETIRE_HINT = re.compile(
     r"from|instead|rather than|in place of|replac|archiv|delet|remov|retir|deprecat|drop"
     r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried|old\b"
-    r"|gone|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉",
+    r"|gone|uninstall|decommission|\bI said\b"
+    r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是",
     re.I,
 )
 """What every pattern of :data:`RETIRED` holds: one search rules most sentences out."""
-SELF_CORRECTION = r"I misspoke|I was wrong|I got (?:it|that) wrong|my mistake|I mis(?:read|typed)"
+SELF_CORRECTION = (
+    r"I misspoke|I was wrong|I got (?:it|that) wrong|my mistake|I mis(?:read|typed)"
+    r"|I said \S+ but (?:it's|it is|it should be|I meant)"
+)
 """A speaker correcting what they said before (a change cue, and a correction)."""
 CUE = re.compile(
     r"\b(?:now(?! that\b| (?:passes|works|fails|builds|compiles|succeeds|shows|prints|returns)\b)"
-    r"|no longer|any ?more|instead|switch(?:ed|ing)?|mov(?:ed|ing)|relocat(?:ed|ing)|migrat(?:ed|ing)|"
+    r"|no longer|any ?more|instead|ditched|swapped|switch(?:ed|ing)?|mov(?:ed|ing)|relocat(?:ed|ing)|migrat(?:ed|ing)|"
     r"chang(?:ed|ing)|renam(?:ed|ing)|replac(?:ed|ing)|bump(?:ed)?|upgrad(?:ed|ing)|"
     r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back (?:to|on)|"
     r"(?:is|are) \S+ again|"
@@ -179,3 +185,10 @@ def lead(sentence: str, value: str) -> frozenset[str]:
 
 LEAD = 8
 """Characters before a value in a Chinese sentence read for the word it is the value of."""
+
+
+KEPT = re.compile(
+    r"\b(?:stays?|remains?|still|unchanged|as before|keeps?|kept)\b|照旧|不变|保留|仍然|仍是|还是|保持",
+    re.I,
+)
+"""Words that say a value said again still holds ("the frontend stays on 3000")."""

@@ -369,6 +369,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             if (
                 _shape(value) == "number"
                 and not dotted
+                and not cues.CORRECTION.search(new.text)  # "I said 8080 but it's 8081"
                 and not slot(old.text, value) & slot(new.text, value)
             ):
                 continue  # "instead of 2" against a list's "2.": another number
@@ -391,13 +392,17 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
         if numbers and numbers <= new.anchors and not any(_shape(f) in unsaid for f in fresh):
             fresh = frozenset()  # it says the older's numbers again ("back to JDK 17")
         latin = {x for x in shared if not _CJK_RUN.fullmatch(x)}
-        for o in old.values - fresh:
+        kept = {o for o in old.values if o in new.values and cues.KEPT.search(new.text)}
+        for o in old.values - fresh - kept:  # ("the frontend stays on 3000": still 3000)
             for f in fresh:
                 if _shape(f) != _shape(o):
                     continue
-                kin = family(f) & family(
-                    o
-                )  # 3.11 -> 3.12, stg.x.dev -> stg.eu1.x.dev, yarn -> pnpm
+                if _shape(f) != "number" and any(  # (a phone's groups are no list)
+                    _shape(v) == _shape(f) and cues.listed_with(new.text, new.values, v, f)
+                    for v in old.values & new.values
+                ):
+                    continue  # listed beside a value of the older: one more, not another
+                kin = family(f) & family(o)  # 3.11 -> 3.12, stg.x -> stg.eu1.x, yarn -> pnpm
                 if kin and (
                     any(not k.startswith("job:") for k in kin)
                     or shared - {o, f}
@@ -407,11 +412,6 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     return "a new version of the same thing"
                 if not shared or roles.different_jobs({f}, {o}):
                     continue
-                if any(
-                    _shape(v) == _shape(f) and cues.listed_with(new.text, new.values, v, f)
-                    for v in old.values & new.values
-                ):
-                    continue  # listed beside a value of the older: one more, not another
                 if cues.CORRECTION.search(new.text) and shared - {o}:
                     return "a correction of the value"  # "我说错了，上限是 300"
                 if _CJK_RUN.search(old.text) and cues.lead(old.text, o) & cues.lead(new.text, f):
@@ -439,7 +439,13 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 # when the change names it as its target ("switched to #release-train").
                 elif len(latin - {o}) >= (2 if o.startswith("#") and not target else 1):
                     return "a change to a new value"
-        if len(shared - latin) >= 2 and (fresh or not numbers):
+        listed = any(
+            cues.listed_with(new.text, new.values, v, f)
+            for v in old.values & new.values
+            for f in fresh
+            if _shape(f) != "number"
+        )  # "lint job 有三步：golangci-lint、hadolint、markdownlint": one more, not another
+        if len(shared - latin) >= 2 and (fresh or not numbers) and not kept and not listed:
             return "a change on the same subject"
     if short and counted <= MAX_VALUES and _restated(new, old, shared):
         return "the same subject, another value"

@@ -24,6 +24,7 @@ SLOTS: dict[str, tuple[re.Pattern[str], ...]] = {
         ),
         re.compile(rf"\b[Mm]y (?:new )?(?:employer|company|job) is (?:now )?(?:at )?{_NAME}"),
         re.compile(rf"\b(?:[Ff]irst|[Ss]econd) (?:day|week|month) at {_NAME}"),
+        re.compile(rf"\bI(?:'m| am) (?:a|an|the) (?:[a-z]+ ){{1,3}}at {_NAME}"),
         re.compile(rf"\b[Mm]y new (?:job|role|position) at {_NAME}"),
         re.compile(rf"我(?:现在|目前)?在{_CJK_NAME}(?:做|上班|工作|当|任职)"),
         re.compile(
@@ -38,7 +39,8 @@ SLOTS: dict[str, tuple[re.Pattern[str], ...]] = {
             r"|manager|architect|designer|lead|sre|analyst|intern|director|cto))\b"
         ),
         re.compile(
-            rf"我(?:现在|目前)?(?:是|当上了?|升(?:任|为|职为?)了?)(?P<v>[{RANGES}]{{0,4}}?"
+            rf"我(?:现在|目前|这个月|已经)?(?:是|当上了?|升(?:任|为|职为?)了?|转岗(?:做|为|成)?了?)"
+            rf"(?P<v>[{RANGES}]{{0,4}}?"
             r"(?:开发|工程师|架构师|经理|主管|负责人|设计师|组长|总监|测试|运维))"
         ),
     ),
