@@ -74,16 +74,12 @@ _CJK_RUN = re.compile(f"[{_CJK}]+")
 _CJK_STOP = re.compile(f"[{stopwords.SUBJECT_CJK_CHARS}]")
 
 
-def _listed(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
 GENERIC = stopwords.SUBJECT_GENERIC
 """Words too common in coding talk to say two sentences are about the same subject."""
 _NAME = re.compile(
     r"(?P<at>^|[.:!?;]\s+|\s)(?P<w>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?:[A-Z]\w*)?)\b(?=\s*(?P<next>\S*))"
 )
-_SUBJECT_VERB = _listed("is was owns has are runs uses handles leads manages")
+_SUBJECT_VERB = cues.listed("is was owns has are runs uses handles leads manages")
 _POSSESSIVE = re.compile(r"(?<=\w)'s\b")
 _APOSTROPHE = re.compile(r"(?<=\w)'(?=\w)")
 _VERSION = re.compile(r"^v?(\d+)\.\d+(?:\.\d+)*$")
@@ -111,7 +107,7 @@ class Claim:
 _NUMBER_WORD = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|single|double)\b(?= \w)"
 )
-_NUMBER_WORDS = _listed("one two three four five six seven eight nine ten twelve single double")
+_NUMBER_WORDS = cues.listed("one two three four five six seven eight nine ten twelve single double")
 _ASIDE = re.compile(r"[(（][^()（）]*[)）]")
 _REF = re.compile(r"(?:#|\b(?:pr|issue|pull request|bead|ticket)s? #?)(\d+)\b")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]+")
@@ -392,16 +388,21 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
         if numbers and numbers <= new.anchors and not any(_shape(f) in unsaid for f in fresh):
             fresh = frozenset()  # it says the older's numbers again ("back to JDK 17")
         latin = {x for x in shared if not _CJK_RUN.fullmatch(x)}
-        kept = {o for o in old.values if o in new.values and cues.KEPT.search(new.text)}
-        for o in old.values - fresh - kept:  # ("the frontend stays on 3000": still 3000)
-            for f in fresh:
+        kept = old.values & new.values if cues.KEPT.search(new.text) else frozenset()
+        # ("the frontend stays on 3000": still 3000)
+        listed = {  # "golangci-lint、hadolint、markdownlint": one more, not another
+            f
+            for f in fresh
+            if _shape(f) != "number"  # (a phone's groups are no list)
+            and any(
+                _shape(v) == _shape(f) and cues.listed_with(new.text, new.values, v, f)
+                for v in old.values & new.values
+            )
+        }
+        for o in old.values - fresh - kept:
+            for f in fresh - listed:
                 if _shape(f) != _shape(o):
                     continue
-                if _shape(f) != "number" and any(  # (a phone's groups are no list)
-                    _shape(v) == _shape(f) and cues.listed_with(new.text, new.values, v, f)
-                    for v in old.values & new.values
-                ):
-                    continue  # listed beside a value of the older: one more, not another
                 kin = family(f) & family(o)  # 3.11 -> 3.12, stg.x -> stg.eu1.x, yarn -> pnpm
                 if kin and (
                     any(not k.startswith("job:") for k in kin)
@@ -439,12 +440,6 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 # when the change names it as its target ("switched to #release-train").
                 elif len(latin - {o}) >= (2 if o.startswith("#") and not target else 1):
                     return "a change to a new value"
-        listed = any(
-            cues.listed_with(new.text, new.values, v, f)
-            for v in old.values & new.values
-            for f in fresh
-            if _shape(f) != "number"
-        )  # "lint job 有三步：golangci-lint、hadolint、markdownlint": one more, not another
         if len(shared - latin) >= 2 and (fresh or not numbers) and not kept and not listed:
             return "a change on the same subject"
     if short and counted <= MAX_VALUES and _restated(new, old, shared):
