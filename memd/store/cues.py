@@ -54,6 +54,7 @@ RETIRED = [
         r"(?:离职|离开|不在了|停用|下线|废弃)"
     ),
     re.compile(
+        r"(?<!never )(?<!not )(?<!n't )(?<!was )(?<!were )(?<!been )(?<!be )(?<!is )"
         rf"\b(?:removed|deleted|dropped|uninstalled|decommissioned)\s+(?:the\s+)?`?(?P<v>{V})`?"
         r"(?=[\s,;.]|$)(?!\s+(?:test|tests|call|calls|line|lines|check|checks|import|imports)\b)",
         re.I,
@@ -130,13 +131,15 @@ MAY_REPLACE = re.compile(
 )
 
 
-def switched_to(sentence: str, value: str) -> bool:
+def switched_to(sentence: str, value: str, place: bool = False) -> bool:
     """Whether ``sentence`` names ``value`` as the target of a change ("switched to
-    #release-train", "moved over to Buildkite")."""
+    #release-train", "moved over to Buildkite"); with ``place`` (a channel) "in" and "on"
+    name it too ("changed in #ops"), never for a file ("What changed in research.md")."""
+    into = "to|in|on|into" if place else "to|into"
     m = re.search(
         r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|chang(?:ed|ing)|migrat(?:ed|ing)|now"
         r"|(?:chang|updat|mov|point)(?:ed|ing)? (?:[^.;!?]|\.(?=\S)){0,80}?)"
-        rf"\s+(?:over\s+)?(?:to|in|on|into)\s+`?{re.escape(value)}(?![\w-])",
+        rf"\s+(?:over\s+)?(?:{into})\s+`?{re.escape(value)}(?![\w-])",
         sentence,
         re.I,
     )

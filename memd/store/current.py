@@ -203,8 +203,9 @@ def claim(sentence: str) -> Claim | None:
 
 
 def _inside(value: str, values: set[str]) -> bool:
-    """Whether ``value`` is part of a longer one ("18.19" of "18.19.0", "setup-node" of
-    "actions/setup-node"): one value, counted once."""
+    """Whether ``value`` is a number inside a longer one ("18.19" of "18.19.0",
+    ">=18.19"): one version, counted once. (Names and paths still count each: an agent's
+    report names many, and a sentence naming many is a list, not a statement.)"""
     return any(value != v and value in v for v in values)
 
 
@@ -228,7 +229,12 @@ def claims(text: str) -> tuple[Claim, ...]:
         who = named.group(1).lower() if named else who if turn is None else ""
         if correction:  # "I was wrong about the flag service. We run Unleash."
             sentence, correction = f"{correction} {sentence}", ""
-        elif cues.CORRECTION.search(sentence) and len(sentence) < MAX_CHANGE // 2:
+        elif (
+            not agent  # Claude's "I was wrong last turn" corrects its own reading, not a fact
+            and cues.CORRECTION.search(sentence)
+            and len(sentence) < MAX_CHANGE // 2
+            and (_CJK_RUN.search(sentence) or re.search(r"\babout\b", sentence))
+        ):
             said = claim(sentence)
             if said is None or not said.values:
                 correction = sentence  # the value it corrects comes next
@@ -408,16 +414,17 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     any(not k.startswith("job:") for k in kin)
                     or shared - {o, f}
                     or roles.one_at_a_time(o)
-                    or cues.switched_to(new.text, f)
+                    or cues.switched_to(new.text, f, place=True)
                 ):  # two tools of one job on no other shared word: ClickHouse beside Postgres
                     return "a new version of the same thing"
                 if not shared or roles.different_jobs({f}, {o}):
                     continue
-                if cues.CORRECTION.search(new.text) and shared - {o}:
-                    return "a correction of the value"  # "我说错了，上限是 300"
-                if _CJK_RUN.search(old.text) and cues.lead(old.text, o) & cues.lead(new.text, f):
-                    return "a change to a new value"  # "上限 10MB" / "上限改为 50MB"
-                target = cues.switched_to(new.text, f) or (
+                if _CJK_RUN.search(old.text):  # (no slot to check in Chinese)
+                    if cues.CORRECTION.search(new.text) and shared - {o}:
+                        return "a correction of the value"  # "我说错了，上限是 300"
+                    if cues.lead(old.text, o) & cues.lead(new.text, f):
+                        return "a change to a new value"  # "上限 10MB" / "上限改为 50MB"
+                target = cues.switched_to(new.text, f, place=o.startswith("#")) or (
                     _shape(o) in ("name", "channel") and cues.now_is(new.text, f)
                 )  # "... to #radar", "our account manager is Tomás now"
                 if (
@@ -432,6 +439,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     continue  # "one transaction" / "PR 94": not one thing counted twice
                 if "/" in o and "://" not in o and _stem_of(o) != _stem_of(f):
                     continue  # another file, not the same one moved ("/data/exports")
+                if cues.CORRECTION.search(new.text) and shared - {o}:
+                    return "a correction of the value"  # "我说错了，上限是 300"
                 if _shape(o) == "name":  # a person, a tool: on two words of subject
                     if o not in new.anchors and len(shared) >= 2 and latin:
                         return "a change to a new value"

@@ -44,6 +44,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "language": _listed(
         "python typescript javascript rust go java ruby kotlin swift php elixir scala"
     ),
+    "feature flags": _listed("launchdarkly unleash flagsmith growthbook configcat"),
     "mobile device": _listed("pixel iphone ipad galaxy oneplus xiaomi"),
     "shell": _listed("bash zsh fish nushell powershell pwsh"),
     "operating system": _listed("windows wsl wsl2 macos linux ubuntu debian fedora"),
