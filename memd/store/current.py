@@ -394,8 +394,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
         if numbers and numbers <= new.anchors and not any(_shape(f) in unsaid for f in fresh):
             fresh = frozenset()  # it says the older's numbers again ("back to JDK 17")
         latin = {x for x in shared if not _CJK_RUN.fullmatch(x)}
-        kept = old.values & new.values if cues.KEPT.search(new.text) else frozenset()
-        # ("the frontend stays on 3000": still 3000)
+        kept = old.values & new.values if cues.KEPT.search(new.text) else frozenset()  # "stays"
         listed = {  # "golangci-lint、hadolint、markdownlint": one more, not another
             f
             for f in fresh
