@@ -8,7 +8,8 @@ taken; ``corrections_heldout2.jsonl`` written later, blind, read in session 18;
 ``corrections_heldout4.jsonl`` written blind in session 19, read in session 20;
 ``corrections_heldout5.jsonl`` written blind in session 20, read in session 21;
 ``corrections_heldout6.jsonl`` written blind in session 21, read there after its blind run;
-``corrections_heldout7.jsonl`` written blind in session 21 and run once, at its end;
+``corrections_heldout7.jsonl`` written blind in session 21, run once at its end, read in 22;
+``corrections_heldout8.jsonl`` written blind in session 22, its baseline taken before any change;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -60,6 +61,7 @@ SPLITS = {
     "heldout5": ROOT / "tests" / "labelled" / "corrections_heldout5.jsonl",
     "heldout6": ROOT / "tests" / "labelled" / "corrections_heldout6.jsonl",
     "heldout7": ROOT / "tests" / "labelled" / "corrections_heldout7.jsonl",
+    "heldout8": ROOT / "tests" / "labelled" / "corrections_heldout8.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
