@@ -27,7 +27,7 @@ at the prompt budget) is read for the case's question. Reported:
   spelling and no mark (``superseded``, ``until``, ``may be outdated``, ``no longer``, ``was``);
   a line such as "moved from 01:00 to 02:30" names both and is not counted;
 - **a value kept marked** (keep-both cases): a line naming one of the values that all hold
-  carries an ``[until …]`` mark.
+  carries an ``[until …]`` or a ``[may be outdated …]`` mark.
 
 Usage: ``.venv/bin/python bench/corrections.py [--split tuning|heldout] [--details FILE]``;
 ``MEMD_BENCH_CHECKOUT=/path`` runs another checkout's daemon (figures before a change). Read the
@@ -127,11 +127,15 @@ def stale_as_current(block: str, case: dict[str, Any]) -> list[str]:
 
 def wrongly_marked(block: str, case: dict[str, Any]) -> list[str]:
     """For a keep-both case, block lines that mark one of its values as replaced (every value
-    holds, so no line naming one may carry an ``[until …]`` mark)."""
+    holds, so no line naming one may carry an ``[until …]`` or ``[may be outdated …]`` mark)."""
     if case["type"] != "keep-both":
         return []
     values = [s for group in case["current"] for s in group]
-    return [line for line in block.splitlines() if "[until " in line and found(values, line)]
+    return [
+        line
+        for line in block.splitlines()
+        if ("[until " in line or "[may be outdated" in line) and found(values, line)
+    ]
 
 
 def judge(block: str, case: dict[str, Any]) -> dict[str, Any]:

@@ -223,8 +223,40 @@ CASES: list[dict[str, Any]] = [
         "current": ["Munich"],
         "stale": ["based in Porto"],
     },
+    {
+        "name": "region, no change word",
+        "sessions": [
+            ("2026-01-07", [
+                ("user", "Terraform for prod should use eu-west-1 as the primary region."),
+                ("assistant", "Set the provider region in infra/prod/provider.tf; terraform init succeeded."),
+            ]),
+            ("2026-02-12", [
+                ("user", "The migration is finished: for data residency the primary is eu-central-1 now. Update Terraform."),
+                ("assistant", "Changed infra/prod/provider.tf and moved the state key; terraform plan is clean."),
+            ]),
+        ],
+        "question": "Which AWS region hosts the primary production stack?",
+        "current": ["eu-central-1"],
+        "stale": ["eu-west-1"],
+    },
+    {
+        "name": "上限，没有说改",
+        "sessions": [
+            ("2026-01-16", [
+                ("user", "头像和附件上传加个大小限制，单个文件最大 10 MB。"),
+                ("assistant", "在 upload/handler.go 里加了 MaxBytesReader，超出返回 413。"),
+            ]),
+            ("2026-02-26", [
+                ("user", "客户要传设计稿，单个文件上限 50 MB。"),
+                ("assistant", "handler 和 Nginx 的配置都更新了，传了一个 48MB 的 PSD 测试通过。"),
+            ]),
+        ],
+        "question": "单个文件最大能传多大？",
+        "current": ["50"],
+        "stale": ["10 MB"],
+    },
 ]  # fmt: skip
-MARK = re.compile(r"\[until \d{4}-\d\d-\d\d")
+MARK = re.compile(r"\[until \d{4}-\d\d-\d\d|\[may be outdated: \d{4}-\d\d-\d\d says ")
 
 
 def transcript(name: str, number: int, date: str, turns: Turns, cwd: str) -> str:

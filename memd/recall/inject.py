@@ -27,7 +27,7 @@ from memd.extract import forget_requests
 from memd.models import USER_SCOPE, Memory
 from memd.names import COMMANDS_TOPIC, STOPPED_TOPIC
 from memd.project import session_project
-from memd.recall import retrieve, stale
+from memd.recall import disputed, retrieve, stale
 from memd.recall.block import render
 from memd.recall.choose import choose
 from memd.recall.codecheck import CodeCheck
@@ -244,6 +244,8 @@ class Injector:
         if label != "brief":
             results = second_tier(results, project)
         results = stale.mark_replaced(results, vectors, model_id)
+        if label == "prompt":
+            results = disputed.mark_disputed(results, str(payload.get("prompt") or ""))
         if label == "brief":  # the session's opening shows what holds now, nothing replaced
             results = [r for r in results if not r.replaced_by]
         plan = choose(

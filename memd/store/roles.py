@@ -27,7 +27,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "type checker": _listed("mypy pyright pyre pytype tsc flow"),
     "test runner": _listed("pytest jest vitest mocha rspec unittest playwright cypress nose2"),
     "database": _listed(
-        "postgres postgresql mysql mariadb sqlite mongodb cassandra dynamodb clickhouse "
+        "postgres postgresql mysql mariadb sqlite mongodb cassandra dynamodb clickhouse tidb "
         "cockroachdb lancedb"
     ),
     "cache": _listed("redis memcached valkey"),

@@ -1,0 +1,171 @@
+"""Two answers to one question: an older statement that a newer one answers differently is
+marked "may be outdated", and the newer is brought in ahead of it.
+
+:mod:`memd.recall.stale` marks what a newer statement replaces, when the two say so in words
+it can read (a change, a shared subject). Many changes are told without either: "Terraform for
+prod should use eu-west-1 as the primary region", and a month later "the primary is
+eu-central-1 now". The prompt says what they are about. When it asks for one value ("Which AWS
+region hosts the primary production stack?", not "Which regions...?" or "... and ...?"), and
+two relevant candidates from different sessions each give a value of the same kind next to the
+prompt's words (two regions, two sizes in MB, two databases, two hosts of one domain), neither
+naming the other's, the older one is marked with the newer's date and value
+("[may be outdated: 2026-02-12 says eu-central-1]"). Nothing is dropped: both may hold, and
+Claude sees both, the newer first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import replace
+
+from memd.recall.hits import Hit
+from memd.recall.stale import annotate
+from memd.store import current
+from memd.text import stopwords
+from memd.text.chinese import RANGES
+from memd.text.stems import statement_stem
+
+_LIST = re.compile(
+    r"\b(?:and|both|respectively|between|all)\b|\b(?:which|what)\s+(?:[\w-]+\s+){0,2}?"
+    r"(?:ports|regions|linters|tools|databases|channels|queues|instances|checkers|checks|topics"
+    r"|services|buckets|hosts|servers|libraries|frameworks|stores|teams|owners|people"
+    r"|reviewers|versions|branches|environments)\b(?!\s+(?:the|a|an|our|my|this|its|your)\b)|哪些|分别|各自|各个|都|和|以及|跟",
+    re.IGNORECASE,
+)
+"""A prompt that asks for several values: each of them may hold."""
+_REGION = re.compile(r"^[a-z]{2}-[a-z]+-\d$|^(?:cn|ap|us|eu)-[a-z]+(?:-\d)?$")
+_TIME = re.compile(r"^\d{1,2}:\d{2}$")
+_UNIT = re.compile(r"(?<=\d)[a-z%]{1,3}$")
+_TOKEN = re.compile(r"[\w#@][\w.:/#@+-]*")
+_END = re.compile(r"[.!?;。！？；]+$")
+_CJK_RUN = re.compile(f"[{RANGES}]{{2,}}")
+
+
+def asks_for_one(query: str) -> bool:
+    """Whether ``query`` asks for one value (not a list, not two things at once)."""
+    return _LIST.search(query) is None
+
+
+def _words(query: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The prompt's content stems, and the character pairs of its Chinese."""
+    folded = query.casefold()
+    stems = {
+        statement_stem(t.strip(".,:;?"))
+        for t in _TOKEN.findall(folded)
+        if t not in stopwords.STATEMENT and len(t) > 1
+    }
+    pairs = {run[i : i + 2] for run in _CJK_RUN.findall(folded) for i in range(len(run) - 1)}
+    return frozenset(stems - current.GENERIC), frozenset(pairs)
+
+
+def _about(near: frozenset[str], stems: frozenset[str], pairs: frozenset[str]) -> bool:
+    """Whether the words next to a value (:func:`current.slot`) are the prompt's."""
+    if not near.isdisjoint(stems):
+        return True
+    return any(
+        run[i : i + 2] in pairs for run in near if _CJK_RUN.match(run) for i in range(len(run) - 1)
+    )
+
+
+def _kinds(sentence: str, value: str) -> frozenset[str]:
+    """What a value is a value of, as far as its shape tells: a region, a time, a number of a
+    unit ("10 MB"), or its family (:func:`current.family`: a tool's job, a host's domain, an
+    image); empty when the shape says nothing."""
+    kinds = set(current.family(value))
+    if _REGION.match(value):
+        kinds.add("region")
+    elif _TIME.match(value):
+        kinds.add("time")
+    elif current._shape(value) == "number":
+        unit = _UNIT.search(value)
+        if unit:
+            kinds.add("n:" + unit.group(0))
+        kinds.update("n:" + unit for unit in current._noun_after(sentence, value))
+    return frozenset(kinds)
+
+
+def _values(hit: Hit) -> list[tuple[str, str, frozenset[str], frozenset[str]]]:
+    """The values ``hit`` states with a kind: (sentence, value, kinds, the words next to it)."""
+    out = []
+    for c in current.claims(hit.memory.text):
+        for value in c.values:
+            kinds = _kinds(c.text, value)
+            if kinds:
+                out.append((c.text, value, kinds, current.slot(c.text, value)))
+    return out
+
+
+def _pairs(words: frozenset[str]) -> frozenset[str]:
+    return frozenset(
+        run[i : i + 2] for run in words if _CJK_RUN.match(run) for i in range(len(run) - 1)
+    )
+
+
+def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
+    """``results`` with each older relevant statement that a newer one answers differently
+    marked, and the newer ranked just above it (changed results are copies; order kept).
+
+    The older value must sit next to the prompt's words; the newer next to the prompt's
+    words or the older's ("上限 10MB" / "上限改为 50MB" for "单个文件最大能传多大？")."""
+    if not asks_for_one(query):
+        return results
+    hits = [r for r in results if r.status == "active"]
+    if len(hits) < 2:
+        return results
+    stems, pairs = _words(query)
+    said = {r.id: r.said_at()[:10] for r in hits}
+    by_kind: dict[str, list[tuple[Hit, str, frozenset[str]]]] = defaultdict(list)
+    values = {}
+    for r in hits:
+        values[r.id] = _values(r)
+        for _, value, kinds, near in values[r.id]:
+            for kind in kinds:
+                by_kind[kind].append((r, value, near))
+    changed: dict[str, Hit] = {}
+    for old in hits:
+        for sentence, value, kinds, near in values[old.id]:
+            if not _about(near, stems, pairs):
+                continue
+            subject = (stems | near, pairs | _pairs(near))
+            newer = [
+                (said[new.id], new, other)
+                for kind in kinds
+                for new, other, around in by_kind[kind]
+                if said[new.id] > said[old.id]
+                and current._fold(other) != current._fold(value)
+                and _apart(new, old)
+                and _about(around, *subject)
+                and not current._mentions(new.memory.text, value)
+                and not current._mentions(old.memory.text, other)
+            ]
+            if not newer:
+                continue
+            date, new, other = max(newer, key=lambda n: n[0])
+            if any(said[h.id] >= date and current._mentions(h.memory.text, value) for h in hits):
+                continue  # said again as late as the other value: both hold
+            mine = changed.get(old.id) or old
+            if _marked(mine.text, sentence):
+                continue
+            mark = f" [may be outdated: {date} says {other}]"
+            changed[old.id] = replace(mine, marked=annotate(mine.text, sentence, mark))
+            top = changed.get(new.id) or new
+            changed[new.id] = replace(top, relevant=True, score=max(top.score, old.score + 0.001))
+    if not changed:
+        return results
+    return [changed.get(r.id, r) for r in results]
+
+
+def _marked(text: str, sentence: str) -> bool:
+    """Whether ``sentence`` of ``text`` already carries a mark (here or :mod:`stale`'s)."""
+    bare = _END.sub("", sentence.strip())
+    at = text.find(bare)
+    return at >= 0 and text[at + len(bare) :].lstrip().startswith("[")
+
+
+def _apart(a: Hit, b: Hit) -> bool:
+    """Whether two candidates come from different sessions (one session's sentences are one
+    account, not a change)."""
+    sa = {s.session_id for s in a.sources} - {""}
+    sb = {s.session_id for s in b.sources} - {""}
+    return not sa & sb

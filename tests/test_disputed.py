@@ -1,0 +1,92 @@
+"""Two answers to one question (:mod:`memd.recall.disputed`): the older is marked with the
+newer's date and value when the prompt asks for one value, and left alone otherwise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hitdata import hit
+
+from memd.recall import disputed
+
+REGION_OLD = "user: Terraform for prod should use eu-west-1 as the primary region."
+REGION_NEW = "user: The migration is finished: the primary is eu-central-1 now."
+
+
+def results(old: str, new: str, same_session: bool = False, **extra: Any) -> list[Any]:
+    rows = [
+        {"id": "old", "kind": "excerpt", "score": 0.9, "text": old,
+         "sources": [{"timestamp": "2026-01-07T10:00:00Z", "session_id": "s1"}]},
+        {"id": "new", "kind": "excerpt", "score": 0.5, "text": new,
+         "sources": [{"timestamp": "2026-02-12T10:00:00Z", "session_id": "s1" if same_session else "s2"}]},
+    ]  # fmt: skip
+    rows += extra.get("more", [])
+    return [hit(r) for r in rows]
+
+
+def marked(out: list[Any]) -> dict[str, str]:
+    return {r.id: r.text for r in out}
+
+
+def test_an_older_answer_is_marked_with_the_newer_date_and_value() -> None:
+    out = disputed.mark_disputed(
+        results(REGION_OLD, REGION_NEW), "Which AWS region hosts the primary production stack?"
+    )
+    texts = marked(out)
+    assert texts["old"] == (
+        "user: Terraform for prod should use eu-west-1 as the primary region "
+        "[may be outdated: 2026-02-12 says eu-central-1]."
+    )
+    assert texts["new"] == REGION_NEW
+    scores = {r.id: r.score for r in out}
+    assert scores["new"] > scores["old"]  # the newer comes first
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which AWS regions is the stack deployed in?",
+        "Which region do prod and staging use?",
+        "我们的服务部署在哪些地域？",
+        "生产和预发分别在哪个地域？",
+    ],
+)
+def test_a_question_for_several_values_marks_nothing(question: str) -> None:
+    out = disputed.mark_disputed(results(REGION_OLD, REGION_NEW), question)
+    assert marked(out) == {"old": REGION_OLD, "new": REGION_NEW}
+
+
+def test_one_sessions_sentences_are_one_account() -> None:
+    out = disputed.mark_disputed(
+        results(REGION_OLD, REGION_NEW, same_session=True), "Which region is the primary?"
+    )
+    assert marked(out)["old"] == REGION_OLD
+
+
+def test_a_value_said_again_as_late_still_holds() -> None:
+    again = {"id": "again", "kind": "excerpt", "score": 0.4,
+             "text": "user: Keep eu-west-1 as the primary for the EU API too.",
+             "sources": [{"timestamp": "2026-02-12T11:00:00Z", "session_id": "s3"}]}  # fmt: skip
+    out = disputed.mark_disputed(
+        results(REGION_OLD, REGION_NEW, more=[again]), "Which region is the primary?"
+    )
+    assert marked(out)["old"] == REGION_OLD
+
+
+def test_values_of_other_kinds_or_other_subjects_are_no_dispute() -> None:
+    old = "user: The access-logs bucket keeps 400 days of logs."
+    new = "user: Deploy previews now expire after 14 days."
+    out = disputed.mark_disputed(results(old, new), "How long are access logs kept?")
+    assert marked(out)["old"] == old
+    old = "user: The upload limit is 10 MB per file."
+    new = "user: The upload limit is 50 requests per minute."
+    out = disputed.mark_disputed(results(old, new), "What is the upload limit?")
+    assert marked(out)["old"] == old
+
+
+def test_sizes_of_one_unit_next_to_the_older_words() -> None:
+    old = "user: 头像和附件上传加个大小限制，单个文件最大 10 MB。"
+    new = "user: 客户要传设计稿，单个文件上限调到 50 MB。"
+    out = disputed.mark_disputed(results(old, new), "单个文件最大能传多大？")
+    assert "单个文件最大 10 MB [may be outdated: 2026-02-12 says 50]。" in marked(out)["old"]
