@@ -150,7 +150,9 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
             mark = f" [may be outdated: {date} says {other}]"
             changed[old.id] = replace(mine, marked=annotate(mine.text, sentence, mark))
             top = changed.get(new.id) or new
-            changed[new.id] = replace(top, relevant=True, score=max(top.score, old.score + 0.001))
+            changed[new.id] = replace(
+                top, relevant=top.relevant or old.relevant, score=max(top.score, old.score + 0.001)
+            )
     if not changed:
         return results
     return [changed.get(r.id, r) for r in results]

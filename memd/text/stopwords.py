@@ -111,6 +111,14 @@ SEARCH_CJK_WORDS = [
     "之间",
     "以内",
     "希望",
+    "日常",
+    "平时",
+    "平常",
+    "目前",
+    "当前",
+    "如今",
+    "通常",
+    "一般",
 ]
 """Chinese function words, the counterparts of English stop words ("how", "should", "where")."""
 SEARCH_CJK_CHARS = (
