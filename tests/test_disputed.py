@@ -90,3 +90,10 @@ def test_sizes_of_one_unit_next_to_the_older_words() -> None:
     new = "user: 客户要传设计稿，单个文件上限调到 50 MB。"
     out = disputed.mark_disputed(results(old, new), "单个文件最大能传多大？")
     assert "单个文件最大 10 MB [may be outdated: 2026-02-12 says 50]。" in marked(out)["old"]
+
+
+def test_two_stores_for_one_thing_are_two_answers() -> None:
+    old = "assistant: auth/session.py keeps login sessions in Redis with a 24h TTL."
+    new = "assistant: Login sessions now live in the DynamoDB table auth-sessions."
+    out = disputed.mark_disputed(results(old, new), "Where are login sessions persisted?")
+    assert "[may be outdated: 2026-02-12 says DynamoDB]" in marked(out)["old"]

@@ -35,6 +35,7 @@ _LIST = re.compile(
 )
 """A prompt that asks for several values: each of them may hold."""
 _REGION = re.compile(r"^[a-z]{2}-[a-z]+-\d$|^(?:cn|ap|us|eu)-[a-z]+(?:-\d)?$")
+_STORES = frozenset(["job:database", "job:cache"])
 _TIME = re.compile(r"^\d{1,2}:\d{2}$")
 _UNIT = re.compile(r"(?<=\d)[a-z%]{1,3}$")
 _TOKEN = re.compile(r"[\w#@][\w.:/#@+-]*")
@@ -73,6 +74,8 @@ def _kinds(sentence: str, value: str) -> frozenset[str]:
     unit ("10 MB"), or its family (:func:`current.family`: a tool's job, a host's domain, an
     image); empty when the shape says nothing."""
     kinds = set(current.family(value))
+    if kinds & _STORES:
+        kinds.add("store")  # sessions kept in Redis, then in DynamoDB
     if _REGION.match(value):
         kinds.add("region")
     elif _TIME.match(value):
@@ -147,7 +150,7 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
             mine = changed.get(old.id) or old
             if _marked(mine.text, sentence):
                 continue
-            mark = f" [may be outdated: {date} says {other}]"
+            mark = f" [may be outdated: {date} says {_as_written(new.memory.text, other)}]"
             changed[old.id] = replace(mine, marked=annotate(mine.text, sentence, mark))
             top = changed.get(new.id) or new
             changed[new.id] = replace(
@@ -156,6 +159,12 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
     if not changed:
         return results
     return [changed.get(r.id, r) for r in results]
+
+
+def _as_written(text: str, value: str) -> str:
+    """``value`` as ``text`` spells it (claims fold their values: "dynamodb")."""
+    m = re.search(re.escape(value), text, re.IGNORECASE)
+    return m.group(0) if m else value
 
 
 def _marked(text: str, sentence: str) -> bool:
