@@ -97,3 +97,24 @@ def test_two_stores_for_one_thing_are_two_answers() -> None:
     new = "assistant: Login sessions now live in the DynamoDB table auth-sessions."
     out = disputed.mark_disputed(results(old, new), "Where are login sessions persisted?")
     assert "[may be outdated: 2026-02-12 says DynamoDB]" in marked(out)["old"]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "When did we first pick the primary region?",
+        "What was the primary region before?",
+        "以前主区域是哪个？",
+    ],
+)
+def test_a_question_about_the_past_marks_nothing(question: str) -> None:
+    out = disputed.mark_disputed(results(REGION_OLD, REGION_NEW), question)
+    assert marked(out) == {"old": REGION_OLD, "new": REGION_NEW}
+
+
+def test_numbers_in_words_are_no_answers() -> None:
+    """Chat says "two dogs" and "three dogs" about different photos and different times."""
+    old = "user: Audrey: here's a photo of me with two dogs in the park."
+    new = "user: Audrey: a photo of three dogs sitting on the floor with leashes."
+    out = disputed.mark_disputed(results(old, new), "How many dogs does Audrey walk?")
+    assert marked(out)["old"] == old

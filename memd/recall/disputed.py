@@ -35,6 +35,13 @@ _LIST = re.compile(
 )
 """A prompt that asks for several values: each of them may hold."""
 _REGION = re.compile(r"^[a-z]{2}-[a-z]+-\d$|^(?:cn|ap|us|eu)-[a-z]+(?:-\d)?$")
+_PAST = re.compile(
+    r"\b(?:when (?:did|was|were|had)|first|ever|used to|originally|before|previous(?:ly)?"
+    r"|how many times|how long (?:has|have|had|did|was)|since when|last time)\b"
+    r"|以前|之前|最早|第一次|当初|原来|上次|多久了|什么时候开始",
+    re.IGNORECASE,
+)
+"""A prompt about the past: an older value is its answer, not a stale one."""
 _STORES = frozenset(["job:database", "job:cache"])
 _TIME = re.compile(r"^\d{1,2}:\d{2}$")
 _UNIT = re.compile(r"(?<=\d)[a-z%]{1,3}$")
@@ -44,8 +51,9 @@ _CJK_RUN = re.compile(f"[{RANGES}]{{2,}}")
 
 
 def asks_for_one(query: str) -> bool:
-    """Whether ``query`` asks for one value (not a list, not two things at once)."""
-    return _LIST.search(query) is None
+    """Whether ``query`` asks for one value as it is now (not a list, not two things at
+    once, not what happened when: "When did Nate get his first two turtles?")."""
+    return _LIST.search(query) is None and _PAST.search(query) is None
 
 
 def _words(query: str) -> tuple[frozenset[str], frozenset[str]]:
@@ -80,7 +88,7 @@ def _kinds(sentence: str, value: str) -> frozenset[str]:
         kinds.add("region")
     elif _TIME.match(value):
         kinds.add("time")
-    elif current._shape(value) == "number":
+    elif current._shape(value) == "number" and value[:1].isdigit():  # not "three dogs"
         unit = _UNIT.search(value)
         if unit:
             kinds.add("n:" + unit.group(0))
