@@ -549,6 +549,7 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("claude: I started at the top of the file and worked down.", "user: I work at Brightwave Labs on the data team."),
         ("Melanie: I started at Northpeak Analytics this week.", "Caroline: I work at Brightwave Labs."),
         ("消费积压告警的阈值设成 1 万条。", "结算服务订阅 Kafka 的 order-events，消费组叫 settlement。"),
+        ("production 环境的审批人现在是周涛和林晓，任意一人批准即可。", "生产发布需要周涛审批，环境保护帮我配一下。"),
     ],
 )  # fmt: skip
 def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:

@@ -88,11 +88,11 @@ def _kinds(sentence: str, value: str) -> frozenset[str]:
         kinds.add("region")
     elif _TIME.match(value):
         kinds.add("time")
-    elif current._shape(value) == "number" and value[:1].isdigit():  # not "three dogs"
+    elif current.shape(value) == "number" and value[:1].isdigit():  # not "three dogs"
         unit = _UNIT.search(value)
         if unit:
             kinds.add("n:" + unit.group(0))
-        kinds.update("n:" + unit for unit in current._noun_after(sentence, value))
+        kinds.update("n:" + unit for unit in current.noun_after(sentence, value))
     return frozenset(kinds)
 
 
@@ -144,16 +144,16 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
                 for kind in kinds
                 for new, other, around in by_kind[kind]
                 if said[new.id] > said[old.id]
-                and current._fold(other) != current._fold(value)
+                and current.fold(other) != current.fold(value)
                 and _apart(new, old)
                 and _about(around, *subject)
-                and not current._mentions(new.memory.text, value)
-                and not current._mentions(old.memory.text, other)
+                and not current.mentions(new.memory.text, value)
+                and not current.mentions(old.memory.text, other)
             ]
             if not newer:
                 continue
             date, new, other = max(newer, key=lambda n: n[0])
-            if any(said[h.id] >= date and current._mentions(h.memory.text, value) for h in hits):
+            if any(said[h.id] >= date and current.mentions(h.memory.text, value) for h in hits):
                 continue  # said again as late as the other value: both hold
             mine = changed.get(old.id) or old
             if _marked(mine.text, sentence):

@@ -172,6 +172,15 @@ def listed_with(text: str, values: frozenset[str], a: str, b: str) -> bool:
     return LIST_GLUE.fullmatch(between) is not None
 
 
+_JOINED = re.compile(f"(?=([{RANGES}]{{2}})[和与及、]([{RANGES}]{{2}}))")
+
+
+def joined(text: str, anchors: frozenset[str]) -> bool:
+    """Whether ``text`` joins a word of ``anchors`` and a new one with 和, 与, 及 or 、
+    ("周涛和林晓" after "需要周涛审批"): one more beside the older's, not another."""
+    return any((a in anchors) != (b in anchors) for a, b in _JOINED.findall(text))
+
+
 def lead(sentence: str, value: str) -> frozenset[str]:
     """The glossary words written just before ``value`` in a Chinese ``sentence`` ("上限" of
     "上限改为 50MB"): what the value is the value of."""

@@ -15,10 +15,8 @@ its *claims*. A later claim replaces an earlier one about the same subject when
 
 The words that say a change, a retirement or a correction are in :mod:`memd.store.cues`.
 
-"Later" is when each was said (:meth:`memd.models.Memory.said_at`: a transcript's own time),
-never the order memd read them in. The insert path supersedes typed memories whose claim a newer
-statement replaces; injection marks an older claim it shows ("until 2026-10-06; now: ...") and
-brings the newer statement into the block.
+"Later" is when each was said (a transcript's own time), never the order memd read them in.
+Newer claims supersede typed memories; injection marks an older claim ("until ...; now: ...").
 """
 
 from __future__ import annotations
@@ -114,7 +112,7 @@ _FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]+")
 _NUMBER = re.compile(r"[v~^<>=]*\d[\d.,:x/_-]*[a-z%]{0,3}")
 
 
-def _shape(value: str) -> str:
+def shape(value: str) -> str:
     """number (a time, a version, a size), path (a file, a host), channel, or name."""
     if _NUMBER.fullmatch(value) or value in _NUMBER_WORDS:
         return "number"
@@ -125,7 +123,7 @@ def _shape(value: str) -> str:
     return "name"
 
 
-def _fold(value: str) -> str:
+def fold(value: str) -> str:
     return value.casefold().strip("`'\".,:;()[]")
 
 
@@ -164,7 +162,7 @@ def claim(sentence: str) -> Claim | None:
     f = similar.features(_APOSTROPHE.sub(" ", _POSSESSIVE.sub("", sentence)))
     values = {v for v in f.values if v not in similar._UNIT_NAMES}
     values.update(
-        _fold(m.group(0))
+        fold(m.group(0))
         for m in re.finditer(r"[#@][\w-]+|(?<![\w.:-])[A-Za-z]\w*(?:[-_]\w+)+\b", sentence)
     )
     values.update(_names(sentence))
@@ -179,7 +177,7 @@ def claim(sentence: str) -> Claim | None:
     if not values and len(words) < 2 and len(cjk) < 3:
         return None
     retired = (
-        {_fold(m.group("v")) for pattern in cues.RETIRED for m in pattern.finditer(sentence)}
+        {fold(m.group("v")) for pattern in cues.RETIRED for m in pattern.finditer(sentence)}
         if cues.RETIRE_HINT.search(sentence)
         else set()
     )
@@ -312,7 +310,7 @@ def slot(sentence: str, value: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def _noun_after(sentence: str, value: str) -> frozenset[str]:
+def noun_after(sentence: str, value: str) -> frozenset[str]:
     """The stem of the word after ``value`` in ``sentence`` ("approval" of "two approvals")."""
     m = re.search(rf"(?<![\w-]){re.escape(value)}\s+([a-z][\w-]*)", sentence.casefold())
     return frozenset([statement_stem(m.group(1))]) if m else frozenset()
@@ -351,7 +349,7 @@ class Replacement:
     reason: str
 
 
-def _mentions(text: str, value: str) -> bool:
+def mentions(text: str, value: str) -> bool:
     if not value:
         return False
     if _CJK_RUN.fullmatch(value):
@@ -366,16 +364,16 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
         return ""
     shared = new.anchors & old.anchors
     for value in new.retired - old.retired:
-        if (value in old.values or _CJK_RUN.fullmatch(value)) and _mentions(old.text, value):
+        if (value in old.values or _CJK_RUN.fullmatch(value)) and mentions(old.text, value):
             dotted = _VERSION.match(value) is not None  # "5.1": no list number
             if (
-                _shape(value) == "number"
+                shape(value) == "number"
                 and not dotted
                 and not cues.CORRECTION.search(new.text)  # "I said 8080 but it's 8081"
                 and not slot(old.text, value) & slot(new.text, value)
             ):
                 continue  # "instead of 2" against a list's "2.": another number
-            swapped = any(_shape(v) == _shape(value) for v in new.values - old.values)
+            swapped = any(shape(v) == shape(value) for v in new.values - old.values)
             named = _CJK_RUN.fullmatch(value) is not None  # "钉钉那个群解散了": a name
             if shared - {value} or len(value) > 3 or swapped or dotted or named:
                 # ("5 retries instead of 3": another number, no retirement)
@@ -389,24 +387,24 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     counted = max(new.counted, old.counted)
     if new.cue and short and counted <= MAX_VALUES:
         fresh = new.values - old.values - new.retired
-        numbers = {v for v in old.values if _shape(v) == "number"}
-        unsaid = {_shape(o) for o in old.values - new.anchors} | {"number"}
-        if numbers and numbers <= new.anchors and not any(_shape(f) in unsaid for f in fresh):
+        numbers = {v for v in old.values if shape(v) == "number"}
+        unsaid = {shape(o) for o in old.values - new.anchors} | {"number"}
+        if numbers and numbers <= new.anchors and not any(shape(f) in unsaid for f in fresh):
             fresh = frozenset()  # it says the older's numbers again ("back to JDK 17")
         latin = {x for x in shared if not _CJK_RUN.fullmatch(x)}
         kept = old.values & new.values if cues.KEPT.search(new.text) else frozenset()  # "stays"
         listed = {  # "golangci-lint、hadolint、markdownlint": one more, not another
             f
             for f in fresh
-            if _shape(f) != "number"  # (a phone's groups are no list)
+            if shape(f) != "number"  # (a phone's groups are no list)
             and any(
-                _shape(v) == _shape(f) and cues.listed_with(new.text, new.values, v, f)
+                shape(v) == shape(f) and cues.listed_with(new.text, new.values, v, f)
                 for v in old.values & new.values
             )
         }
         for o in old.values - fresh - kept:
             for f in fresh - listed:
-                if _shape(f) != _shape(o):
+                if shape(f) != shape(o):
                     continue
                 kin = family(f) & family(o)  # 3.11 -> 3.12, stg.x -> stg.eu1.x, yarn -> pnpm
                 if kin and (
@@ -424,7 +422,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     if cues.lead(old.text, o) & cues.lead(new.text, f):
                         return "a change to a new value"  # "上限 10MB" / "上限改为 50MB"
                 target = cues.switched_to(new.text, f, place=o.startswith("#")) or (
-                    _shape(o) in ("name", "channel") and cues.now_is(new.text, f)
+                    shape(o) in ("name", "channel") and cues.now_is(new.text, f)
                 )  # "... to #radar", "our account manager is Tomás now"
                 if (
                     not _CJK_RUN.search(old.text)
@@ -433,14 +431,14 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 ):
                     continue  # two values in different places ("port 8080" / "3 retries")
                 if (o in _NUMBER_WORDS or f in _NUMBER_WORDS) and not (
-                    _noun_after(old.text, o) & _noun_after(new.text, f)
+                    noun_after(old.text, o) & noun_after(new.text, f)
                 ):
                     continue  # "one transaction" / "PR 94": not one thing counted twice
                 if "/" in o and "://" not in o and _stem_of(o) != _stem_of(f):
                     continue  # another file, not the same one moved ("/data/exports")
                 if cues.CORRECTION.search(new.text) and shared - {o}:
                     return "a correction of the value"  # "我说错了，上限是 300"
-                if _shape(o) == "name":  # a person, a tool: on two words of subject
+                if shape(o) == "name":  # a person, a tool: on two words of subject
                     if o not in new.anchors and len(shared) >= 2 and latin:
                         return "a change to a new value"
                 # A number or a path on one subject word; a #channel on two ("posts releases
@@ -449,6 +447,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 elif len(latin - {o}) >= (2 if o.startswith("#") and not target else 1):
                     return "a change to a new value"
         if len(shared - latin) >= 2 and (fresh or not numbers) and not kept and not listed:
+            if cues.joined(new.text, old.anchors):
+                return ""  # "审批人现在是周涛和林晓": one more beside the older's
             return "a change on the same subject"
     if short and counted <= MAX_VALUES and _restated(new, old, shared):
         return "the same subject, another value"
@@ -483,11 +483,11 @@ def _restated(new: Claim, old: Claim, shared: frozenset[str]) -> bool:
     if latin + 2 * keys < RESTATED_SUBJECT and len(words) - latin < 2 * RESTATED_SUBJECT:
         return False
     for o in old.values - new.anchors:
-        if _shape(o) == "name" or o in _NUMBER_WORDS:
+        if shape(o) == "name" or o in _NUMBER_WORDS:
             continue  # "two children" / "three children", "Friday" / "Sunday": events, not states
         near_old = slot(old.text, o)
         for f in new.values - old.anchors:
-            if _shape(f) != _shape(o) or f in _NUMBER_WORDS or roles.different_jobs({f}, {o}):
+            if shape(f) != shape(o) or f in _NUMBER_WORDS or roles.different_jobs({f}, {o}):
                 continue
             if len(near_old & slot(new.text, f)) < 2:
                 continue
