@@ -550,6 +550,11 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("Melanie: I started at Northpeak Analytics this week.", "Caroline: I work at Brightwave Labs."),
         ("消费积压告警的阈值设成 1 万条。", "结算服务订阅 Kafka 的 order-events，消费组叫 settlement。"),
         ("production 环境的审批人现在是周涛和林晓，任意一人批准即可。", "生产发布需要周涛审批，环境保护帮我配一下。"),
+        # real work (fixtures/realwork): a noun "bump/bypass", "before changing anything", a
+        # tool that "now reports" a count
+        ("The alternative is a **server-side bump/bypass** for trusted internal relay (mirroring the existing `pushSizeLimit=0` trusted-caller path).", "- Exit code is non-zero, but partial application on the target is exactly what happens."),
+        ("What I verified before changing anything (all seven claims held): - H1 split is real and exactly 10/10, with no chronological trend.", "Verified live end-to-end with the real binary: `init` → collection created;"),
+        ("I verified the lint effect rather than assuming it: `npx markdownlint-cli2 \"docs/adr/*.md\"` now reports 4 issues across 21 files.", "- Updated/rewrote the affected unit and CLI integration tests (16 across `test_qmd_service.py` and `test_qmd_cli.py`);"),
     ],
 )  # fmt: skip
 def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:

@@ -86,9 +86,10 @@ SELF_CORRECTION = (
 )
 """A speaker correcting what they said before (a change cue, and a correction)."""
 CUE = re.compile(
-    r"\b(?:now(?! that\b| (?:passes|works|fails|builds|compiles|succeeds|shows|prints|returns)\b)"
+    r"(?<!/)\b(?:now(?! that\b| (?:passes|works|fails|builds|compiles|succeeds|shows|prints|returns"
+    r"|reports|lists|outputs|finds|logs)\b)"
     r"|no longer|any ?more|instead|ditched|swapped|switch(?:ed|ing)?|mov(?:ed|ing)|relocat(?:ed|ing)|migrat(?:ed|ing)|"
-    r"chang(?:ed|ing)|renam(?:ed|ing)|replac(?:ed|ing)|bump(?:ed)?|upgrad(?:ed|ing)|"
+    r"(?<!before )(?<!without )chang(?:ed|ing)(?! (?:anything|nothing))|renam(?:ed|ing)|replac(?:ed|ing)|bump(?:ed)?|upgrad(?:ed|ing)|"
     r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back (?:to|on)|"
     r"(?:is|are) \S+ again|"
     r"has left|took over|handed|from now on|these days|actually|made|make the|set to|"
@@ -102,7 +103,7 @@ CUE = re.compile(
     rf"|{SELF_CORRECTION}"
     r"|the new (?:host|address|url|endpoint|domain|port|path|location|channel|owner|one) is"
     r"|since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today"
-    r"|last \w+|this \w+|the \w+ (?:switch|move|migration|release|upgrade)))\b"
+    r"|last \w+|this \w+|the \w+ (?:switch|move|migration|release|upgrade)))\b(?!/)"
     r"|现在|改为|改成|改用|改了|换成|换为|换到|切换|迁移|迁到|不再|离职|跳槽|回滚|退回|搬到|调到|调成|"
     r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从|已经是|已是|已经换|已经改|"
     r"其实是|看错|说错|记错|搞错|写错|设为|设成|统一用|统一为|统一成|重建|定在|改在|推迟到|提前到|"
