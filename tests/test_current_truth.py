@@ -550,6 +550,7 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("Melanie: I started at Northpeak Analytics this week.", "Caroline: I work at Brightwave Labs."),
         ("消费积压告警的阈值设成 1 万条。", "结算服务订阅 Kafka 的 order-events，消费组叫 settlement。"),
         ("production 环境的审批人现在是周涛和林晓，任意一人批准即可。", "生产发布需要周涛审批，环境保护帮我配一下。"),
+        ("Project uses uv", "Project uses npm"),  # a Python side beside a JavaScript one
         # real work (fixtures/realwork): a noun "bump/bypass", "before changing anything", a
         # tool that "now reports" a count
         ("The alternative is a **server-side bump/bypass** for trusted internal relay (mirroring the existing `pushSizeLimit=0` trusted-caller path).", "- Exit code is non-zero, but partial application on the target is exactly what happens."),

@@ -205,6 +205,13 @@ def test_trigger_needs_the_old_value() -> None:
     )
 
 
+def test_package_managers_of_two_languages_are_no_rivals() -> None:
+    """A JavaScript frontend on npm and a Python backend on uv: both hold. Two of one
+    language are one choice."""
+    assert not similar.conflict("Project uses uv", "Project uses npm", 0.8, dedupe.MINILM)
+    assert similar.conflict("Project uses pnpm", "Project uses npm", 0.8, dedupe.MINILM)
+
+
 # ---- held-out precision and recall on the labelled sets
 
 

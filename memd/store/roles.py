@@ -95,14 +95,32 @@ ONE_AT_A_TIME = frozenset(
 when the two sentences share no other word ("I use Sublime Text" / "I've been on Helix")."""
 
 
+ECOSYSTEMS = {
+    tool: ecosystem
+    for ecosystem, tools in {
+        "javascript": "npm pnpm yarn bun",
+        "python": "pip pipenv poetry uv pip-tools conda",
+        "jvm": "gradle maven",
+    }.items()
+    for tool in tools.split()
+}
+"""The package managers of one language: npm and uv serve a frontend and a backend side by
+side, npm and pnpm are one choice (the others are each their language's own)."""
+
+
 def one_at_a_time(name: str) -> bool:
     """Whether ``name`` is a tool for a job done by one tool at a time."""
-    return not roles(name).isdisjoint(ONE_AT_A_TIME)
+    return any(role.split(" (")[0] in ONE_AT_A_TIME for role in roles(name))
 
 
 def roles(name: str) -> frozenset[str]:
-    """The jobs ``name`` is known for (empty for a name memd does not know)."""
-    return _BY_TOOL.get(name.lower(), frozenset())
+    """The jobs ``name`` is known for (empty for a name memd does not know); a package
+    manager's job is its language's ("package manager (python)" for uv)."""
+    found = _BY_TOOL.get(name.lower(), frozenset())
+    if "package manager" in found:
+        language = ECOSYSTEMS.get(name.lower(), name.lower())
+        found = found - {"package manager"} | {f"package manager ({language})"}
+    return found
 
 
 def different_jobs(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> bool:
