@@ -205,6 +205,12 @@ def test_trigger_needs_the_old_value() -> None:
     )
 
 
+def test_a_stop_word_is_never_the_replaced_thing() -> None:
+    new = "Issue body rewritten to drop the implementation sketch and the misclaim."
+    old = "The core ask is to use the atomic capability so a single push is all-or-nothing."
+    assert similar._trigger(new, old) == ""
+
+
 def test_package_managers_of_two_languages_are_no_rivals() -> None:
     """A JavaScript frontend on npm and a Python backend on uv: both hold. Two of one
     language are one choice."""

@@ -378,6 +378,8 @@ def _trigger(new: str, old: str) -> str:
         return ""
     old_l = _fold(old)
     for replaced, added in found:
+        if replaced in stopwords.STATEMENT:
+            continue  # "drop the implementation sketch" replaces no "the"
         if replaced and re.search(rf"(?<![a-z0-9_]){re.escape(replaced)}(?![a-z0-9_])", old_l):
             # The old statement must be about the replaced thing, not already the new one.
             if not added or added not in old_l or replaced in old_l:
@@ -407,6 +409,11 @@ def _use_for(new: str, old: str) -> bool:
     return _dice(a[1], b[1]) >= 0.66
 
 
+POLARITY_CHARS = 220
+"""A negation flips a short statement ("No open PR yet" / "PR #531 is this branch"); in a longer
+text (an agent's report, several findings) a "not" somewhere negates none of the others."""
+
+
 def _names(values: frozenset[str]) -> bool:
     """Whether ``values`` hold a code name or a version (``opentelemetry_ash``, ``0.1.3``)."""
     return any("_" in v or any(ch.isdigit() for ch in v) for v in values)
@@ -430,7 +437,8 @@ def conflict(new: str, old: str, cosine: float, model_id: str) -> Conflict:
     shared_values = (fn.values & fo.values) | (fn.values & fo.words) | (fo.values & fn.words)
     extra_new, extra_old = frame_new - frame_old, frame_old - frame_new
     subject = _dice(frame_new, frame_old)
-    if fn.negated != fo.negated and not (_names(only_new) and _names(only_old)):
+    short = max(len(new), len(old)) <= POLARITY_CHARS
+    if fn.negated != fo.negated and short and not (_names(only_new) and _names(only_old)):
         # (each side naming a thing the other lacks: "opentelemetry_ash 0.1.3" and
         # "opentelemetry_exporter 1.10.0 (NOT deprecated)" are two, not one and its negation)
         core = len(shared) + len(shared_values)
