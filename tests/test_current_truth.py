@@ -661,6 +661,7 @@ def test_the_sentence_that_closes_a_todo_is_not_one(sentence: str, kind: str | N
         ("What's my favourite programming language?", "Elixir is my favourite language now."),
         ("Which linters run in CI?", "Added a hadolint step that checks every Dockerfile."),
         ("Which observability tools does the order service use?", "Tracing goes to SkyWalking."),
+        ("Who's my line manager these days?", "There was a reorg: I report to Tomás now."),
     ],
 )  # fmt: skip
 def test_a_memory_carries_the_prompts_words_in_other_words(prompt: str, memory: str) -> None:
@@ -669,6 +670,15 @@ def test_a_memory_carries_the_prompts_words_in_other_words(prompt: str, memory: 
     assert carried > own
     assert carried & searchterms.term_set(prompt)
     assert synonyms.carried(own, "What did we have for lunch?", memory) == own
+
+
+def test_a_line_manager_is_a_manager() -> None:
+    memory = "There was a reorg: I report to Tomás now."
+    own = searchterms.term_set(memory)
+    prompt = "Who's my line manager these days?"
+    asked = set(lexical.query_terms(prompt)[0])
+    assert asked == {"line", "manager"}
+    assert asked <= synonyms.carried(own, prompt, memory)
 
 
 def test_words_of_asking_about_now_are_no_search_terms() -> None:

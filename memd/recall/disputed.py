@@ -35,6 +35,9 @@ _LIST = re.compile(
 )
 """A prompt that asks for several values: each of them may hold."""
 _REGION = re.compile(r"^[a-z]{2}-[a-z]+-\d$|^(?:cn|ap|us|eu)-[a-z]+(?:-\d)?$")
+COMPARED = 12
+"""How many of the best relevant candidates are compared (a block shows about 8; reading a
+long text's claims costs up to a few milliseconds the first time)."""
 _PAST = re.compile(
     r"\b(?:when (?:did|was|were|had)|first|ever|used to|originally|before|previous(?:ly)?"
     r"|how many times|how long (?:has|have|had|did|was)|since when|last time)\b"
@@ -121,7 +124,9 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
     words or the older's ("上限 10MB" / "上限改为 50MB" for "单个文件最大能传多大？")."""
     if not asks_for_one(query):
         return results
-    hits = [r for r in results if r.status == "active"]
+    hits = sorted(
+        (r for r in results if r.status == "active" and r.relevant), key=lambda r: -r.score
+    )[:COMPARED]
     if len(hits) < 2:
         return results
     stems, pairs = _words(query)

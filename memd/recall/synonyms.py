@@ -43,7 +43,7 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     # A person's own facts, said in passing ("I moved from Lisbon to Berlin", "I report to...")
     r"cit(?:y|ies)|town": ("moved", "based", "relocated", "city", "live", "living"),
     r"liv(?:e|es|ing) in|based in|reside": ("moved", "based", "relocated", "live", "living"),
-    r"manager|boss": ("manager", "report", "reports", "boss"),
+    r"(?:line )?manager|boss": ("manager", "report", "reports", "boss"),
     r"employer|company|work(?:ing)? (?:at|for)|where (?:do|does|did) \w+ work": (
         "joined",
         "started",
