@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from memd.recall.hits import Hit
 from memd.recall.stale import annotate
-from memd.store import current
+from memd.store import current, roles
 from memd.text import stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
@@ -45,6 +45,13 @@ _PAST = re.compile(
     re.IGNORECASE,
 )
 """A prompt about the past: an older value is its answer, not a stale one."""
+_KINDED = re.compile(
+    r"(?<![\w.])\d+(?:[.:]\d+)*\s?[a-z%]|\b[a-z]{2}-[a-z]+-\d\b|\b(?:cn|ap|us|eu)-[a-z]+"
+    r"|\w\.\w+\.[a-z]{2,}\b|\w:\w",
+    re.IGNORECASE,
+)
+"""What a text with a value of a kind holds: a number with a unit or a time, a region, a host,
+an image's tag (a known tool is looked up apart)."""
 _STORES = frozenset(["job:database", "job:cache"])
 _TIME = re.compile(r"^\d{1,2}:\d{2}$")
 _UNIT = re.compile(r"(?<=\d)[a-z%]{1,3}$")
@@ -101,6 +108,9 @@ def _kinds(sentence: str, value: str) -> frozenset[str]:
 
 def _values(hit: Hit) -> list[tuple[str, str, frozenset[str], frozenset[str]]]:
     """The values ``hit`` states with a kind: (sentence, value, kinds, the words next to it)."""
+    text = hit.memory.text
+    if not _KINDED.search(text) and not roles.tools_named(text.casefold()):
+        return []  # (one search spares reading the claims of most texts)
     out = []
     for c in current.claims(hit.memory.text):
         for value in c.values:

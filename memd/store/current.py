@@ -176,11 +176,7 @@ def claim(sentence: str) -> Claim | None:
     words = {w for w in f.words if w not in GENERIC and len(w) > 1} - values
     if not values and len(words) < 2 and len(cjk) < 3:
         return None
-    retired = (
-        {fold(m.group("v")) for pattern in cues.RETIRED for m in pattern.finditer(sentence)}
-        if cues.RETIRE_HINT.search(sentence)
-        else set()
-    )
+    retired = {fold(v) for v in cues.retired(sentence)}
     plain = _ASIDE.sub(" ", folded) if "(" in folded or "（" in folded else folded
     return Claim(
         text=sentence,
