@@ -35,9 +35,10 @@ _LIST = re.compile(
 )
 """A prompt that asks for several values: each of them may hold."""
 _REGION = re.compile(r"^[a-z]{2}-[a-z]+-\d$|^(?:cn|ap|us|eu)-[a-z]+(?:-\d)?$")
-COMPARED = 12
-"""How many of the best relevant candidates are compared (a block shows about 8; reading a
-long text's claims costs up to a few milliseconds the first time)."""
+COMPARED = 8
+"""How many of the best relevant candidates are compared: a block shows about that many, and
+:mod:`memd.recall.stale` reads the claims of as many (reading a long text's claims the first
+time costs up to a few milliseconds)."""
 _PAST = re.compile(
     r"\b(?:when (?:did|was|were|had)|first|ever|used to|originally|before|previous(?:ly)?"
     r"|how many times|how long (?:has|have|had|did|was)|since when|last time)\b"
