@@ -110,7 +110,12 @@ def _kinds(sentence: str, value: str) -> frozenset[str]:
 def _values(hit: Hit) -> list[tuple[str, str, frozenset[str], frozenset[str]]]:
     """The values ``hit`` states with a kind: (sentence, value, kinds, the words next to it)."""
     text = hit.memory.text
-    if not _KINDED.search(text) and not roles.tools_named(text.casefold()):
+    folded = text.casefold()
+    if not (
+        _KINDED.search(text)
+        or roles.tools_named(folded)
+        or any(phrase in folded for phrase in roles.PHRASES)  # "GitHub Actions"
+    ):
         return []  # (one search spares reading the claims of most texts)
     out = []
     for c in current.claims(hit.memory.text):
@@ -141,6 +146,7 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
     if len(hits) < 2:
         return results
     stems, pairs = _words(query)
+    jobs = tuple(f"job:{role}" for role, _, _ in roles.asked(query))  # "Which CI ...?"
     said = {r.id: r.said_at()[:10] for r in hits}
     by_kind: dict[str, list[tuple[Hit, str, frozenset[str]]]] = defaultdict(list)
     values = {}
@@ -152,7 +158,8 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
     changed: dict[str, Hit] = {}
     for old in hits:
         for sentence, value, kinds, near in values[old.id]:
-            if not _about(near, stems, pairs):
+            asked = any(k.startswith(jobs) for k in kinds) if jobs else False
+            if not (asked or _about(near, stems, pairs)):
                 continue
             subject = (stems | near, pairs | _pairs(near))
             newer = [
@@ -162,7 +169,7 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
                 if said[new.id] > said[old.id]
                 and current.fold(other) != current.fold(value)
                 and _apart(new, old)
-                and _about(around, *subject)
+                and (asked or _about(around, *subject))
                 and not current.mentions(new.memory.text, value)
                 and not current.mentions(old.memory.text, other)
             ]

@@ -121,7 +121,7 @@ def retired(sentence: str) -> set[str]:
 
 SELF_CORRECTION = (
     r"I misspoke|I was wrong|I got (?:it|that) wrong|my mistake|I mis(?:read|typed)"
-    r"|I said \S+ but (?:it's|it is|it should be|I meant)"
+    r"|I said \S+ but (?:it's|it is|it should be|I meant)|sorry,? I meant"
 )
 """A speaker correcting what they said before (a change cue, and a correction)."""
 CUE = re.compile(
