@@ -4,11 +4,12 @@ marked "may be outdated", and the newer is brought in ahead of it.
 :mod:`memd.recall.stale` marks what a newer statement replaces, when the two say so in words
 it can read (a change, a shared subject). Many changes are told without either: "Terraform for
 prod should use eu-west-1 as the primary region", and a month later "the primary is
-eu-central-1 now". The prompt says what they are about. When it asks for one value ("Which AWS
-region hosts the primary production stack?", not "Which regions...?" or "... and ...?"), and
-two relevant candidates from different sessions each give a value of the same kind next to the
-prompt's words (two regions, two sizes in MB, two databases, two hosts of one domain), neither
-naming the other's, the older one is marked with the newer's date and value
+eu-central-1 now". The prompt says what they are about. When it asks for one value as it is now ("Which AWS
+region hosts the primary production stack?"; not "Which regions...?", "... and ...?" or "When
+did we first ...?"), and two of the best relevant candidates, from different sessions, each
+give a value of the same kind next to the prompt's words (two regions, two sizes in MB, two
+stores, two hosts of one domain; any two tools of a job the prompt names, "Which CI ...?"),
+neither naming the other's, the older one is marked with the newer's date and value
 ("[may be outdated: 2026-02-12 says eu-central-1]"). Nothing is dropped: both may hold, and
 Claude sees both, the newer first.
 """
@@ -30,7 +31,9 @@ _LIST = re.compile(
     r"\b(?:and|both|respectively|between|all)\b|\b(?:which|what)\s+(?:[\w-]+\s+){0,2}?"
     r"(?:ports|regions|linters|tools|databases|channels|queues|instances|checkers|checks|topics"
     r"|services|buckets|hosts|servers|libraries|frameworks|stores|teams|owners|people"
-    r"|reviewers|versions|branches|environments)\b(?!\s+(?:the|a|an|our|my|this|its|your)\b)|哪些|分别|各自|各个|都|和|以及|跟",
+    r"|reviewers|versions|branches|environments)\b"
+    r"(?!\s+(?:the|a|an|our|my|this|its|your)\b)"  # "which region hosts the ...": a verb
+    r"|哪些|分别|各自|各个|都|和|以及|跟",
     re.IGNORECASE,
 )
 """A prompt that asks for several values: each of them may hold."""
@@ -81,11 +84,7 @@ def _words(query: str) -> tuple[frozenset[str], frozenset[str]]:
 
 def _about(near: frozenset[str], stems: frozenset[str], pairs: frozenset[str]) -> bool:
     """Whether the words next to a value (:func:`current.slot`) are the prompt's."""
-    if not near.isdisjoint(stems):
-        return True
-    return any(
-        run[i : i + 2] in pairs for run in near if _CJK_RUN.match(run) for i in range(len(run) - 1)
-    )
+    return not near.isdisjoint(stems) or not _pairs(near).isdisjoint(pairs)
 
 
 def _kinds(sentence: str, value: str) -> frozenset[str]:
@@ -118,7 +117,7 @@ def _values(hit: Hit) -> list[tuple[str, str, frozenset[str], frozenset[str]]]:
     ):
         return []  # (one search spares reading the claims of most texts)
     out = []
-    for c in current.claims(hit.memory.text):
+    for c in current.claims(text):
         for value in c.values:
             kinds = _kinds(c.text, value)
             if kinds:
@@ -127,6 +126,7 @@ def _values(hit: Hit) -> list[tuple[str, str, frozenset[str], frozenset[str]]]:
 
 
 def _pairs(words: frozenset[str]) -> frozenset[str]:
+    """The character pairs of the Chinese words among ``words``."""
     return frozenset(
         run[i : i + 2] for run in words if _CJK_RUN.match(run) for i in range(len(run) - 1)
     )
@@ -149,7 +149,7 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
     jobs = tuple(f"job:{role}" for role, _, _ in roles.asked(query))  # "Which CI ...?"
     said = {r.id: r.said_at()[:10] for r in hits}
     by_kind: dict[str, list[tuple[Hit, str, frozenset[str]]]] = defaultdict(list)
-    values = {}
+    values: dict[str, list[tuple[str, str, frozenset[str], frozenset[str]]]] = {}
     for r in hits:
         values[r.id] = _values(r)
         for _, value, kinds, near in values[r.id]:
@@ -184,9 +184,7 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
             mark = f" [may be outdated: {date} says {_as_written(new.memory.text, other)}]"
             changed[old.id] = replace(mine, marked=annotate(mine.text, sentence, mark))
             top = changed.get(new.id) or new
-            changed[new.id] = replace(
-                top, relevant=top.relevant or old.relevant, score=max(top.score, old.score + 0.001)
-            )
+            changed[new.id] = replace(top, score=max(top.score, old.score + 0.001))
     if not changed:
         return results
     return [changed.get(r.id, r) for r in results]
