@@ -28,6 +28,7 @@ RETIRED = [
     ),
     re.compile(rf"(?:,|\bnow)\s+not\s+`?(?P<v>{V})", re.I),
     re.compile(rf"\bI said `?(?P<v>{V})`? but\b", re.I),
+    re.compile(rf"`?(?P<v>{V})`?\s*(?:\.\.\.|…|,|\.|-+|—)?\s*sorry,? I meant\b", re.I),
     re.compile(rf"不是\s*`?(?P<v>{LATIN_V})`?\s*[，,]\s*(?:而)?是"),
     re.compile(
         rf"`?(?P<v>{V})`?\s+(?:was|is|has been|got|were|are|have been)\s+"
@@ -75,7 +76,7 @@ RETIRED = [
 RETIRE_HINT = re.compile(
     r"from|instead|rather than|in place of|replac|archiv|delet|remov|retir|deprecat|drop"
     r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried|old\b"
-    r"|gone|uninstall|decommission|\bI said\b"
+    r"|gone|uninstall|decommission|\bI said\b|I meant"
     r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是",
     re.I,
 )
@@ -85,6 +86,7 @@ _HINTS = [
     r"instead of|rather than|in place of|replac",
     r"\bnot\b",
     r"\bI said\b",
+    r"sorry,? I meant",
     r"不是",
     r"archived|deleted|removed|retired|dropped|deprecated|gone|rolled back|renamed",
     r"\b(?:has|have)\s+(?:left|gone|moved on)",

@@ -31,7 +31,7 @@ from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
 
 _SENTENCE = re.compile(
-    r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.!?;])\s+|(?<=[。！？；])\s*(?=\S)|\n+"
+    r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.!?;])\s+(?!sorry,? I meant)|(?<=[。！？；])\s*(?=\S)|\n+"
     r"|\s+/\s+(?=(?:user|claude|agent):)"
 )
 _SPEAKER = re.compile(
