@@ -121,12 +121,13 @@ def test_numbers_in_words_are_no_answers() -> None:
 
 
 def test_a_job_the_prompt_names_is_the_subject() -> None:
-    """"What CI ...?": two CI services are two answers, whatever words stand beside them."""
+    """A prompt asking "What CI ...?": two CI services are two answers, whatever the words."""
     old = "user: Our builds run on Jenkins (ci.acme.local). Add an integration stage."
     new = "assistant: Added an integration job to the GitHub Actions workflow."
     out = disputed.mark_disputed(results(old, new), "What CI do our builds run on now?")
-    assert "Jenkins (ci.acme.local) [may be outdated: 2026-02-12 says github-actions]" in (
-        marked(out)["old"]
+    assert (
+        "Jenkins (ci.acme.local) [may be outdated: 2026-02-12 says github-actions]"
+        in (marked(out)["old"])
     )
     out = disputed.mark_disputed(results(old, new), "Where do the builds run?")
     assert marked(out)["old"] == old  # no job named, and the two share no word
