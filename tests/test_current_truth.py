@@ -515,6 +515,7 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("已把 handler 里的上限改为 50MB，前端的校验提示也更新了。", "在 upload/handler.go 里加了 MaxBytesReader，上限 10MB，超出返回 413；"),
         ("已升级到 JDK 21（Java 21 LTS）：镜像用 temurin-21，maven.compiler.release 设为 21，Spring Boot 里开启 spring.threads.virtual.enabled=true。", "已升级到 JDK 17：镜像用 temurin-17，maven.compiler.release 设为 17，测试全部通过。"),
         ("It connects to db-stg-02.internal... sorry, I meant pg-staging-01.internal, the old box was retired.", "Staging Postgres is at db-stg-02.internal, port 5432."),
+        ("There was a reorg: I report to Tomás now.", "When drafting my weekly update, address it to Priya, she's my manager."),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:

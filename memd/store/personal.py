@@ -48,6 +48,10 @@ SLOTS: dict[str, tuple[re.Pattern[str], ...]] = {
         re.compile(rf"\b[Mm]y (?:new )?(?:manager|boss)(?:,)?(?: is)?(?: now)? {_NAME}"),
         re.compile(rf"\bI(?: now)? report to {_NAME}"),
         re.compile(
+            rf"(?<![\w'])(?!(?:This|That|It|He|She|They|There|Here|Who|What|Which)\b){_NAME},? "
+            r"(?:(?:she|he|they)(?:'s| is| are)|is) my (?:manager|boss)\b"
+        ),  # "address it to Priya, she's my manager"
+        re.compile(
             rf"我的?(?:直属)?(?:领导|上级|经理|老板)(?:现在)?(?:是|换成了?|变成了?){_CJK_NAME}(?=[。，,！!了]|$)"
         ),
         re.compile(rf"(?:向|汇报给){_CJK_NAME}汇报"),
