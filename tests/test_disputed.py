@@ -50,9 +50,12 @@ def test_an_older_answer_is_marked_with_the_newer_date_and_value() -> None:
         "Which region do prod and staging use?",
         "我们的服务部署在哪些地域？",
         "生产和预发分别在哪个地域？",
+        "When did we first pick the primary region?",  # the past: the older value answers
+        "What was the primary region before?",
+        "以前主区域是哪个？",
     ],
 )
-def test_a_question_for_several_values_marks_nothing(question: str) -> None:
+def test_a_question_for_several_values_or_the_past_marks_nothing(question: str) -> None:
     out = disputed.mark_disputed(results(REGION_OLD, REGION_NEW), question)
     assert marked(out) == {"old": REGION_OLD, "new": REGION_NEW}
 
@@ -97,19 +100,6 @@ def test_two_stores_for_one_thing_are_two_answers() -> None:
     new = "assistant: Login sessions now live in the DynamoDB table auth-sessions."
     out = disputed.mark_disputed(results(old, new), "Where are login sessions persisted?")
     assert "[may be outdated: 2026-02-12 says DynamoDB]" in marked(out)["old"]
-
-
-@pytest.mark.parametrize(
-    "question",
-    [
-        "When did we first pick the primary region?",
-        "What was the primary region before?",
-        "以前主区域是哪个？",
-    ],
-)
-def test_a_question_about_the_past_marks_nothing(question: str) -> None:
-    out = disputed.mark_disputed(results(REGION_OLD, REGION_NEW), question)
-    assert marked(out) == {"old": REGION_OLD, "new": REGION_NEW}
 
 
 def test_numbers_in_words_are_no_answers() -> None:

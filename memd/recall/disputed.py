@@ -20,8 +20,8 @@ import re
 from collections import defaultdict
 from dataclasses import replace
 
+from memd.recall import stale
 from memd.recall.hits import Hit
-from memd.recall.stale import annotate
 from memd.store import current, roles
 from memd.text import stopwords
 from memd.text.chinese import RANGES
@@ -168,7 +168,7 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
                 for new, other, around in by_kind[kind]
                 if said[new.id] > said[old.id]
                 and current.fold(other) != current.fold(value)
-                and _apart(new, old)
+                and not stale.same_session(new, old)
                 and (asked or _about(around, *subject))
                 and not current.mentions(new.memory.text, value)
                 and not current.mentions(old.memory.text, other)
@@ -182,7 +182,7 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
             if _marked(mine.text, sentence):
                 continue
             mark = f" [may be outdated: {date} says {_as_written(new.memory.text, other)}]"
-            changed[old.id] = replace(mine, marked=annotate(mine.text, sentence, mark))
+            changed[old.id] = replace(mine, marked=stale.annotate(mine.text, sentence, mark))
             top = changed.get(new.id) or new
             changed[new.id] = replace(top, score=max(top.score, old.score + 0.001))
     if not changed:
@@ -201,11 +201,3 @@ def _marked(text: str, sentence: str) -> bool:
     bare = _END.sub("", sentence.strip())
     at = text.find(bare)
     return at >= 0 and text[at + len(bare) :].lstrip().startswith("[")
-
-
-def _apart(a: Hit, b: Hit) -> bool:
-    """Whether two candidates come from different sessions (one session's sentences are one
-    account, not a change)."""
-    sa = {s.session_id for s in a.sources} - {""}
-    sb = {s.session_id for s in b.sources} - {""}
-    return not sa & sb

@@ -148,14 +148,14 @@ def _replacements(
                 cos = round(_cosine(vectors, active[n].id, old.id), 2)
                 why = current.replaces(nc, oc, cos, model_id)
                 explicit = why.startswith(("retires", "a correction"))  # said as such
-                if why and (explicit or not _same_session(active[n], old)):
+                if why and (explicit or not same_session(active[n], old)):
                     best = (n, nc, why)
         if best is not None and not _said_again(said, index, best[0], oc, best[1], best[2]):
             out.append((best[0], current.Replacement(oc.text, best[1].text, "")))
     return out
 
 
-def _same_session(a: Hit, b: Hit) -> bool:
+def same_session(a: Hit, b: Hit) -> bool:
     """Whether two candidates come from one session (where a later sentence rarely corrects an
     earlier one without saying so)."""
     sa = {s.session_id for s in a.sources}
