@@ -65,6 +65,11 @@ class Memory:
     sources: list[Source] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
     """Earlier texts and merges, newest last: how this memory came to be."""
+    subject: str = ""
+    """What the stated value belongs to, when an extractor named it ("start time of the
+    nightly batch"); "" when unknown (the store then reads the subject from the text)."""
+    value: str = ""
+    """The value the memory states for ``subject`` ("02:30 UTC"); "" when unknown."""
 
     def __post_init__(self) -> None:
         self.text = self.text.strip()
@@ -191,6 +196,10 @@ class Candidate:
     source_uuids: list[str] = field(default_factory=list)
     supersedes_hint: str = ""
     """Optional: text of an earlier statement this one replaces (the store checks it)."""
+    subject: str = ""
+    """Optional: what the stated value belongs to (:attr:`Memory.subject`)."""
+    value: str = ""
+    """Optional: the value stated for ``subject``, found in ``text``."""
     closes: list[str] = field(default_factory=list)
     """Texts of todos this candidate reports finished (a todo list's completed items)."""
     origin: str = ""

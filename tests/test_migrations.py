@@ -15,6 +15,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+import lancedb
 import pytest
 from daemon_process import MEMD, DaemonProcess, daemon_env, remove_socket_dir, short_socket_path
 
@@ -91,7 +92,11 @@ def test_fixture_store_migrates_with_nothing_lost(
     settings = unpack(tmp_path / "memd")
     before = digest(settings.home)
     assert migrations.store_version(settings) == 0 and migrations.state_version(settings) == 0
-    assert [s.to for s in migrations.pending(settings)] == [1, 1]
+    assert [(s.part, s.to) for s in migrations.pending(settings)] == [
+        ("store", 1),
+        ("store", 2),
+        ("state", 1),
+    ]
     check = Doctor(settings).check_schema()
     assert check.level == "warn" and "store v0, state v0; pending:" in check.detail
 
@@ -99,6 +104,9 @@ def test_fixture_store_migrates_with_nothing_lost(
     app = App(settings).open(writer=True)
     try:
         check_unchanged(app.store)
+        # Version 2's columns are there, empty in every old row.
+        assert {"subject", "value"} <= set(app.store.table.schema.names)
+        assert {(m.subject, m.value) for m in app.store.query(None)} == {("", "")}
         # The journal (what a rebuild replays) agrees with the table.
         replayed = app.store.journal.replay()
         assert {m: as_expected(v) for m, v in replayed.items()} == EXPECTED["memories"]
@@ -106,12 +114,13 @@ def test_fixture_store_migrates_with_nothing_lost(
         app.close()
     logged = caplog.text
     assert "backup in" in logged and "store v0 → v1" in logged and "state v0 → v1" in logged
+    assert "store v1 → v2" in logged
 
     # Versions recorded; nothing pending; doctor agrees.
-    assert json.loads((settings.home / "store" / META_FILE).read_text())["schema_version"] == 1
+    assert json.loads((settings.home / "store" / META_FILE).read_text())["schema_version"] == 2
     assert migrations.state_version(settings) == STATE_VERSION
     assert migrations.pending(settings) == []
-    assert Doctor(settings).check_schema().detail == "store v1, state v1; no migration pending"
+    assert Doctor(settings).check_schema().detail == "store v2, state v1; no migration pending"
 
     # One backup with the old store, byte for byte; its state copy redacted like the DB.
     (backup,) = (settings.home / "backups").iterdir()
@@ -158,6 +167,41 @@ def test_every_step_is_idempotent(tmp_path: Path) -> None:
         State(settings.home / "state.db").segment_turns("sess-pending:0:sess-pending-u1"),
     )
     assert once == again and once[:2] == (STORE_VERSION, STATE_VERSION)
+
+
+def test_a_v1_store_is_read_before_and_written_after_migrating(tmp_path: Path) -> None:
+    """A reader opening a version-1 store (no subject and value columns) reads its rows; the
+    writer adds the columns, and a memory's subject and value are kept from then on."""
+    from memd.models import Memory
+    from memd.store.upsert import upsert
+
+    settings = unpack(tmp_path / "memd")
+    App(settings).open(writer=True).close()
+    lancedb.connect(settings.home / "store").open_table("memories").drop_columns(
+        ["subject", "value"]
+    )
+    path = settings.home / "store" / META_FILE
+    path.write_text(json.dumps({**json.loads(path.read_text()), "schema_version": 1}))
+
+    reader = App(settings).open(writer=False)
+    try:
+        assert len(reader.store.query(None)) == EXPECTED["counts"]["total"]
+    finally:
+        reader.close()
+    app = App(settings).open(writer=True)
+    try:
+        assert migrations.store_version(settings) == 2
+        said = Memory(
+            text="The nightly batch starts at 02:30 UTC.",
+            project="/p",
+            subject="nightly batch start time",
+            value="02:30 UTC",
+        )
+        upsert(app.store, [said])
+        (back,) = [m for m in app.store.query(None) if m.id == said.id]
+        assert (back.subject, back.value) == ("nightly batch start time", "02:30 UTC")
+    finally:
+        app.close()
 
 
 def test_the_daemon_migrates_the_fixture_at_start(tmp_path: Path) -> None:

@@ -38,6 +38,8 @@ READ_COLUMNS = [
     "score",
     "sources",
     "history",
+    "subject",
+    "value",
 ]
 
 
@@ -66,6 +68,8 @@ def schema(dim: int) -> pa.Schema:
             ("sources", pa.list_(source)),
             ("history", pa.string()),
             ("vector", pa.list_(pa.float32(), dim)),
+            ("subject", pa.string()),
+            ("value", pa.string()),
         ]
     )
 
@@ -97,6 +101,8 @@ def to_row(memory: Memory, vector: Sequence[float]) -> dict[str, Any]:
         "sources": [s.__dict__ for s in memory.sources],
         "history": json.dumps(memory.history, ensure_ascii=False),
         "vector": list(vector),
+        "subject": memory.subject,
+        "value": memory.value,
     }
 
 

@@ -258,6 +258,27 @@ def store_v1(settings: Settings) -> None:
     write_atomic(path, json.dumps(meta), mode=0o644)
 
 
+def store_v2(settings: Settings) -> None:
+    """Add the ``subject`` and ``value`` columns, empty in every row (a memory written before
+    has its subject read from its text, as before)."""
+    import lancedb
+
+    root = store_root(settings)
+    db = lancedb.connect(root)
+    if TABLE in db.list_tables().tables:
+        table = db.open_table(TABLE)
+        missing = [c for c in ("subject", "value") if c not in table.schema.names]
+        if missing:
+            table.add_columns({c: "CAST('' AS STRING)" for c in missing})
+    path = root / META_FILE
+    try:
+        meta = json.loads(path.read_text())
+    except FileNotFoundError:
+        meta = {}
+    meta["schema_version"] = 2
+    write_atomic(path, json.dumps(meta), mode=0o644)
+
+
 def state_v1(settings: Settings) -> None:
     """Redact the turns that version 0 stored as read; zero deleted content from now on."""
     db = sqlite3.connect(state_path(settings), isolation_level=None, timeout=10)
@@ -273,5 +294,6 @@ def state_v1(settings: Settings) -> None:
 STEPS: list[Step] = [
     Step("store", 1, "record the schema version in memd-meta.json", store_v1),
     Step("state", 1, "redact stored turns, zero deleted content", state_v1),
+    Step("store", 2, "subject and value columns", store_v2),
 ]
 """Every step ever, oldest first; each part's last ``to`` is its current version."""

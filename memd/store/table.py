@@ -49,9 +49,10 @@ log = logging.getLogger(__name__)
 AMBIGUOUS_SHOWN = 10
 """How many matches an ambiguous id prefix lists."""
 META_FILE = "memd-meta.json"
-STORE_VERSION = 1
+STORE_VERSION = 2
 """The store's schema version (``schema_version`` in the meta file), migrated by
-:mod:`memd.store.migrations`. 0: before versions existed. 1: the same layout, versioned."""
+:mod:`memd.store.migrations`. 0: before versions existed. 1: the same layout, versioned.
+2: ``subject`` and ``value`` columns (what a stated value belongs to, and the value)."""
 
 
 class MemoryStore:
@@ -72,6 +73,7 @@ class MemoryStore:
         self.embedder = embedder or Embedder(settings)
         self._db: Any = None
         self._table: Any = None
+        self._columns: tuple[Any, list[str]] = (None, [])
         self._write_lock = threading.RLock()
         self.writes_since_optimize = 0
         self.mutations = 0
@@ -110,6 +112,15 @@ class MemoryStore:
         if check_model:
             self.check_model()
         return self
+
+    def read_columns(self) -> list[str]:
+        """The memory columns the table has: a reader may open a store that an older memd
+        wrote before a writer migrates it (:mod:`memd.store.migrations`)."""
+        table = self._table
+        if self._columns[0] is not table:
+            names = set(table.schema.names) if table is not None else set()
+            self._columns = (table, [c for c in READ_COLUMNS if c in names])
+        return self._columns[1]
 
     def close(self) -> None:
         self._table = None
@@ -193,7 +204,7 @@ class MemoryStore:
     def query(self, where: Filter | None, limit: int | None = None) -> list[Memory]:
         if self._table is None:
             return []
-        q = self._table.search().select(READ_COLUMNS)
+        q = self._table.search().select(self.read_columns())
         if where:
             q = q.where(where.sql)
         q = q.limit(limit if limit is not None else max(1, self.count(where)))
@@ -284,14 +295,14 @@ class MemoryStore:
             self._table.search(list(vector), vector_column_name="vector")
             .distance_type("cosine")
             .where(where.sql, prefilter=True)
-            .select([*READ_COLUMNS, "_distance"])
+            .select([*self.read_columns(), "_distance"])
             .limit(limit)
             .to_list()
         )
         return [(from_row(r), 1.0 - float(r["_distance"])) for r in rows]
 
     def text_search(self, text: str, where: Filter, limit: int) -> list[tuple[Memory, float]]:
-        rows = self._text_rows(text, where, limit, READ_COLUMNS)
+        rows = self._text_rows(text, where, limit, self.read_columns())
         return [(from_row(r), float(r.get("_score") or 0.0)) for r in rows]
 
     def _text_rows(

@@ -129,6 +129,8 @@ class SyncPull:
             if mine is not None:  # local counters stay local
                 memory.hits, memory.last_used_at = mine.hits, mine.last_used_at
                 memory.score = mine.score if mine.text == memory.text else memory.importance
+                if mine.text == memory.text:  # (not synced: an extractor's subject and value)
+                    memory.subject, memory.value = mine.subject, mine.value
             puts.append(memory)
             fp = fingerprint(payload(memory, project.portable, self.settings.redact_patterns))
             learned[mid] = Known(row["clock"], row["device"], fp, False, row["project"])
