@@ -31,6 +31,11 @@ def describe(event: dict[str, Any]) -> str:
         line = f"merged into {str(event['merged_into'])[:10]}"
     elif event.get("superseded_by"):
         line = f"superseded by {str(event['superseded_by'])[:10]}: {quoted(event.get('text'))}"
+    elif event.get("replaced"):
+        line = (
+            f"replaced {str(event['replaced'])[:10]}: {event.get('subject')} was "
+            f"{quoted(event.get('value'))}"
+        )
     elif event.get("restored"):
         line = f"restored (was {event['restored']})"
         if event.get("why"):

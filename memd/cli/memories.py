@@ -168,6 +168,8 @@ def memories_show(ctx: click.Context, id: str, as_json: bool) -> None:
         click.echo(f"  {key}: {value}")
     if memory.get("keywords"):
         click.echo(f"  keywords: {', '.join(memory['keywords'])}")
+    if memory.get("subject"):
+        click.echo(f"  subject: {memory['subject']} = {memory.get('value', '')}")
     if memory.get("superseded_by"):
         click.echo(
             f"  superseded by {memory['superseded_by']}: {memory.get('superseded_by_text', '')}"

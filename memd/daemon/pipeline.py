@@ -59,6 +59,13 @@ def candidate_memories(segment: Segment, candidates: list[Candidate]) -> list[Me
                     sources=list(dict.fromkeys(sources)),
                     created_at=turns[0].timestamp or learned,
                     updated_at=learned,  # learned now: decay counts from here
+                    subject=c.subject,
+                    value=c.value,
+                    # what the extractor says it replaces: checked by the store, now and when
+                    # an older session is read later (memd.store.upsert.named_by)
+                    history=[{"at": learned, "supersedes": c.supersedes_hint}]
+                    if c.supersedes_hint
+                    else [],
                 )
             )
         except Exception as exc:  # one bad candidate never loses the others

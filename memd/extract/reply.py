@@ -80,6 +80,17 @@ class LlmMemory(BaseModel):
         description="An earlier statement this one replaces, if any.",
         validation_alias=AliasChoices("supersedes", "supersedes_hint"),
     )
+    subject: str = Field(
+        default="",
+        description=(
+            "For a value that can change and has one value at a time: what has the value, "
+            "without the value (e.g. 'start time of the nightly batch'); else empty."
+        ),
+    )
+    value: str = Field(
+        default="",
+        description="The value the text states for the subject, as written (e.g. '02:30 UTC').",
+    )
 
     @classmethod
     def read(cls, item: Any) -> LlmMemory | None:
@@ -88,6 +99,8 @@ class LlmMemory(BaseModel):
             item = {"text": item}
         if not isinstance(item, dict):
             return None
+        if isinstance(item.get("value"), int | float) and not isinstance(item["value"], bool):
+            item = {**item, "value": str(item["value"])}  # a version or a count given as a number
         item = {k: v for k, v in item.items() if _present(k, v)}
         try:
             return cls.model_validate(item)
@@ -110,6 +123,11 @@ class LlmMemory(BaseModel):
     @classmethod
     def _topic(cls, value: Any) -> str:
         return _one_line(value, 80)
+
+    @field_validator("subject", "value", mode="before")
+    @classmethod
+    def _short_field(cls, value: Any) -> str:
+        return _one_line(value, 120) if isinstance(value, str | int | float) else ""
 
     @field_validator("supersedes", mode="before")
     @classmethod
@@ -341,6 +359,7 @@ def parse_candidates(
             if grounded_share(text, cited) < GROUNDED_MIN_SHARE:
                 log.info("ungrounded %s dropped: %.80s", kind, text)
                 continue
+        subject, value = stated_value(memory, text, extra_patterns)
         out.append(
             Candidate(
                 kind=kind,
@@ -350,6 +369,20 @@ def parse_candidates(
                 importance=memory.importance,
                 source_uuids=sources,
                 supersedes_hint=redact(memory.supersedes, extra_patterns),
+                subject=subject,
+                value=value,
             )
         )
     return out
+
+
+def stated_value(memory: LlmMemory, text: str, extra_patterns: tuple[str, ...]) -> tuple[str, str]:
+    """The memory's subject and value, kept only when both are given and the (redacted) text
+    states the value: fields the text does not back are dropped, never the memory."""
+    subject = redact(memory.subject, extra_patterns).strip()
+    value = redact(memory.value, extra_patterns).strip(" .,;:")
+    if not subject or not value or "[REDACTED" in value:
+        return "", ""
+    if " ".join(value.casefold().split()) not in " ".join(text.casefold().split()):
+        return "", ""
+    return subject, value

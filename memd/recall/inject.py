@@ -34,7 +34,7 @@ from memd.recall.codecheck import CodeCheck
 from memd.recall.hits import Chosen, Hit, LeftOut, explain
 from memd.recall.injected import SessionMemory
 from memd.store import forget_said
-from memd.store.filters import match
+from memd.store.filters import is_in, match
 from memd.store.upsert import SUPERSEDABLE
 from memd.text import bridge, dictionary, searchterms
 
@@ -244,6 +244,10 @@ class Injector:
         if label != "brief":
             results = second_tier(results, project)
         results = stale.mark_replaced(results, vectors, model_id)
+        named = [r.id for r in results if r.status == "active" and r.memory.subject]
+        if named:  # (their history says what they replaced; the cache has no history)
+            full = self.app.store.query(is_in("id", named), limit=len(named))
+            results = stale.mark_declared(results, {m.id: m for m in full})
         if label == "prompt":
             results = disputed.mark_disputed(results, str(payload.get("prompt") or ""))
         if label == "brief":  # the session's opening shows what holds now, nothing replaced

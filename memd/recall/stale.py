@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Any
 
+from memd.models import Memory
 from memd.recall.hits import Hit
 from memd.store import current
 
@@ -116,6 +117,59 @@ def mark_replaced(results: list[Hit], vectors: dict[str, Any], model_id: str) ->
             mine = replace(mine, marked=annotate(mine.text, rep.old, mark), replaced_by=new.id)
             changed[new.id] = replace(new, relevant=True, score=max(new.score, old.score + 0.001))
         changed[old.id] = mine
+    if not changed:
+        return results
+    return [changed.get(r.id, r) for r in results]
+
+
+_BOUNDARY = re.compile(r"[.!?;。！？；\n/]")
+
+
+def _sentence_with(text: str, value: str) -> str:
+    """The sentence of ``text`` that holds ``value`` (with its final punctuation); ""."""
+    at = text.find(value)
+    if at < 0:
+        return ""
+    start = max((m.end() for m in _BOUNDARY.finditer(text, 0, at)), default=0)
+    end = _BOUNDARY.search(text, at + len(value))
+    stop = (
+        end.end() if end is not None and end.group() != "/" else (end.start() if end else len(text))
+    )
+    return text[start:stop].strip()
+
+
+def mark_declared(results: list[Hit], full: dict[str, Memory]) -> list[Hit]:
+    """Candidates that say a value a newer memory replaced by its named subject (an LLM
+    backend's ``subject`` and ``value``; :func:`memd.store.upsert.replaced_entry`): an excerpt
+    of the same turns is marked where it says the old value, and the newer one ranks above.
+    ``full``: the memories with a subject, read whole (a cached row has no history)."""
+    active = [r for r in results if r.status == "active"]
+    replaced = [
+        (r, e)
+        for r in active
+        for e in (full[r.id].history if r.id in full else r.memory.history)
+        if e.get("replaced")
+    ]
+    if not replaced:
+        return results
+    changed: dict[str, Hit] = {}
+    for new, entry in replaced:
+        value, turns = str(entry.get("value") or ""), set(entry.get("turns") or ())
+        for old in active:
+            mine = changed.get(old.id) or old
+            if old.id == new.id or not value or not turns & {s.uuid for s in old.sources}:
+                continue
+            sentence = _sentence_with(mine.text, value)
+            if not sentence or old.said_at() >= new.said_at() or "[until" in sentence:
+                continue
+            mark = mark_text(new.memory.text, new.said_at()[:10])
+            changed[old.id] = replace(
+                mine, marked=annotate(mine.text, sentence, mark), replaced_by=new.id
+            )
+            newer = changed.get(new.id) or new
+            changed[new.id] = replace(
+                newer, relevant=True, score=max(newer.score, old.score + 0.001)
+            )
     if not changed:
         return results
     return [changed.get(r.id, r) for r in results]

@@ -38,9 +38,10 @@ BM25_B = 0.75
 TRIM_AFTER_BUILD_ROWS = 1000
 """Building an entry this big frees enough to hand back to the OS at once."""
 CACHE_COLUMNS = ["id", "text", "kind", "project", "importance", "pinned", "status"]
-CACHE_COLUMNS += ["created_at", "updated_at", "hits", "sources"]
+CACHE_COLUMNS += ["created_at", "updated_at", "hits", "sources", "subject"]
 """What recall reads of a memory (not its history or keywords). The sources are kept so that
-injection can tell which transcript turns a memory covers without a second read."""
+injection can tell which transcript turns a memory covers without a second read; the subject,
+which memories may have replaced a value by it (their history is read then)."""
 
 
 class TextHits(NamedTuple):

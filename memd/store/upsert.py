@@ -18,7 +18,7 @@ from typing import Any
 
 from memd import kinds
 from memd.models import Memory, Source, now_iso
-from memd.store import current, similar
+from memd.store import current, similar, subjects
 from memd.store.filters import match
 from memd.store.layout import from_row
 from memd.store.table import MemoryStore
@@ -66,6 +66,8 @@ def fold_duplicate(target: Memory, incoming: Memory) -> bool:
     target.hits += 1
     target.importance = min(1.0, max(target.importance, incoming.importance) + 0.05)
     target.keywords = list(dict.fromkeys([*target.keywords, *incoming.keywords]))[:12]
+    if incoming.subject and not target.subject:
+        target.subject, target.value = incoming.subject, incoming.value
     target.updated_at = now_iso()
     if incoming.id != target.id:
         target.history.append(
@@ -132,6 +134,14 @@ def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> l
         # newer and older by when each was said, not by the order memd reads them.
         superseded, newer = supersession(memory, neighbours, model_id)
         if newer is not None:
+            if subjects.declared(newer, memory):
+                target = pending.get(newer.id) or newer
+                target.history.append(replaced_entry(memory))
+                vec = (
+                    pending_vecs.get(newer.id)
+                    or store.rows_with_vectors([newer.id])[newer.id]["vector"]
+                )
+                stage(target, vec)
             memory.status = "superseded"
             memory.superseded_by = newer.id
             memory.history.append(
@@ -141,6 +151,9 @@ def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> l
             results.append(UpsertResult(memory.id, "inserted", memory.id))
             continue
         if superseded:
+            memory.history += [
+                replaced_entry(o) for o in superseded if subjects.declared(memory, o)
+            ]
             for old in superseded:
                 old.status = "superseded"
                 old.superseded_by = memory.id
@@ -201,6 +214,9 @@ def replaces(new: Memory, old: Memory, cos: float, model_id: str) -> bool:
         return False
     if old.text.startswith(current.RECORDS) or new.text.startswith(current.RECORDS):
         return False
+    named = subjects.declared(new, old) if new.kind in STATEMENTS else None
+    if named is not None:
+        return named
     if new.kind in STATEMENTS and similar.conflict(new.text, old.text, cos, model_id).sure:
         return True
     if (new.kind not in STATEMENTS and new.kind != "excerpt") or len(old.text) > MAX_REPLACED:
@@ -223,11 +239,39 @@ def supersession(
         if other.status != "active" or other.id == memory.id:
             continue
         if other.said_at() <= mine:
-            if replaces(memory, other, cos, model_id) and other not in olds:
+            if other not in olds and (
+                replaces(memory, other, cos, model_id) or named_by(memory, other)
+            ):
                 olds.append(other)
-        elif newer is None and not memory.pinned and replaces(other, memory, cos, model_id):
+        elif (
+            newer is None
+            and not memory.pinned
+            and (replaces(other, memory, cos, model_id) or named_by(other, memory))
+        ):
             newer = other
     return olds, newer
+
+
+def replaced_entry(old: Memory) -> dict[str, Any]:
+    """The history entry of a memory that replaced ``old`` by their named subject: the old
+    value and the turns that said it, so an excerpt of those turns is marked where shown
+    (:mod:`memd.recall.stale`)."""
+    return {
+        "at": now_iso(),
+        "replaced": old.id,
+        "subject": old.subject,
+        "value": old.value,
+        "turns": [s.uuid for s in old.sources],
+    }
+
+
+def named_by(new: Memory, old: Memory) -> bool:
+    """Whether the extractor's ``supersedes`` hint for ``new`` (in its history) names the
+    typed memory ``old`` as what ``new`` replaces."""
+    hint = next((str(e["supersedes"]) for e in new.history if e.get("supersedes")), "")
+    if not hint or old.pinned or old.kind not in STATEMENTS or new.kind not in STATEMENTS:
+        return False
+    return not old.text.startswith(current.RECORDS) and subjects.hinted(hint, new, old)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
