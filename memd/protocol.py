@@ -111,6 +111,9 @@ class MemoryRecord(TypedDict):
     score: float
     sources: list[Source]
     history: list[dict[str, Any]]
+    subject: NotRequired[str]
+    """What the stated value belongs to, as an LLM extractor named it ("" when unknown)."""
+    value: NotRequired[str]
 
 
 class ShownMemory(MemoryRecord):

@@ -81,7 +81,8 @@ import re
 ids = re.findall(r"^\[(t\d+)\] ", prompt, re.M)
 memories = [
     {"kind": "decision", "text": "Use pnpm instead of npm", "topic": "packages",
-     "keywords": ["pnpm"], "importance": 0.8, "sources": [ids[0]]},
+     "keywords": ["pnpm"], "importance": 0.8, "sources": [ids[0]],
+     "subject": "package manager", "value": "pnpm"},
     {"kind": "todo", "text": "Add a CI job for the e2e tests", "sources": [ids[-1]]},
 ]
 usage = {"input_tokens": 300, "output_tokens": 60, "cache_read_input_tokens": 40}
@@ -238,7 +239,8 @@ def test_extracts_through_a_guarded_child(fake: Any, tmp_path: Path) -> None:
         ("todo", "Add a CI job for the e2e tests"),
     ]
     assert typed[0].source_uuids == [seg.turns[0].uuid] and typed[0].importance == 0.8
-    assert typed[1].source_uuids == [seg.turns[1].uuid]
+    assert (typed[0].subject, typed[0].value) == ("package manager", "pnpm")
+    assert typed[1].source_uuids == [seg.turns[1].uuid] and typed[1].subject == ""
     excerpts = [c for c in cands if c.kind == "excerpt"]
     # the two turns form one excerpt window citing both
     assert [c.source_uuids for c in excerpts] == [[t.uuid for t in seg.turns]]

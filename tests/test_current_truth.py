@@ -664,6 +664,10 @@ def test_the_sentence_that_closes_a_todo_is_not_one(sentence: str, kind: str | N
         ("Which linters run in CI?", "Added a hadolint step that checks every Dockerfile."),
         ("Which observability tools does the order service use?", "Tracing goes to SkyWalking."),
         ("Who's my line manager these days?", "There was a reorg: I report to Tomás now."),
+        ("这个项目用什么数据库？", "订单表已经迁到 PostgreSQL 16 了。"),
+        ("结算服务是用什么工具构建的？", "./gradlew test 之后找不到 xml 报告。"),
+        ("Where is the marketing API hosted now?", "The app is healthy on Fly.io in ams and fra."),
+        ("What bundles the admin frontend?", "Added `metafile: true` to the esbuild.build() call."),
     ],
 )  # fmt: skip
 def test_a_memory_carries_the_prompts_words_in_other_words(prompt: str, memory: str) -> None:
@@ -672,6 +676,23 @@ def test_a_memory_carries_the_prompts_words_in_other_words(prompt: str, memory: 
     assert carried > own
     assert carried & searchterms.term_set(prompt)
     assert synonyms.carried(own, "What did we have for lunch?", memory) == own
+
+
+@pytest.mark.parametrize(
+    ("prompt", "memory"),
+    [
+        ("Who hosted the barbecue last summer?", "We want to fly to Denver and render the video there."),
+        ("What language is Caroline learning?", "Go ahead and book the table, she said."),
+    ],
+)  # fmt: skip
+def test_an_everyday_word_is_no_tool(prompt: str, memory: str) -> None:
+    """Tools named by everyday words (Fly, Render, Go) carry a job only written as names."""
+    own = searchterms.term_set(memory)
+    assert synonyms.carried(own, prompt, memory) == own
+    named = memory.replace("fly to", "deploy on Fly.io,").replace("Go ahead", "We use Go")
+    assert synonyms.carried(searchterms.term_set(named), prompt, named) > searchterms.term_set(
+        named
+    )
 
 
 def test_a_line_manager_is_a_manager() -> None:

@@ -62,7 +62,10 @@ def expansions(query: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
     folded = query.casefold()
     out = []
     for role, tools, asked_with in roles.asked(query):
-        jobs = frozenset(t for tool in tools for t in searchterms.terms(tool))
+        # (a tool named by an everyday word carries the job only written as a name: carried)
+        jobs = frozenset(
+            t for tool in tools if tool not in roles.WORDS for t in searchterms.terms(tool)
+        )
         out.append((jobs, searchterms.term_set(role) | searchterms.term_set(asked_with)))
     for pattern, words in SYNONYMS.items():
         m = re.search(rf"(?<![\w-])(?:{pattern})(?![\w-])", folded)
@@ -97,8 +100,16 @@ def carried(have: frozenset[str], query: str, text: str = "") -> frozenset[str]:
         if text and key in personal.slots(text):
             have = have | searchterms.term_set(asked_with)
     for carriers, words in expansions(query):
-        if not have.isdisjoint(carriers):
+        if not have.isdisjoint(carriers) or any(
+            t.split(".")[0] in carriers
+            for t in have
+            if "." in t  # esbuild.build()
+        ):
             have = have | words
+    if text:
+        for role, tools, asked_with in roles.asked(query):
+            if roles.named_as_tool(text, [t for t in tools if t in roles.WORDS]):
+                have = have | searchterms.term_set(role) | searchterms.term_set(asked_with)
     return have
 
 

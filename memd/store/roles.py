@@ -35,6 +35,8 @@ ROLES: dict[str, tuple[str, ...]] = {
     "ci": _listed("jenkins circleci travis github-actions gitlab buildkite drone"),
     "containers": _listed("docker podman kubernetes helm nomad"),
     "bundler": _listed("vite webpack esbuild rollup parcel turbopack"),
+    "build tool": _listed("gradle gradlew maven mvn mvnw bazel sbt cmake"),
+    "hosting": _listed("heroku fly fly.io render vercel netlify railway digitalocean"),
     "monitoring": _listed(
         "sentry datadog prometheus grafana rollbar newrelic loki jaeger tempo zipkin skywalking "
         "opentelemetry elk kibana"
@@ -75,12 +77,22 @@ for _role, _tools in ROLES.items():
 WORDS = frozenset(
     _listed(
         "go rust swift flow solid express drone helm nano react bun arch nats pulsar ruby nose2 "
-        "uv pip tsc npm"
+        "uv pip tsc npm fly render railway"
     )
 )
 """Tools whose name is also an everyday word (or too short to tell): a value only when
 written as a name (capitalised, in code), as :mod:`memd.store.similar` finds it."""
 _TOOL_WORD = re.compile(r"(?<![\w./-])[a-z][\w-]*[a-z0-9](?![\w/-])")
+
+
+def named_as_tool(text: str, names: list[str]) -> bool:
+    """Whether ``text`` writes one of ``names`` (everyday words, :data:`WORDS`) as a tool's
+    name: capitalised inside a sentence or in code ("on Fly.io", "`uv sync`"), not "fly to
+    Paris" or "Go ahead"."""
+    return any(
+        re.search(rf"(?:(?<=[\w,;:] ){re.escape(n.capitalize())}|`{re.escape(n)})(?![\w-])", text)
+        for n in names
+    )
 
 
 def tools_named(folded: str) -> set[str]:
@@ -143,7 +155,9 @@ _ASKED = {
     "cache": r"cach(?:e|es|ing)|缓存",
     "message queue": r"message (?:queue|broker)s?|queues?|消息队列",
     "ci": r"\bci\b|continuous integration",
-    "bundler": r"bundlers?|build tool",
+    "bundler": r"bundlers?|bundl(?:es|ed|ing)|build tool|打包工具",
+    "build tool": r"build (?:tool|system)s?|构建工具|构建系统|什么工具构建|用什么构建",
+    "hosting": r"hosted|hosting|host(?:ed)? on|deployed (?:on|to)|部署在|托管",
     "monitoring": r"monitoring|error tracking|observability|logs? search|监控|可观测|日志系统",
     "web framework": r"web framework|backend framework",
     "ui library": r"(?:ui|frontend|front-end) (?:library|framework)",
@@ -160,7 +174,7 @@ def asked(query: str) -> list[tuple[str, tuple[str, ...], str]]:
     it."""
     folded = query.casefold()
     found = (
-        (role, re.search(rf"(?<![\w-])(?:{pattern})(?![\w-])", folded))
+        (role, re.search(rf"(?<![a-z0-9_-])(?:{pattern})(?![a-z0-9_-])", folded))
         for role, pattern in _ASKED.items()
     )
     return [(role, ROLES[role], m.group(0)) for role, m in found if m]
