@@ -668,6 +668,10 @@ def test_the_sentence_that_closes_a_todo_is_not_one(sentence: str, kind: str | N
         ("结算服务是用什么工具构建的？", "./gradlew test 之后找不到 xml 报告。"),
         ("Where is the marketing API hosted now?", "The app is healthy on Fly.io in ams and fra."),
         ("What bundles the admin frontend?", "Added `metafile: true` to the esbuild.build() call."),
+        ("这个算法项目装依赖该用什么工具？", "poetry add numba 的时候报版本冲突。"),
+        ("订单服务用的消息中间件是哪个？", "订单事件现在发到 RabbitMQ 的 orders 交换机。"),
+        ("跳板机的地址是多少？", "堡垒机换成了 10.0.8.2，旧的那台下线了。"),
+        ("What does the team use for feature flags?", "Rollouts go through LaunchDarkly now."),
     ],
 )  # fmt: skip
 def test_a_memory_carries_the_prompts_words_in_other_words(prompt: str, memory: str) -> None:

@@ -5,7 +5,7 @@ and the everyday synonyms of coding talk.
 server with tracing switched off?" by "SPOTTER_OTEL_ENABLED environment variable for opt-out".
 Neither memory holds the prompt's words. :func:`expansions` gives, for each such word of a
 prompt, the terms that carry it; recall counts a memory holding one of them as holding the
-prompt's word (lexical coverage) and searches the full text for them too. English only, small
+prompt's word (lexical coverage) and searches the full text for them too. Mostly English, small
 on purpose: a general glossary (the zh<->en bridge is :mod:`memd.text.bridge`).
 """
 
@@ -38,6 +38,13 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     r"flaky|intermittent(?:ly)?": ("flaky", "race", "timeout", "intermittent"),
     r"slow(?:ness|er)?|performance|latency": ("slow", "latency", "performance", "ms"),
     r"crash(?:es|ed|ing)?": ("panic", "exception", "error", "crash"),
+    r"jump ?(?:host|box|server)s?|bastion(?: host)?|跳板机|堡垒机|中转机": (
+        "bastion",
+        "jump",
+        "跳板机",
+        "堡垒机",
+        "中转机",
+    ),
     r"pull requests?|prs?": ("pr", "pull"),
     r"git hooks?": ("pre-commit", "pre-push", "prepare-commit-msg", "hook", "hooks"),
     # A person's own facts, said in passing ("I moved from Lisbon to Berlin", "I report to...")
@@ -68,7 +75,7 @@ def expansions(query: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
         )
         out.append((jobs, searchterms.term_set(role) | searchterms.term_set(asked_with)))
     for pattern, words in SYNONYMS.items():
-        m = re.search(rf"(?<![\w-])(?:{pattern})(?![\w-])", folded)
+        m = re.search(rf"(?<![a-z0-9_-])(?:{pattern})(?![a-z0-9_-])", folded)
         if m is not None:
             carried = searchterms.term_set(m.group(0))
             held = frozenset(t for c in words for t in searchterms.terms(c)) - carried

@@ -146,21 +146,26 @@ def different_jobs(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -
 
 
 _ASKED = {
-    "package manager": r"package[- ]?managers?|包管理",
+    "package manager": (
+        r"package[- ]?managers?|dependency managers?|install(?:ing)? (?:the )?dependencies"
+        r"|包管理|装依赖|安装依赖|依赖管理|管依赖"
+    ),
     "linter": r"linters?|linting|lint",
-    "formatter": r"formatters?|formatting|code style",
-    "type checker": r"type[- ]?check(?:er|ers|ing)?|typing|type checks",
-    "test runner": r"test (?:runner|framework|suite runner)s?|testing framework",
+    "formatter": r"formatters?|formatting|code style|格式化",
+    "type checker": r"type[- ]?check(?:er|ers|ing)?|typing|type checks|类型检查",
+    "test runner": r"test (?:runner|framework|suite runner)s?|testing framework|测试框架|单测框架",
     "database": r"databases?|\bdb\b|数据库",
     "cache": r"cach(?:e|es|ing)|缓存",
-    "message queue": r"message (?:queue|broker)s?|queues?|消息队列",
-    "ci": r"\bci\b|continuous integration",
+    "message queue": r"message (?:queue|broker|bus)(?:es|s)?|queues?|消息队列|消息中间件|消息总线",
+    "ci": r"\bci\b|continuous integration|持续集成|流水线",
+    "containers": r"containers?|container runtime|orchestrat(?:ion|or)|容器|编排",
+    "feature flags": r"feature (?:flags?|toggles?)|功能开关|灰度开关",
     "bundler": r"bundlers?|bundl(?:es|ed|ing)|build tool|打包工具",
     "build tool": r"build (?:tool|system)s?|构建工具|构建系统|什么工具构建|用什么构建",
     "hosting": r"hosted|hosting|host(?:ed)? on|deployed (?:on|to)|部署在|托管",
     "monitoring": r"monitoring|error tracking|observability|logs? search|监控|可观测|日志系统",
-    "web framework": r"web framework|backend framework",
-    "ui library": r"(?:ui|frontend|front-end) (?:library|framework)",
+    "web framework": r"web framework|backend framework|web ?框架|后端框架",
+    "ui library": r"(?:ui|frontend|front-end) (?:library|framework)|前端框架",
     "language": r"(?:programming )?languages?|编程语言",
     "editor": r"editors?|\bides?\b|编辑器",
     "shell": r"shells?",
