@@ -121,3 +121,25 @@ def test_a_job_the_prompt_names_is_the_subject() -> None:
     )
     out = disputed.mark_disputed(results(old, new), "Where do the builds run?")
     assert marked(out)["old"] == old  # no job named, and the two share no word
+
+
+def test_a_tool_named_by_an_everyday_word_counts_as_a_name() -> None:
+    """ "Drone" written as a name is a CI; "drone" in a path is spelled as the name in the mark."""
+    old = "user: 我们用 GitLab CI，帮我在 .gitlab-ci.yml 里加个 lint 阶段。"
+    new = (
+        "assistant: .drone.yml 里的 test 步骤要配 image_pull_secrets，Drone 的仓库设置里加 secret。"
+    )
+    out = disputed.mark_disputed(results(old, new), "咱们的流水线现在跑在哪个 CI 上？")
+    assert "[may be outdated: 2026-02-12 says Drone]" in marked(out)["old"]
+    plain = new.replace("Drone 的仓库", "我们的仓库").replace(".drone.yml", "pipeline.yml")
+    assert marked(disputed.mark_disputed(results(old, plain), "现在跑在哪个 CI 上？"))["old"] == old
+
+
+def test_editions_of_one_named_thing_are_two_answers() -> None:
+    """A credential rotated from sms-ak-2024 to sms-ak-2025q3: the name's serial part changed."""
+    old = "user: 短信服务的 AccessKey 放在 KMS 里，凭据名叫 sms-ak-2024，应用启动时读取。"
+    new = "assistant: 做完了：新凭据 sms-ak-2025q3 已在 KMS 创建，读取的凭据名已改过来。"
+    out = disputed.mark_disputed(results(old, new), "notify-service 现在从 KMS 读的是哪个凭据？")
+    assert "读取 [may be outdated: 2026-02-12 says sms-ak-2025q3]" in marked(out)["old"]
+    other = new.replace("sms-ak-2025q3", "push-key-2025")  # another name: another credential
+    assert marked(disputed.mark_disputed(results(old, other), "现在读的是哪个凭据？"))["old"] == old

@@ -51,13 +51,15 @@ _PAST = re.compile(
 """A prompt about the past: an older value is its answer, not a stale one."""
 _KINDED = re.compile(
     r"(?<![\w.])\d+(?:[.:]\d+)*\s?[a-z%]|\b[a-z]{2}-[a-z]+-\d\b|\b(?:cn|ap|us|eu)-[a-z]+"
-    r"|\w\.\w+\.[a-z]{2,}\b|\w:\w",
+    r"|\w\.\w+\.[a-z]{2,}\b|\w:\w|\b[a-z][a-z0-9]*(?:[-_][a-z][a-z0-9]*)*[-_]\d",
     re.IGNORECASE,
 )
 """What a text with a value of a kind holds: a number with a unit or a time, a region, a host,
 an image's tag (a known tool is looked up apart)."""
 _STORES = frozenset(["job:database", "job:cache"])
 _TIME = re.compile(r"^\d{1,2}:\d{2}$")
+_SERIAL = re.compile(r"^([a-z][a-z0-9]*(?:[-_][a-z][a-z0-9]*)*)[-_]\d[\w.]*$")
+"""A name with a serial part ("sms-ak-2024", "sms-ak-2025q3"): one thing's editions."""
 _UNIT = re.compile(r"(?<=\d)[a-z%]{1,3}$")
 _TOKEN = re.compile(r"[\w#@][\w.:/#@+-]*")
 _END = re.compile(r"[.!?;。！？；]+$")
@@ -94,6 +96,9 @@ def _kinds(sentence: str, value: str) -> frozenset[str]:
     kinds = set(current.family(value))
     if kinds & _STORES:
         kinds.add("store")  # sessions kept in Redis, then in DynamoDB
+    serial = _SERIAL.match(value)
+    if serial and not _REGION.match(value):
+        kinds.add("id:" + serial.group(1))
     if _REGION.match(value):
         kinds.add("region")
     elif _TIME.match(value):
@@ -114,6 +119,7 @@ def _values(hit: Hit) -> list[tuple[str, str, frozenset[str], frozenset[str]]]:
         _KINDED.search(text)
         or roles.tools_named(folded)
         or any(phrase in folded for phrase in roles.PHRASES)  # "GitHub Actions"
+        or roles.named_as_tool(text, [w for w in roles.WORDS if w in folded])  # "Drone"
     ):
         return []  # (one search spares reading the claims of most texts)
     out = []
@@ -191,9 +197,10 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
 
 
 def _as_written(text: str, value: str) -> str:
-    """``value`` as ``text`` spells it (claims fold their values: "dynamodb")."""
-    m = re.search(re.escape(value), text, re.IGNORECASE)
-    return m.group(0) if m else value
+    """``value`` as ``text`` spells it (claims fold their values: "dynamodb"), as a name
+    where it is one ("Drone", not ".drone.yml")."""
+    found = [m.group(0) for m in re.finditer(re.escape(value), text, re.IGNORECASE)]
+    return next((f for f in found if f[:1].isupper()), found[0] if found else value)
 
 
 def _marked(text: str, sentence: str) -> bool:

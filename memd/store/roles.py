@@ -87,12 +87,18 @@ _TOOL_WORD = re.compile(r"(?<![\w./-])[a-z][\w-]*[a-z0-9](?![\w/-])")
 
 def named_as_tool(text: str, names: list[str]) -> bool:
     """Whether ``text`` writes one of ``names`` (everyday words, :data:`WORDS`) as a tool's
-    name: capitalised inside a sentence or in code ("on Fly.io", "`uv sync`"), not "fly to
-    Paris" or "Go ahead"."""
+    name: capitalised inside a sentence, or after Chinese, or in code ("on Fly.io", "，Drone
+    的", "`uv sync`"), not "fly to Paris" or "Go ahead"."""
     return any(
-        re.search(rf"(?:(?<=[\w,;:] ){re.escape(n.capitalize())}|`{re.escape(n)})(?![\w-])", text)
+        re.search(
+            rf"(?:{_NAME_BEFORE}{re.escape(n.capitalize())}|`{re.escape(n)})(?![A-Za-z0-9_-])", text
+        )
         for n in names
     )
+
+
+_NAME_BEFORE = r"(?:(?<=[\w,;:] )|(?<=[\u3000-\u303f\u4e00-\u9fff\uff01-\uff1f]))"
+"""What comes before a capitalised name that is not a sentence's first word."""
 
 
 def tools_named(folded: str) -> set[str]:
