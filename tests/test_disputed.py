@@ -143,3 +143,12 @@ def test_editions_of_one_named_thing_are_two_answers() -> None:
     assert "读取 [may be outdated: 2026-02-12 says sms-ak-2025q3]" in marked(out)["old"]
     other = new.replace("sms-ak-2025q3", "push-key-2025")  # another name: another credential
     assert marked(disputed.mark_disputed(results(old, other), "现在读的是哪个凭据？"))["old"] == old
+
+
+def test_a_merge_method_is_one_answer() -> None:
+    old = "user: 仓库的合并方式统一用 rebase merge，保持历史线性。"
+    new = "user: 以后主干只允许 squash 合并，PR 标题就是提交信息。"
+    out = disputed.mark_disputed(results(old, new), "PR 现在应该用什么方式合并进主干？")
+    assert "[may be outdated: 2026-02-12 says squash]" in marked(out)["old"]
+    out = disputed.mark_disputed(results(old, new), "Which CI runs on PRs?")
+    assert marked(out)["old"] == old  # not asked about merging

@@ -37,6 +37,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "bundler": _listed("vite webpack esbuild rollup parcel turbopack"),
     "build tool": _listed("gradle gradlew maven mvn mvnw bazel sbt cmake"),
     "hosting": _listed("heroku fly fly.io render vercel netlify railway digitalocean"),
+    "merge method": _listed("squash rebase"),
     "monitoring": _listed(
         "sentry datadog prometheus grafana rollbar newrelic loki jaeger tempo zipkin skywalking "
         "opentelemetry elk kibana"
@@ -169,6 +170,10 @@ _ASKED = {
     "bundler": r"bundlers?|bundl(?:es|ed|ing)|build tool|打包工具",
     "build tool": r"build (?:tool|system)s?|构建工具|构建系统|什么工具构建|用什么构建",
     "hosting": r"hosted|hosting|host(?:ed)? on|deployed (?:on|to)|部署在|托管",
+    "merge method": (
+        r"merge (?:method|strategy|policy|button)s?|(?:prs?|pull requests?|branch(?:es)?) "
+        r"(?:get |are |be )?merged|合并方式|合并策略|什么方式合并|怎么合并"
+    ),
     "monitoring": r"monitoring|error tracking|observability|logs? search|监控|可观测|日志系统",
     "web framework": r"web framework|backend framework|web ?框架|后端框架",
     "ui library": r"(?:ui|frontend|front-end) (?:library|framework)|前端框架",
