@@ -44,8 +44,9 @@ def main() -> None:
     daemons: dict[str, Daemon] = {}
     try:
         first, second = list(envs)
-        fill_store({**envs[first], "PYTHONPATH": str(ROOT)}, 0, args.size, args.distinct)
-        shutil.copytree(envs[first]["MEMD_HOME"], envs[second]["MEMD_HOME"])
+        # Filled by the baseline: a newer tree migrates an older store, never the other way.
+        fill_store(envs[second], 0, args.size, args.distinct)
+        shutil.copytree(envs[second]["MEMD_HOME"], envs[first]["MEMD_HOME"])
         for name, env in envs.items():
             daemons[name] = Daemon(env, Path(env["MEMD_HOME"]).parent / "daemon.log")
         took: dict[str, list[float]] = {name: [] for name in daemons}

@@ -80,8 +80,13 @@ def fill_store(env: dict[str, str], start: int, stop: int, distinct: int) -> flo
         "from memory import fill\n"
         f"print(fill(Path({env['MEMD_HOME']!r}), {start}, {stop}, {distinct}, {{}}))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    out = subprocess.run(  # (not in the checkout: "" on sys.path would import its memd)
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(env["MEMD_HOME"]).parent,
     )
     if out.returncode != 0:
         raise RuntimeError(f"filling the store failed:\n{out.stderr[-3000:]}")

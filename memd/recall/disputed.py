@@ -119,7 +119,7 @@ def _values(hit: Hit) -> list[tuple[str, str, frozenset[str], frozenset[str]]]:
         _KINDED.search(text)
         or roles.tools_named(folded)
         or any(phrase in folded for phrase in roles.PHRASES)  # "GitHub Actions"
-        or roles.named_as_tool(text, [w for w in roles.WORDS if w in folded])  # "Drone"
+        or roles.named_as_tool(text)  # "Drone"
     ):
         return []  # (one search spares reading the claims of most texts)
     out = []

@@ -114,10 +114,21 @@ def carried(have: frozenset[str], query: str, text: str = "") -> frozenset[str]:
         ):
             have = have | words
     if text:
-        for role, tools, asked_with in roles.asked(query):
-            if roles.named_as_tool(text, [t for t in tools if t in roles.WORDS]):
-                have = have | searchterms.term_set(role) | searchterms.term_set(asked_with)
+        for names, words in _named_jobs(query):
+            if roles.named_as_tool(text, names):
+                have = have | words
     return have
+
+
+@lru_cache(maxsize=1024)
+def _named_jobs(query: str) -> tuple[tuple[tuple[str, ...], frozenset[str]], ...]:
+    """For each job ``query`` asks for whose tools include everyday words (Go, Fly, Drone):
+    those words, and the prompt's terms a memory naming one of them carries."""
+    return tuple(
+        (names, searchterms.term_set(role) | searchterms.term_set(asked_with))
+        for role, tools, asked_with in roles.asked(query)
+        if (names := tuple(t for t in tools if t in roles.WORDS))
+    )
 
 
 def search_terms(query: str) -> list[str]:

@@ -8,6 +8,8 @@ and :mod:`memd.store.current` ask :func:`different_jobs` before calling two name
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from functools import lru_cache
 
 
 def _listed(words: str) -> tuple[str, ...]:
@@ -86,20 +88,23 @@ written as a name (capitalised, in code), as :mod:`memd.store.similar` finds it.
 _TOOL_WORD = re.compile(r"(?<![\w./-])[a-z][\w-]*[a-z0-9](?![\w/-])")
 
 
-def named_as_tool(text: str, names: list[str]) -> bool:
+def named_as_tool(text: str, names: Iterable[str] = WORDS) -> bool:
     """Whether ``text`` writes one of ``names`` (everyday words, :data:`WORDS`) as a tool's
     name: capitalised inside a sentence, or after Chinese, or in code ("on Fly.io", "，Drone
     的", "`uv sync`"), not "fly to Paris" or "Go ahead"."""
-    return any(
-        re.search(
-            rf"(?:{_NAME_BEFORE}{re.escape(n.capitalize())}|`{re.escape(n)})(?![A-Za-z0-9_-])", text
-        )
-        for n in names
-    )
+    names = tuple(sorted(names))
+    return bool(names) and _as_names(names).search(text) is not None
 
 
 _NAME_BEFORE = r"(?:(?<=[\w,;:] )|(?<=[\u3000-\u303f\u4e00-\u9fff\uff01-\uff1f]))"
 """What comes before a capitalised name that is not a sentence's first word."""
+
+
+@lru_cache(maxsize=256)
+def _as_names(names: tuple[str, ...]) -> re.Pattern[str]:
+    capitalised = "|".join(re.escape(n.capitalize()) for n in names)
+    coded = "|".join(re.escape(n) for n in names)
+    return re.compile(rf"(?:{_NAME_BEFORE}(?:{capitalised})|`(?:{coded}))(?![A-Za-z0-9_-])")
 
 
 def tools_named(folded: str) -> set[str]:
