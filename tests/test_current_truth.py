@@ -516,6 +516,7 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("已升级到 JDK 21（Java 21 LTS）：镜像用 temurin-21，maven.compiler.release 设为 21，Spring Boot 里开启 spring.threads.virtual.enabled=true。", "已升级到 JDK 17：镜像用 temurin-17，maven.compiler.release 设为 17，测试全部通过。"),
         ("It connects to db-stg-02.internal... sorry, I meant pg-staging-01.internal, the old box was retired.", "Staging Postgres is at db-stg-02.internal, port 5432."),
         ("There was a reorg: I report to Tomás now.", "When drafting my weekly update, address it to Priya, she's my manager."),
+        ("已回退：go.mod 恢复成 `go 1.21`，CI 镜像改回 golang:1.21-alpine。", "把 go.mod 改成 `go 1.22`，CI 镜像换成 golang:1.22-alpine。"),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
@@ -672,6 +673,10 @@ def test_the_sentence_that_closes_a_todo_is_not_one(sentence: str, kind: str | N
         ("订单服务用的消息中间件是哪个？", "订单事件现在发到 RabbitMQ 的 orders 交换机。"),
         ("跳板机的地址是多少？", "堡垒机换成了 10.0.8.2，旧的那台下线了。"),
         ("What does the team use for feature flags?", "Rollouts go through LaunchDarkly now."),
+        ("Which feature-flag service backs the toggle?", "The Unleash proxy returns 401."),
+        ("What CI system runs the tests now?", "The GitHub Actions service container failed."),
+        ("我现在主力用的是哪个编辑器？", "最近在试 Cursor，帮我写个 .cursorrules。"),
+        ("查线上日志现在用哪个系统？", "在 Grafana 的 Explore 里用 LogQL 查。"),
     ],
 )  # fmt: skip
 def test_a_memory_carries_the_prompts_words_in_other_words(prompt: str, memory: str) -> None:

@@ -152,3 +152,17 @@ def test_a_merge_method_is_one_answer() -> None:
     assert "[may be outdated: 2026-02-12 says squash]" in marked(out)["old"]
     out = disputed.mark_disputed(results(old, new), "Which CI runs on PRs?")
     assert marked(out)["old"] == old  # not asked about merging
+
+
+def test_a_kind_the_prompt_names_is_the_subject() -> None:
+    """ "Which region?" or "哪个端口？": every value of that kind answers, whatever its words."""
+    old = "user: Everything of ours lives in us-east-1. Write me a terraform S3 bucket."
+    new = 'user: terraform plan shows region = "eu-central-1" on the aws provider.'
+    out = disputed.mark_disputed(results(old, new), "Which AWS region is our stack deployed in?")
+    assert "[may be outdated: 2026-02-12 says eu-central-1]" in marked(out)["old"]
+    old = "user: admin 后台本地跑在 8081 端口，帮我配一下 vite 的代理。"
+    new = "user: 后端日志显示 `Tomcat started on port(s): 9090 (http)`。"
+    out = disputed.mark_disputed(results(old, new), "admin 后端在本地监听哪个端口？")
+    assert "[may be outdated: 2026-02-12 says 9090]" in marked(out)["old"]
+    out = disputed.mark_disputed(results(old, new), "admin 后台用的是什么代理？")
+    assert marked(out)["old"] == old  # not asked for a port

@@ -51,7 +51,7 @@ _PAST = re.compile(
 """A prompt about the past: an older value is its answer, not a stale one."""
 _KINDED = re.compile(
     r"(?<![\w.])\d+(?:[.:]\d+)*\s?[a-z%]|\b[a-z]{2}-[a-z]+-\d\b|\b(?:cn|ap|us|eu)-[a-z]+"
-    r"|\w\.\w+\.[a-z]{2,}\b|\w:\w|\b[a-z][a-z0-9]*(?:[-_][a-z][a-z0-9]*)*[-_]\d",
+    r"|\w\.\w+\.[a-z]{2,}\b|\w:\w|\b[a-z][a-z0-9]*(?:[-_][a-z][a-z0-9]*)*[-_]\d|\bport|端口",
     re.IGNORECASE,
 )
 """What a text with a value of a kind holds: a number with a unit or a time, a region, a host,
@@ -89,6 +89,26 @@ def _about(near: frozenset[str], stems: frozenset[str], pairs: frozenset[str]) -
     return not near.isdisjoint(stems) or not _pairs(near).isdisjoint(pairs)
 
 
+_KIND_ASKED = {
+    "region": re.compile(r"\bregion\b|地域|区域|可用区", re.I),
+    "port": re.compile(r"\bport\b|端口", re.I),
+}
+"""Kinds of value a prompt asks for by name: every value of the kind answers it, whatever
+the words beside it ("Which AWS region ...?": `region = "eu-central-1"`)."""
+_PORT_URL = re.compile(r"^[a-z][\w+.-]*://[^/\s]*:\d{2,5}(?:/|$)")
+_PORT_WORD = r"(?:port\(?s?\)?\s*[:=]?|端口(?:号)?(?:是|为|改成|改为)?|listen(?:s|ing)? on)"
+
+
+def _is_port(sentence: str, value: str) -> bool:
+    """Whether ``value`` is a port: a URL's, or a number the sentence calls one."""
+    if _PORT_URL.match(value):
+        return True
+    if not value.isdigit() or not 2 <= len(value) <= 5:
+        return False
+    v = re.escape(value)
+    return re.search(rf"{_PORT_WORD}\s*{v}\b|\b{v}\s*(?:端口|port\b)", sentence, re.I) is not None
+
+
 def _kinds(sentence: str, value: str) -> frozenset[str]:
     """What a value is a value of, as far as its shape tells: a region, a time, a number of a
     unit ("10 MB"), or its family (:func:`current.family`: a tool's job, a host's domain, an
@@ -99,6 +119,8 @@ def _kinds(sentence: str, value: str) -> frozenset[str]:
     serial = _SERIAL.match(value)
     if serial and not _REGION.match(value):
         kinds.add("id:" + serial.group(1))
+    if _is_port(sentence, value):
+        kinds.add("port")
     if _REGION.match(value):
         kinds.add("region")
     elif _TIME.match(value):
@@ -153,6 +175,7 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
         return results
     stems, pairs = _words(query)
     jobs = tuple(f"job:{role}" for role, _, _ in roles.asked(query))  # "Which CI ...?"
+    jobs += tuple(kind for kind, ask in _KIND_ASKED.items() if ask.search(query))  # "Which port?"
     said = {r.id: r.said_at()[:10] for r in hits}
     by_kind: dict[str, list[tuple[Hit, str, frozenset[str]]]] = defaultdict(list)
     values: dict[str, list[tuple[str, str, frozenset[str], frozenset[str]]]] = {}

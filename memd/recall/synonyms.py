@@ -114,21 +114,30 @@ def carried(have: frozenset[str], query: str, text: str = "") -> frozenset[str]:
         ):
             have = have | words
     if text:
-        for names, words in _named_jobs(query):
-            if roles.named_as_tool(text, names):
+        folded = ""
+        for names, phrases, words in _named_jobs(query):
+            if phrases and not folded:
+                folded = " ".join(text.casefold().split())
+            if roles.named_as_tool(text, names) or any(p in folded for p in phrases):
                 have = have | words
     return have
 
 
 @lru_cache(maxsize=1024)
-def _named_jobs(query: str) -> tuple[tuple[tuple[str, ...], frozenset[str]], ...]:
-    """For each job ``query`` asks for whose tools include everyday words (Go, Fly, Drone):
-    those words, and the prompt's terms a memory naming one of them carries."""
-    return tuple(
-        (names, searchterms.term_set(role) | searchterms.term_set(asked_with))
-        for role, tools, asked_with in roles.asked(query)
-        if (names := tuple(t for t in tools if t in roles.WORDS))
-    )
+def _named_jobs(
+    query: str,
+) -> tuple[tuple[tuple[str, ...], tuple[str, ...], frozenset[str]], ...]:
+    """For each job ``query`` asks for whose tools are written as everyday words (Go, Fly,
+    Drone) or in two words ("GitHub Actions"): those, and the prompt's terms a memory naming
+    one of them carries."""
+    out = []
+    for role, tools, asked_with in roles.asked(query):
+        names = tuple(t for t in tools if t in roles.WORDS)
+        phrases = tuple(p for p, tool in roles.PHRASES.items() if tool in tools)
+        if names or phrases:
+            words = searchterms.term_set(role) | searchterms.term_set(asked_with)
+            out.append((names, phrases, words))
+    return tuple(out)
 
 
 def search_terms(query: str) -> list[str]:

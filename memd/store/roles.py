@@ -54,7 +54,8 @@ ROLES: dict[str, tuple[str, ...]] = {
     "shell": _listed("bash zsh fish nushell powershell pwsh"),
     "operating system": _listed("windows wsl wsl2 macos linux ubuntu debian fedora"),
     "editor": _listed(
-        "vscode vim neovim nvim emacs helix sublime zed intellij pycharm webstorm goland nano"
+        "vscode vim neovim nvim emacs helix sublime zed intellij pycharm webstorm goland nano "
+        "cursor windsurf"
     ),
 }
 """Each job and the tools commonly used for it (lower case, as :mod:`similar` folds them)."""
@@ -80,7 +81,7 @@ for _role, _tools in ROLES.items():
 WORDS = frozenset(
     _listed(
         "go rust swift flow solid express drone helm nano react bun arch nats pulsar ruby nose2 "
-        "uv pip tsc npm fly render railway"
+        "uv pip tsc npm fly render railway cursor"
     )
 )
 """Tools whose name is also an everyday word (or too short to tell): a value only when
@@ -171,7 +172,7 @@ _ASKED = {
     "message queue": r"message (?:queue|broker|bus)(?:es|s)?|queues?|消息队列|消息中间件|消息总线",
     "ci": r"\bci\b|continuous integration|持续集成|流水线",
     "containers": r"containers?|container runtime|orchestrat(?:ion|or)|容器|编排",
-    "feature flags": r"feature (?:flags?|toggles?)|功能开关|灰度开关",
+    "feature flags": r"feature[- ](?:flags?|toggles?)|功能开关|灰度开关",
     "bundler": r"bundlers?|bundl(?:es|ed|ing)|build tool|打包工具",
     "build tool": r"build (?:tool|system)s?|构建工具|构建系统|什么工具构建|用什么构建",
     "hosting": r"hosted|hosting|host(?:ed)? on|deployed (?:on|to)|部署在|托管",
@@ -179,7 +180,10 @@ _ASKED = {
         r"merge (?:method|strategy|policy|button)s?|(?:prs?|pull requests?|branch(?:es)?) "
         r"(?:get |are |be )?merged|合并方式|合并策略|什么方式合并|怎么合并"
     ),
-    "monitoring": r"monitoring|error tracking|observability|logs? search|监控|可观测|日志系统",
+    "monitoring": (
+        r"monitoring|error tracking|observability|logs? search|search(?:ing)? (?:the )?logs"
+        r"|监控|可观测|日志系统|日志平台|查日志|查.{0,4}日志"
+    ),
     "web framework": r"web framework|backend framework|web ?框架|后端框架",
     "ui library": r"(?:ui|frontend|front-end) (?:library|framework)|前端框架",
     "language": r"(?:programming )?languages?|编程语言",
