@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from memd.text.chinese import RANGES
+
 
 def _listed(words: str) -> tuple[str, ...]:
     return tuple(words.split())
@@ -97,7 +99,7 @@ def named_as_tool(text: str, names: Iterable[str] = WORDS) -> bool:
     return bool(names) and _as_names(names).search(text) is not None
 
 
-_NAME_BEFORE = r"(?:(?<=[\w,;:] )|(?<=[\u3000-\u303f\u4e00-\u9fff\uff01-\uff1f]))"
+_NAME_BEFORE = rf"(?:(?<=[\w,;:] )|(?<=[\u3000-\u303f{RANGES}\uff01-\uff1f]))"
 """What comes before a capitalised name that is not a sentence's first word."""
 
 
