@@ -246,16 +246,20 @@ def redact_state(
 # ---- the steps
 
 
-def store_v1(settings: Settings) -> None:
-    """Record the schema version beside the table (the layout itself is unchanged)."""
-    root = store_root(settings)
-    path = root / META_FILE
+def record_store_version(settings: Settings, version: int) -> None:
+    """Write ``version`` as the store's schema version in its meta file."""
+    path = store_root(settings) / META_FILE
     try:
         meta = json.loads(path.read_text())
     except FileNotFoundError:
         meta = {}
-    meta["schema_version"] = 1
+    meta["schema_version"] = version
     write_atomic(path, json.dumps(meta), mode=0o644)
+
+
+def store_v1(settings: Settings) -> None:
+    """Record the schema version beside the table (the layout itself is unchanged)."""
+    record_store_version(settings, 1)
 
 
 def store_v2(settings: Settings) -> None:
@@ -263,20 +267,13 @@ def store_v2(settings: Settings) -> None:
     has its subject read from its text, as before)."""
     import lancedb
 
-    root = store_root(settings)
-    db = lancedb.connect(root)
+    db = lancedb.connect(store_root(settings))
     if TABLE in db.list_tables().tables:
         table = db.open_table(TABLE)
         missing = [c for c in ("subject", "value") if c not in table.schema.names]
         if missing:
             table.add_columns({c: "CAST('' AS STRING)" for c in missing})
-    path = root / META_FILE
-    try:
-        meta = json.loads(path.read_text())
-    except FileNotFoundError:
-        meta = {}
-    meta["schema_version"] = 2
-    write_atomic(path, json.dumps(meta), mode=0o644)
+    record_store_version(settings, 2)
 
 
 def state_v1(settings: Settings) -> None:
