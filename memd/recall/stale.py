@@ -122,7 +122,7 @@ def mark_replaced(results: list[Hit], vectors: dict[str, Any], model_id: str) ->
     return [changed.get(r.id, r) for r in results]
 
 
-_BOUNDARY = re.compile(r"[.!?;。！？；\n/]")
+_BOUNDARY = re.compile(r"[.!?;。！？；\n]")
 
 
 def _sentence_with(text: str, value: str) -> str:
@@ -132,10 +132,7 @@ def _sentence_with(text: str, value: str) -> str:
         return ""
     start = max((m.end() for m in _BOUNDARY.finditer(text, 0, at)), default=0)
     end = _BOUNDARY.search(text, at + len(value))
-    stop = (
-        end.end() if end is not None and end.group() != "/" else (end.start() if end else len(text))
-    )
-    return text[start:stop].strip()
+    return text[start : end.end() if end else len(text)].strip()
 
 
 def mark_declared(results: list[Hit], full: dict[str, Memory]) -> list[Hit]:

@@ -8,7 +8,6 @@ and :mod:`memd.store.current` ask :func:`different_jobs` before calling two name
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from functools import lru_cache
 
 from memd.text.chinese import RANGES
@@ -91,12 +90,16 @@ written as a name (capitalised, in code), as :mod:`memd.store.similar` finds it.
 _TOOL_WORD = re.compile(r"(?<![\w./-])[a-z][\w-]*[a-z0-9](?![\w/-])")
 
 
-def named_as_tool(text: str, names: Iterable[str] = WORDS) -> bool:
-    """Whether ``text`` writes one of ``names`` (everyday words, :data:`WORDS`) as a tool's
-    name: capitalised inside a sentence, or after Chinese, or in code ("on Fly.io", "，Drone
-    的", "`uv sync`"), not "fly to Paris" or "Go ahead"."""
-    names = tuple(sorted(names))
-    return bool(names) and _as_names(names).search(text) is not None
+_ALL_WORDS = tuple(sorted(WORDS))
+
+
+def named_as_tool(text: str, names: tuple[str, ...] | None = None) -> bool:
+    """Whether ``text`` writes one of ``names`` (everyday words; all of :data:`WORDS` when
+    None) as a tool's name: capitalised inside a sentence, or after Chinese, or in code ("on
+    Fly.io", "，Drone 的", "`uv sync`"), not "fly to Paris" or "Go ahead"."""
+    if names == ():
+        return False
+    return _as_names(names or _ALL_WORDS).search(text) is not None
 
 
 _NAME_BEFORE = rf"(?:(?<=[\w,;:] )|(?<=[\u3000-\u303f{RANGES}\uff01-\uff1f]))"

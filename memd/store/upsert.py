@@ -103,6 +103,13 @@ def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> l
         pending[memory.id] = memory
         pending_vecs[memory.id] = vector
 
+    def restage(memory: Memory) -> Memory:
+        """Stage a stored (or already staged) memory about to change; the staged copy."""
+        target = pending.get(memory.id) or memory
+        vec = pending_vecs.get(memory.id)
+        stage(target, vec or store.rows_with_vectors([memory.id])[memory.id]["vector"])
+        return target
+
     for memory, vector in zip(memories, vectors, strict=True):
         # 1. The same id: a replay of the same source (crash recovery) or a re-import.
         if memory.id in pending or memory.id in existing:
@@ -135,13 +142,7 @@ def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> l
         superseded, newer = supersession(memory, neighbours, model_id)
         if newer is not None:
             if subjects.declared(newer, memory):
-                target = pending.get(newer.id) or newer
-                target.history.append(replaced_entry(memory))
-                vec = (
-                    pending_vecs.get(newer.id)
-                    or store.rows_with_vectors([newer.id])[newer.id]["vector"]
-                )
-                stage(target, vec)
+                restage(newer).history.append(replaced_entry(memory))
             memory.status = "superseded"
             memory.superseded_by = newer.id
             memory.history.append(
@@ -154,16 +155,12 @@ def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> l
             memory.history += [
                 replaced_entry(o) for o in superseded if subjects.declared(memory, o)
             ]
-            for old in superseded:
+            for old in map(restage, superseded):
                 old.status = "superseded"
                 old.superseded_by = memory.id
                 old.updated_at = now_iso()
                 old.history.append(
                     {"at": old.updated_at, "superseded_by": memory.id, "text": memory.text}
-                )
-                stage(
-                    old,
-                    pending_vecs.get(old.id) or store.rows_with_vectors([old.id])[old.id]["vector"],
                 )
             stage(memory, vector)
             results.append(
@@ -183,10 +180,7 @@ def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> l
             None,
         )
         if dup is not None:
-            target = pending.get(dup.id) or dup
-            fold_duplicate(target, memory)
-            vec = pending_vecs.get(dup.id) or store.rows_with_vectors([dup.id])[dup.id]["vector"]
-            stage(target, vec)
+            fold_duplicate(restage(dup), memory)
             results.append(UpsertResult(memory.id, "merged", dup.id))
             continue
         stage(memory, vector)
