@@ -255,6 +255,38 @@ CASES: list[dict[str, Any]] = [
         "current": ["50"],
         "stale": ["10 MB"],
     },
+    {
+        "name": "package manager, told in an error",
+        "sessions": [
+            ("2026-03-03", [
+                ("user", "yarn install takes four minutes in CI, can we cache it?"),
+                ("assistant", "Cached the Yarn cache folder keyed on yarn.lock in the workflow."),
+            ]),
+            ("2026-04-20", [
+                ("user", "CI fails with ERR_PNPM_OUTDATED_LOCKFILE: pnpm-lock.yaml is not up to date with package.json."),
+                ("assistant", "Someone edited package.json by hand; I ran pnpm install to regenerate pnpm-lock.yaml and committed it."),
+            ]),
+        ],
+        "question": "Which package manager do I run to add a dependency here?",
+        "current": ["pnpm"],
+        "stale": ["yarn"],
+    },
+    {
+        "name": "版本，顺带提到",
+        "sessions": [
+            ("2026-01-10", [
+                ("user", "我在 .python-version 里写了 3.10.13，帮我把 Dockerfile 对齐。"),
+                ("assistant", "Dockerfile 改成 FROM python:3.10.13-slim 了，和 .python-version 一致。"),
+            ]),
+            ("2026-03-05", [
+                ("user", "新同事用 pyenv 按 .python-version 装了 Python 3.12.2，跑测试报 distutils 找不到。"),
+                ("assistant", "3.12 去掉了 distutils，我把 setup.py 里的 distutils 换成了 setuptools，测试都过了。"),
+            ]),
+        ],
+        "question": "项目现在用的是哪个 Python 版本？",
+        "current": ["3.12.2"],
+        "stale": ["3.10.13"],
+    },
 ]  # fmt: skip
 MARK = re.compile(r"\[until \d{4}-\d\d-\d\d|\[may be outdated: \d{4}-\d\d-\d\d says ")
 
@@ -677,6 +709,9 @@ def test_the_sentence_that_closes_a_todo_is_not_one(sentence: str, kind: str | N
         ("What CI system runs the tests now?", "The GitHub Actions service container failed."),
         ("我现在主力用的是哪个编辑器？", "最近在试 Cursor，帮我写个 .cursorrules。"),
         ("查线上日志现在用哪个系统？", "在 Grafana 的 Explore 里用 LogQL 查。"),
+        ("Which exact Node version is the repo pinned to?", "nvm use picks up 20.11.1 from .nvmrc."),
+        ("Which Postgres major version is prod on?", "Prod finished pg_upgrade and runs Postgres 16."),
+        ("Redis 现在是哪个版本？", "compose 里的镜像换成了 redis:7.2。"),
     ],
 )  # fmt: skip
 def test_a_memory_carries_the_prompts_words_in_other_words(prompt: str, memory: str) -> None:
@@ -702,6 +737,31 @@ def test_an_everyday_word_is_no_tool(prompt: str, memory: str) -> None:
     assert synonyms.carried(searchterms.term_set(named), prompt, named) > searchterms.term_set(
         named
     )
+
+
+def test_a_version_is_carried_only_by_a_version() -> None:
+    prompt = "Which Postgres version is prod on?"
+    for memory in ("Prod runs Postgres on 4 cores.", "Postgres at 5 in the morning is idle."):
+        own = searchterms.term_set(memory)
+        assert "version" not in synonyms.carried(own, prompt, memory)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "memory"),
+    [
+        ("Which package manager do I run to add a dependency?", "I ran pnpm install to regenerate pnpm-lock.yaml."),
+        ("What CI system runs the integration tests now?", "The GitHub Actions service container failed."),
+        ("这个项目装依赖该用什么工具？", "poetry lock 报了版本冲突。"),
+        ("Which language is the worker written in?", "We use Go for the worker."),
+    ],
+)  # fmt: skip
+def test_a_tool_of_the_job_asked_for_answers_the_prompt(prompt: str, memory: str) -> None:
+    """Recall counts such a memory relevant whatever its other words."""
+    own = searchterms.term_set(memory)
+    assert synonyms.answers(own, prompt, memory)
+    assert not synonyms.answers(own, "What did we have for lunch?", memory)
+    other = "Go ahead and regenerate the lockfile."
+    assert not synonyms.answers(searchterms.term_set(other), prompt, other)
 
 
 def test_a_line_manager_is_a_manager() -> None:

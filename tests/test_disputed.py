@@ -166,3 +166,12 @@ def test_a_kind_the_prompt_names_is_the_subject() -> None:
     assert "[may be outdated: 2026-02-12 says 9090]" in marked(out)["old"]
     out = disputed.mark_disputed(results(old, new), "admin 后台用的是什么代理？")
     assert marked(out)["old"] == old  # not asked for a port
+
+
+def test_versions_of_two_majors_are_two_answers_when_a_version_is_asked() -> None:
+    old = "user: I added an .nvmrc with 18.19.0 so everyone is on the same Node."
+    new = "user: Fresh clone: nvm use picks up 20.11.1 from .nvmrc, but npm ci warns."
+    out = disputed.mark_disputed(results(old, new), "Which Node version is the repo pinned to?")
+    assert "[may be outdated: 2026-02-12 says 20.11.1]" in marked(out)["old"]
+    out = disputed.mark_disputed(results(old, new), "Why does npm ci warn about the engine?")
+    assert marked(out)["old"] == old  # no version asked: 18.x and 20.x are other things

@@ -89,6 +89,9 @@ def _about(near: frozenset[str], stems: frozenset[str], pairs: frozenset[str]) -
     return not near.isdisjoint(stems) or not _pairs(near).isdisjoint(pairs)
 
 
+_VERSION_ASKED = re.compile(r"\bversions?\b|版本", re.IGNORECASE)
+_MAJOR = re.compile(r"^v\d+$")
+"""A version's family (:func:`current.family`: "v18" for 18.19.0)."""
 _KIND_ASKED = {
     "region": re.compile(r"\bregion\b|地域|区域|可用区", re.I),
     "port": re.compile(r"\bport\b|端口", re.I),
@@ -133,8 +136,12 @@ def _kinds(sentence: str, value: str) -> frozenset[str]:
     return frozenset(kinds)
 
 
-def _values(hit: Hit) -> list[tuple[str, str, frozenset[str], frozenset[str]]]:
-    """The values ``hit`` states with a kind: (sentence, value, kinds, the words next to it)."""
+def _values(
+    hit: Hit, versions: bool = False
+) -> list[tuple[str, str, frozenset[str], frozenset[str]]]:
+    """The values ``hit`` states with a kind: (sentence, value, kinds, the words next to it);
+    with ``versions`` (the prompt asks for a version), any two versions are of one kind
+    (18.19.0 and 20.11.1; else only those of one major version are)."""
     text = hit.memory.text
     folded = text.casefold()
     if not (
@@ -148,6 +155,8 @@ def _values(hit: Hit) -> list[tuple[str, str, frozenset[str], frozenset[str]]]:
     for c in current.claims(text):
         for value in c.values:
             kinds = _kinds(c.text, value)
+            if versions and any(_MAJOR.match(k) for k in kinds):
+                kinds |= {"version"}
             if kinds:
                 out.append((c.text, value, kinds, current.slot(c.text, value)))
     return out
@@ -177,10 +186,11 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
     jobs = tuple(f"job:{role}" for role, _, _ in roles.asked(query))  # "Which CI ...?"
     jobs += tuple(kind for kind, ask in _KIND_ASKED.items() if ask.search(query))  # "Which port?"
     said = {r.id: r.said_at()[:10] for r in hits}
+    versions = _VERSION_ASKED.search(query) is not None  # "Which Node version ...?"
     by_kind: dict[str, list[tuple[Hit, str, frozenset[str]]]] = defaultdict(list)
     values: dict[str, list[tuple[str, str, frozenset[str], frozenset[str]]]] = {}
     for r in hits:
-        values[r.id] = _values(r)
+        values[r.id] = _values(r, versions)
         for _, value, kinds, near in values[r.id]:
             for kind in kinds:
                 by_kind[kind].append((r, value, near))

@@ -38,6 +38,7 @@ from memd import kinds
 from memd.models import USER_SCOPE, Memory, check_kind
 from memd.recall import lexical, synonyms
 from memd.recall.hits import BriefScore, Hit, Relevance
+from memd.store import roles
 from memd.store.filters import Filter, is_in, match
 from memd.store.table import MemoryStore
 from memd.text import bridge, crossterms, searchterms
@@ -352,7 +353,7 @@ def rank(
     idf: dict[str, float] | None = None,
     text_partial: bool = False,
     signals: Signals | None = None,
-    known: dict[str, tuple[float, bool, float]] | None = None,
+    known: dict[str, tuple[float, bool, float, bool]] | None = None,
 ) -> list[Hit]:
     """Fuse both candidate lists; score, decide and explain every candidate. ``idf`` weighs
     the query's terms by how rare they are in the project (see :func:`lexical.idf_weights`).
@@ -387,12 +388,14 @@ def rank(
     shown_needs = {need: round(need, 4) for need in needs.values()}  # once, not per candidate
     for mid, memory in memories.items():
         cosine = max(0.0, cosines.get(mid, 0.0))
-        lex, memory_zh, recency = known.get(mid) or signal.of(memory)
+        lex, memory_zh, recency, answers = known.get(mid) or signal.of(memory)
         semantic = calibration.scale_pair(cosine, query_zh, memory.text, memory_zh)
         if memory_zh != query_zh and lex > 0.0:
             lex = min(1.0, lex / calibration.cross_lexical)
         relevance = max(semantic, weights.semantic * semantic + weights.lexical * lex)
         need = needs[memory.kind in BROAD_KINDS]
+        if answers:  # it names a tool of the job the prompt asks for
+            relevance = max(relevance, need)
         fused = rrf[mid] / best_rrf
         total = (
             weights.relevance * ((1 - weights.rank_mix) * relevance + weights.rank_mix * fused)
@@ -434,13 +437,15 @@ class Signals:
         self.query_zh = is_chinese(query)
         self.covers = lexical.coverage_of(whole, segments, idf)
         self.query = query  # its words a memory may carry in others (:mod:`synonyms`)
+        self.asks_job = bool(roles.asked(query))  # "Which package manager ...?"
         self.reach = frozenset(whole).union(self.bridged.reach_terms)
         self.half_life = weights.recency_half_life_days
         self.now = now
         self.now_seconds = now.timestamp()
 
-    def of(self, memory: Memory) -> tuple[float, bool, float]:
-        """(lexical, memory is Chinese, recency)."""
+    def of(self, memory: Memory) -> tuple[float, bool, float, bool]:
+        """(lexical, memory is Chinese, recency, it names a tool of a job the query asks
+        for)."""
         text = memory.text
         memory_zh = text_is_chinese(text)
         have = searchterms.term_set(text)
@@ -448,7 +453,8 @@ class Signals:
         if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
             lex = max(lex, crossterms.reverse_coverage(searchterms.terms(text), self.reach))
         age = age_days(memory.said_at(), self.now_seconds)  # `now` once
-        return lex, memory_zh, math.pow(0.5, age / self.half_life)
+        answers = self.asks_job and synonyms.answers(have, self.query, text)
+        return lex, memory_zh, math.pow(0.5, age / self.half_life), answers
 
 
 text_is_chinese = lru_cache(maxsize=8192)(is_chinese)  # the same candidates prompt after prompt

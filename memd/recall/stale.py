@@ -24,7 +24,7 @@ from memd.models import Memory
 from memd.recall.hits import Hit
 from memd.store import current
 
-OLDER_SIDE = 8
+OLDER_SIDE = 12
 """How many of the best relevant candidates are checked for a replaced claim (a block shows
 about that many)."""
 MARK_WORDS = 14

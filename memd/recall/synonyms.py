@@ -113,6 +113,8 @@ def carried(have: frozenset[str], query: str, text: str = "") -> frozenset[str]:
             if "." in t  # esbuild.build()
         ):
             have = have | words
+    if text and _VERSION_ASKED.search(query) and _gives_version(text, query):
+        have = have | _version_words(query)
     if text:
         folded = ""
         for names, phrases, words in _named_jobs(query):
@@ -138,6 +140,60 @@ def _named_jobs(
             words = searchterms.term_set(role) | searchterms.term_set(asked_with)
             out.append((names, phrases, words))
     return tuple(out)
+
+
+@lru_cache(maxsize=1024)
+def _asked_tools(query: str) -> frozenset[str]:
+    """The terms of the tools of the jobs ``query`` asks for, but those named by everyday
+    words (:data:`roles.WORDS`, looked up as names)."""
+    return frozenset(
+        t
+        for _, tools, _ in roles.asked(query)
+        for tool in tools
+        if tool not in roles.WORDS
+        for t in searchterms.terms(tool)
+    )
+
+
+def answers(have: frozenset[str], query: str, text: str) -> bool:
+    """Whether a memory (its terms ``have``, its ``text``) names a tool of a job ``query``
+    asks for by name: "If I want to add a dependency, which package manager do I run?" is
+    answered by "I ran pnpm install to regenerate pnpm-lock.yaml", whatever else either says.
+    Recall counts such a memory relevant."""
+    tools = _asked_tools(query)
+    if tools and not have.isdisjoint(tools):
+        return True
+    folded = ""
+    for names, phrases, _ in _named_jobs(query):
+        if phrases and not folded:
+            folded = " ".join(text.casefold().split())
+        if roles.named_as_tool(text, names) or any(p in folded for p in phrases):
+            return True
+    return False
+
+
+_VERSION_ASKED = re.compile(r"(?<![a-z0-9_-])versions?(?![a-z0-9_-])|版本", re.IGNORECASE)
+_DOTTED = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?!\w|\.\d)", re.IGNORECASE)
+_NAMED_NUMBER = re.compile(r"([a-z][\w.+-]*)[ :@]v?\d{1,3}(?:\.\d+)*(?![\w%]|\.\d)", re.IGNORECASE)
+
+
+def _gives_version(text: str, query: str) -> bool:
+    """Whether ``text`` gives a version: a dotted number ("20.11.1"), or a number right
+    after a name the prompt says ("Postgres 16", "postgres:16-alpine" for "Which Postgres
+    version ...?")."""
+    if _DOTTED.search(text):
+        return True
+    asked = searchterms.term_set(query)
+    return any(
+        not asked.isdisjoint(searchterms.terms(m.group(1))) for m in _NAMED_NUMBER.finditer(text)
+    )
+
+
+@lru_cache(maxsize=256)
+def _version_words(query: str) -> frozenset[str]:
+    return frozenset(
+        t for m in _VERSION_ASKED.finditer(query) for t in searchterms.terms(m.group(0))
+    )
 
 
 def search_terms(query: str) -> list[str]:
