@@ -549,6 +549,9 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("It connects to db-stg-02.internal... sorry, I meant pg-staging-01.internal, the old box was retired.", "Staging Postgres is at db-stg-02.internal, port 5432."),
         ("There was a reorg: I report to Tomás now.", "When drafting my weekly update, address it to Priya, she's my manager."),
         ("已回退：go.mod 恢复成 `go 1.21`，CI 镜像改回 golang:1.21-alpine。", "把 go.mod 改成 `go 1.22`，CI 镜像换成 golang:1.22-alpine。"),
+        # a chat between named people: a person's one-value fact, a value retired by name
+        ("Caroline: Small update, I started at Northpeak Analytics this week.", "Caroline: I work at Brightwave Labs on the data team."),
+        ("Jon: We moved from Austin to Denver last month.", "Jon: We live in Austin, near the lake."),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
@@ -586,6 +589,11 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("消费积压告警的阈值设成 1 万条。", "结算服务订阅 Kafka 的 order-events，消费组叫 settlement。"),
         ("production 环境的审批人现在是周涛和林晓，任意一人批准即可。", "生产发布需要周涛审批，环境保护帮我配一下。"),
         ("Project uses uv", "Project uses npm"),  # a Python side beside a JavaScript one
+        ("Added the EU branch: EU tenants are created in eu-central-1, US ones still in us-east-1, and an unknown tenant_region fails instead of defaulting.", "Added a test with a stubbed httpx client that checks US tenants are created in us-east-1."),
+        # a chat between named people (LoCoMo): "actually", "moved", "now" in passing
+        ("Caroline: A friend made it for my 18th birthday ten years ago.", "Caroline: I've known these friends for 4 years, since I moved from my home country."),
+        ("Nate: Yeah actually - creating gaming content for YouTube.", "Nate: Playing video games and watching movies are my main hobbies."),
+        ("Melanie: Seven years now, and I've finally found my real muses.", "Caroline: I've known these friends for 4 years."),
         # real work (fixtures/realwork): a noun "bump/bypass", "before changing anything", a
         # tool that "now reports" a count
         ("The alternative is a **server-side bump/bypass** for trusted internal relay (mirroring the existing `pushSizeLimit=0` trusted-caller path).", "- Exit code is non-zero, but partial application on the target is exactly what happens."),

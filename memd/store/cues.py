@@ -154,6 +154,13 @@ CUE = re.compile(
 )
 CORRECTION = re.compile(rf"\b(?:{SELF_CORRECTION})\b|说错|看错|记错|搞错|写错|弄错", re.I)
 """A speaker correcting what was said before: one shared subject word is enough."""
+
+
+def only_instead(sentence: str) -> bool:
+    """Whether the one change word of ``sentence`` is "instead" (of a value it names)."""
+    return all(m.group(0).lower() == "instead" for m in CUE.finditer(sentence))
+
+
 ALSO = re.compile(
     r"\b(?:also|as well|in addition|alongside|along with|together with)\b|\bboth\b(?=[^.;]*\band\b)|\btoo\b(?=\s*(?:[.,;!?)]|$))|同时|另外|分别"
 )

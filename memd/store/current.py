@@ -45,13 +45,12 @@ MAX_CLAIM = 320
 MAX_TEXT = 2000
 """Characters of a memory read for claims (a long excerpt's tail is rarely shown)."""
 MAX_CHANGE = 220
-"""Characters: a change is told of in a short sentence, on either side; in longer ones (a
-report, a list of files) a change word and two values of one shape meet by chance."""
+"""Characters: a change is told in a short sentence; in a longer one (a report, a file list) a
+change word and two values of one shape meet by chance."""
 MAX_VALUES = 8
 """A sentence naming more values is a list (files, commands), not a statement of one."""
 RECORDS = ("Files changed for ",)
 """Typed memories that record what was done (event records): never replaced."""
-_CJK = RANGES
 _ENUMERATOR = re.compile(r"(?:^|(?<=\s))\d{1,2}[.)](?=\s)|\s\d{1,2}\.$", re.M)
 """A list's numbering ("1. ", "2) "): no value, and where a statement ends."""
 _LIST_START = re.compile(r"(?:^|[:\s])1[.)]\s", re.M)
@@ -68,7 +67,7 @@ def _unnumbered(text: str) -> str:
 _QUESTION = re.compile(r"[?？]\s*$")
 _REQUEST = re.compile(r",?\s+(?:so |and |but )?(?:can|could|would|will) you\b", re.I)
 """A request that follows a statement in one sentence ("I use Sublime Text, so can you…?")."""
-_CJK_RUN = re.compile(f"[{_CJK}]+")
+_CJK_RUN = re.compile(f"[{RANGES}]+")
 _CJK_STOP = re.compile(f"[{stopwords.SUBJECT_CJK_CHARS}]")
 
 
@@ -100,6 +99,7 @@ class Claim:
     counted: int = 0
     """How many of its values it states outside an aside in parentheses ("workers = 8 (commit
     4e1c2aa by Femi)" states one): what tells a statement from a list."""
+    who: str = ""  # who says it, in a chat between named people ("Caroline: I've known ...")
 
 
 _NUMBER_WORD = re.compile(
@@ -243,8 +243,8 @@ def claims(text: str) -> tuple[Claim, ...]:
         found = claim(sentence)
         if found is not None:
             mine = frozenset() if agent else personal.slots(sentence, who)
-            if asked or mine:
-                found = replace(found, anchors=found.anchors | asked | mine)
+            if asked or mine or who:
+                found = replace(found, anchors=found.anchors | asked | mine, who=who)
             out.append(found)
         asked = frozenset()
     last = claim(correction) if correction else None
@@ -356,8 +356,8 @@ def mentions(text: str, value: str) -> bool:
 @lru_cache(maxsize=65536)
 def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     """Why ``new`` (said later) replaces ``old``, or "" when it does not."""
-    if new.text == old.text:
-        return ""
+    if new.text == old.text or personal.two_people(new.who, old.who):
+        return ""  # Melanie's "seven years now" is not Caroline's "for 4 years"
     shared = new.anchors & old.anchors
     for value in new.retired - old.retired:
         if (value in old.values or _CJK_RUN.fullmatch(value)) and mentions(old.text, value):
@@ -379,9 +379,13 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     mine = personal.changed(new.text, old.text, shared)  # one value at a time
     if mine:
         return f"a change of {mine}"  # "I work at Brightwave" / "I started at Northpeak"
+    if new.who and old.who:  # a chat: only a value retired by name or a one-value fact
+        return ""  # changes ("Yeah actually - creating gaming content" / "my main hobbies")
     short = max(len(new.text), len(old.text)) <= MAX_CHANGE
     counted = max(new.counted, old.counted)
-    if new.cue and short and counted <= MAX_VALUES:
+    other = new.retired and new.retired.isdisjoint(old.values)  # "instead of defaulting"
+    cue = new.cue and not (other and cues.only_instead(new.text))
+    if cue and short and counted <= MAX_VALUES:
         fresh = new.values - old.values - new.retired
         numbers = {v for v in old.values if shape(v) == "number"}
         unsaid = {shape(o) for o in old.values - new.anchors} | {"number"}
@@ -448,7 +452,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             return "a change on the same subject"
     if short and counted <= MAX_VALUES and _restated(new, old, shared):
         return "the same subject, another value"
-    if not (new.cue and short and counted <= MAX_VALUES // 2):
+    if not (cue and short and counted <= MAX_VALUES // 2):
         return ""
     if similar.conflict(new.text, old.text, cosine, model_id).sure:
         return "same subject, another value"

@@ -96,6 +96,22 @@ def slots(sentence: str, who: str = "") -> frozenset[str]:
     )
 
 
+_LABELS = frozenset(
+    [
+        "note", "update", "fix", "summary", "todo", "error", "warning", "done", "status", "result",
+        "answer", "edit", "reason", "cause", "problem", "solution", "output", "example", "tip",
+        "important", "actually", "also", "next"
+    ]
+)  # fmt: skip
+"""Words a sentence may start with as "Update: ..." that name no speaker."""
+
+
+def two_people(a: str, b: str) -> bool:
+    """Whether two speakers' names (lower case, as :func:`slots` takes them) are of two
+    people, neither a label like "Update": one does not correct the other's own facts."""
+    return bool(a and b and a != b and a not in _LABELS and b not in _LABELS)
+
+
 def value(sentence: str, key: str) -> str:
     """The value ``sentence`` gives the slot ``key`` ("slot:employer"), folded, or ""."""
     for pattern in SLOTS.get(key.removeprefix("slot:").split("@")[0], ()):
