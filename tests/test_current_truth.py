@@ -287,6 +287,22 @@ CASES: list[dict[str, Any]] = [
         "current": ["3.12.2"],
         "stale": ["3.10.13"],
     },
+    {
+        "name": "组，只说了一次调动",
+        "sessions": [
+            ("2026-02-02", [
+                ("user", "我在测试组，负责接口自动化，帮我写个登录用的 pytest fixture。"),
+                ("assistant", "在 conftest.py 里加了 logged_in_client fixture，token 按会话缓存。"),
+            ]),
+            ("2026-04-07", [
+                ("user", "我上个月调到风控组了，帮我看看规则引擎这个单测为什么不稳定。"),
+                ("assistant", "规则按 dict 顺序执行，测试依赖了顺序；我改成按优先级排序，连跑 200 次都通过。"),
+            ]),
+        ],
+        "question": "我现在在哪个组？",
+        "current": ["风控组"],
+        "stale": ["测试组"],
+    },
 ]  # fmt: skip
 MARK = re.compile(r"\[until \d{4}-\d\d-\d\d|\[may be outdated: \d{4}-\d\d-\d\d says ")
 
@@ -549,6 +565,8 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("It connects to db-stg-02.internal... sorry, I meant pg-staging-01.internal, the old box was retired.", "Staging Postgres is at db-stg-02.internal, port 5432."),
         ("There was a reorg: I report to Tomás now.", "When drafting my weekly update, address it to Priya, she's my manager."),
         ("已回退：go.mod 恢复成 `go 1.21`，CI 镜像改回 golang:1.21-alpine。", "把 go.mod 改成 `go 1.22`，CI 镜像换成 golang:1.22-alpine。"),
+        ("Now that I've moved over to the data team I own the Airflow DAGs.", "I'm on the mobile team, so review this SwiftUI view."),
+        ("我已经从测试组转到了运维组，今天开始接手监控。", "我在测试组，负责接口自动化。"),
         # a chat between named people: a person's one-value fact, a value retired by name
         ("Caroline: Small update, I started at Northpeak Analytics this week.", "Caroline: I work at Brightwave Labs on the data team."),
         ("Jon: We moved from Austin to Denver last month.", "Jon: We live in Austin, near the lake."),
@@ -761,9 +779,11 @@ def test_a_version_is_carried_only_by_a_version() -> None:
         ("What CI system runs the integration tests now?", "The GitHub Actions service container failed."),
         ("这个项目装依赖该用什么工具？", "poetry lock 报了版本冲突。"),
         ("Which language is the worker written in?", "We use Go for the worker."),
+        ("我现在在哪个组？", "我上个月调到了风控组，在看规则引擎。"),
+        ("Which team am I on these days?", "I'm on the platform team, so I own Terraform."),
     ],
 )  # fmt: skip
-def test_a_tool_of_the_job_asked_for_answers_the_prompt(prompt: str, memory: str) -> None:
+def test_a_tool_or_fact_the_prompt_asks_for_answers_it(prompt: str, memory: str) -> None:
     """Recall counts such a memory relevant whatever its other words."""
     own = searchterms.term_set(memory)
     assert synonyms.answers(own, prompt, memory)

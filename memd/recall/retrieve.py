@@ -38,7 +38,6 @@ from memd import kinds
 from memd.models import USER_SCOPE, Memory, check_kind
 from memd.recall import lexical, synonyms
 from memd.recall.hits import BriefScore, Hit, Relevance
-from memd.store import roles
 from memd.store.filters import Filter, is_in, match
 from memd.store.table import MemoryStore
 from memd.text import bridge, crossterms, searchterms
@@ -394,7 +393,7 @@ def rank(
             lex = min(1.0, lex / calibration.cross_lexical)
         relevance = max(semantic, weights.semantic * semantic + weights.lexical * lex)
         need = needs[memory.kind in BROAD_KINDS]
-        if answers:  # it names a tool of the job the prompt asks for
+        if answers:  # a tool of the job the prompt asks for, the person's fact it asks
             relevance = max(relevance, need)
         fused = rrf[mid] / best_rrf
         total = (
@@ -437,15 +436,15 @@ class Signals:
         self.query_zh = is_chinese(query)
         self.covers = lexical.coverage_of(whole, segments, idf)
         self.query = query  # its words a memory may carry in others (:mod:`synonyms`)
-        self.asks_job = bool(roles.asked(query))  # "Which package manager ...?"
+        self.asks_for = synonyms.asks_for(query)  # "Which package manager ...?"
         self.reach = frozenset(whole).union(self.bridged.reach_terms)
         self.half_life = weights.recency_half_life_days
         self.now = now
         self.now_seconds = now.timestamp()
 
     def of(self, memory: Memory) -> tuple[float, bool, float, bool]:
-        """(lexical, memory is Chinese, recency, it names a tool of a job the query asks
-        for)."""
+        """(lexical, memory is Chinese, recency, it gives what the query asks for by name:
+        a job's tool, a person's fact)."""
         text = memory.text
         memory_zh = text_is_chinese(text)
         have = searchterms.term_set(text)
@@ -453,7 +452,7 @@ class Signals:
         if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
             lex = max(lex, crossterms.reverse_coverage(searchterms.terms(text), self.reach))
         age = age_days(memory.said_at(), self.now_seconds)  # `now` once
-        answers = self.asks_job and synonyms.answers(have, self.query, text)
+        answers = self.asks_for and synonyms.answers(have, self.query, text)
         return lex, memory_zh, math.pow(0.5, age / self.half_life), answers
 
 

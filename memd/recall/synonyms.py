@@ -155,11 +155,19 @@ def _asked_tools(query: str) -> frozenset[str]:
     )
 
 
+def asks_for(query: str) -> bool:
+    """Whether ``query`` asks for a job's tool or a person's one-value fact by name."""
+    return bool(roles.asked(query) or personal.asked(query))
+
+
 def answers(have: frozenset[str], query: str, text: str) -> bool:
     """Whether a memory (its terms ``have``, its ``text``) names a tool of a job ``query``
-    asks for by name: "If I want to add a dependency, which package manager do I run?" is
-    answered by "I ran pnpm install to regenerate pnpm-lock.yaml", whatever else either says.
+    asks for by name, or gives the person's fact it asks for: "If I want to add a dependency,
+    which package manager do I run?" is answered by "I ran pnpm install to regenerate
+    pnpm-lock.yaml", "我现在在哪个组？" by "我上周调到数据组了", whatever else either says.
     Recall counts such a memory relevant."""
+    if any(key in personal.slots(text) for key, _ in personal.asked(query)):
+        return True
     tools = _asked_tools(query)
     if tools and not have.isdisjoint(tools):
         return True

@@ -56,6 +56,23 @@ SLOTS: dict[str, tuple[re.Pattern[str], ...]] = {
         ),
         re.compile(rf"(?:向|汇报给){_CJK_NAME}汇报"),
     ),
+    "team": (
+        re.compile(
+            r"\bI(?:'m| am)(?: now)? (?:on|in|part of) the (?P<v>[\w-]+(?: [\w-]+)?) team\b"
+        ),
+        re.compile(
+            r"\bI(?:'ve| have)? (?:moved|switched|transferred|joined)(?: over)? (?:to )?the "
+            r"(?P<v>[\w-]+(?: [\w-]+)?) team\b"
+        ),
+        re.compile(r"\b[Mm]y (?:new )?team is (?:now )?(?:the )?(?P<v>[\w-]+(?: (?!now\b)[\w-]+)?)"),
+        re.compile(
+            rf"我(?:现在|目前|已经)?(?:在|调到了?|转到了?|换到了?|加入了?)(?P<v>[{RANGES}A-Za-z]{{1,6}}?)"
+            r"(?:组|团队|小组|部门)(?![长员])"
+        ),
+        re.compile(
+            rf"(?:调到|转到|换到)了?(?P<v>[{RANGES}A-Za-z]{{1,6}}?)(?:组|团队|小组|部门)(?![长员])"
+        ),
+    ),
     "phone": (
         re.compile(
             r"\b[Mm]y (?:new |mobile |cell |phone )*(?:number|phone)(?: is)?(?: now)?:? "
@@ -137,6 +154,7 @@ ASKED: dict[str, str] = {
     "role": r"\b(?:my|his|her) (?:role|position|title|job title)\b|职位|岗位|职务|什么角色",
     "manager": r"\b(?:my|his|her) (?:manager|boss)\b|\breport to\b|领导|上级|向谁汇报",
     "phone": r"\b(?:phone|mobile|cell)(?: number)?\b|\bmy number\b|电话|手机",
+    "team": r"\b(?:which|what) team\b|\bmy team\b|哪个组|什么组|哪个团队|哪个部门|哪个小组",
     "favourite language": r"favou?rite (?:programming )?language|最喜欢的(?:编程)?语言",
 }
 """The words a question asks for each slot with ("Where do I work these days?", "我现在是什么职位？")."""
