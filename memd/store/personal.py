@@ -64,7 +64,9 @@ SLOTS: dict[str, tuple[re.Pattern[str], ...]] = {
             r"\bI(?:'ve| have)? (?:moved|switched|transferred|joined)(?: over)? (?:to )?the "
             r"(?P<v>[\w-]+(?: [\w-]+)?) team\b"
         ),
-        re.compile(r"\b[Mm]y (?:new )?team is (?:now )?(?:the )?(?P<v>[\w-]+(?: (?!now\b)[\w-]+)?)"),
+        re.compile(
+            r"\b[Mm]y (?:new )?team is (?:now )?(?:the )?(?P<v>[\w-]+(?: (?!now\b)[\w-]+)?)"
+        ),
         re.compile(
             rf"我(?:现在|目前|已经)?(?:在|调到了?|转到了?|换到了?|加入了?)(?P<v>[{RANGES}A-Za-z]{{1,6}}?)"
             r"(?:组|团队|小组|部门)(?![长员])"
