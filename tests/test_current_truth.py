@@ -22,7 +22,7 @@ from hitdata import hit
 
 from memd.extract import rules
 from memd.recall import lexical, stale, synonyms
-from memd.store import current
+from memd.store import clock, current
 from memd.text import searchterms
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -567,6 +567,10 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("已回退：go.mod 恢复成 `go 1.21`，CI 镜像改回 golang:1.21-alpine。", "把 go.mod 改成 `go 1.22`，CI 镜像换成 golang:1.22-alpine。"),
         ("Now that I've moved over to the data team I own the Airflow DAGs.", "I'm on the mobile team, so review this SwiftUI view."),
         ("我已经从测试组转到了运维组，今天开始接手监控。", "我在测试组，负责接口自动化。"),
+        ("The cleanup CronJob now has `schedule: \"15 3 * * *\"`.", "Created the cleanup CronJob with `schedule: \"0 1 * * *\"`."),
+        ("报表任务改到每天早上 6 点半跑了。", "报表任务每天早上 8 点跑。"),
+        ("We got off Travis after the pricing change; builds run on Buildkite.", "Travis builds the docs on every push."),
+        ("最近换成 Helix 了，装了 ruff 的 LSP，怎么让它保存时格式化？", "帮我配下 Sublime，保存时用 ruff 格式化。"),
         # a chat between named people: a person's one-value fact, a value retired by name
         ("Caroline: Small update, I started at Northpeak Analytics this week.", "Caroline: I work at Brightwave Labs on the data team."),
         ("Jon: We moved from Austin to Denver last month.", "Jon: We live in Austin, near the lake."),
@@ -804,3 +808,18 @@ def test_a_line_manager_is_a_manager() -> None:
 def test_words_of_asking_about_now_are_no_search_terms() -> None:
     assert lexical.query_terms("Which shell do I use day to day?")[0] == ("shell",)
     assert "哪家" not in searchterms.terms("我现在在哪家公司上班？")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "times"),
+    [
+        ('schedule: "30 4 * * *"', {"04:30"}),
+        ("cron `0 2 * * 1-5`", {"02:00"}),
+        ("每天早上 8 点跑，周末 9点15分", {"08:00", "09:15"}),
+        ("改到 6 点半", {"06:30"}),
+        ("1 2 3 4 5 items", set()),
+        ("at 02:00 UTC", set()),  # already a time as written
+    ],
+)
+def test_clock_times_of_a_cron_schedule_and_a_chinese_hour(sentence: str, times: set[str]) -> None:
+    assert clock.clock_times(sentence) == times

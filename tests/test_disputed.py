@@ -175,3 +175,13 @@ def test_versions_of_two_majors_are_two_answers_when_a_version_is_asked() -> Non
     assert "[may be outdated: 2026-02-12 says 20.11.1]" in marked(out)["old"]
     out = disputed.mark_disputed(results(old, new), "Why does npm ci warn about the engine?")
     assert marked(out)["old"] == old  # no version asked: 18.x and 20.x are other things
+
+
+def test_a_time_asked_for_compares_a_cron_schedule_with_a_time() -> None:
+    old = "user: The nightly export runs from cron `0 2 * * *` and uploads to S3."
+    new = "user: The nightly export log shows it started at 04:30 UTC and failed."
+    for question in ("When does the nightly export start?", "每晚的导出任务几点开始？"):
+        out = disputed.mark_disputed(results(old, new), question)
+        assert "[may be outdated: 2026-02-12 says 04:30]" in marked(out)["old"]
+    out = disputed.mark_disputed(results(old, new), "Why did the nightly export fail?")
+    assert marked(out)["old"] == old  # no time asked

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from memd.recall import stale
 from memd.recall.hits import Hit
-from memd.store import current, roles
+from memd.store import clock, current, roles
 from memd.text import stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
@@ -95,6 +95,7 @@ _MAJOR = re.compile(r"^v\d+$")
 _KIND_ASKED = {
     "region": re.compile(r"\bregion\b|地域|区域|可用区", re.I),
     "port": re.compile(r"\bport\b|端口", re.I),
+    "time": re.compile(r"\bwhat time\b|\bwhen (?:does|do|is|will)\b|几点|什么时间", re.I),
 }
 """Kinds of value a prompt asks for by name: every value of the kind answers it, whatever
 the words beside it ("Which AWS region ...?": `region = "eu-central-1"`)."""
@@ -149,6 +150,7 @@ def _values(
         or roles.tools_named(folded)
         or any(phrase in folded for phrase in roles.PHRASES)  # "GitHub Actions"
         or roles.named_as_tool(text)  # "Drone"
+        or clock.clock_times(text)  # "0 2 * * *", "8 点"
     ):
         return []  # (one search spares reading the claims of most texts)
     out = []

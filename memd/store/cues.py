@@ -67,6 +67,10 @@ RETIRED = [
     re.compile(rf"不再(?:用|使用|维护|写入)?\s*(?P<v>{V}|[{CJK}]{{2,4}})"),
     re.compile(rf"(?P<v>{V})\s*(?:的)?(?:升级)?(?:已经)?回滚"),
     re.compile(
+        rf"\b(?:got|moved|migrated|switched|came|stepped) off\s+(?:of\s+)?(?:the\s+)?`?(?P<v>{V})",
+        re.I,
+    ),
+    re.compile(
         rf"\btried\s+(?:\w+\s+)?`?(?P<v>{V})`?\b[^.;!?]*?"
         r"\b(?:revert(?:ed)?|rolled (?:it )?back|backed (?:it )?out|gave up|abandoned)\b",
         re.I,
@@ -76,7 +80,7 @@ RETIRED = [
 RETIRE_HINT = re.compile(
     r"from|instead|rather than|in place of|replac|archiv|delet|remov|retir|deprecat|drop"
     r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried|old\b"
-    r"|gone|uninstall|decommission|\bI said\b|I meant"
+    r"|gone|uninstall|decommission|\bI said\b|I meant|\boff\b"
     r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是",
     re.I,
 )
@@ -102,6 +106,7 @@ _HINTS = [
     r"解散|停用|下线|废弃|关停|弃用|停掉",
     r"不再",
     r"回滚",
+    r"\boff\b",
     r"\btried\b",
 ]
 RETIRED_HINTED = list(zip([re.compile(h, re.I) for h in _HINTS], RETIRED, strict=True))
@@ -126,6 +131,13 @@ SELF_CORRECTION = (
     r"|I said \S+ but (?:it's|it is|it should be|I meant)|sorry,? I meant"
 )
 """A speaker correcting what they said before (a change cue, and a correction)."""
+REQUEST = re.compile(
+    r",?\s+(?:so |and |but )?(?:can|could|would|will) you\b"
+    r"|[，,]\s*(?:那|请|帮我|能不能|可以|怎么|如何|为什么)",
+    re.I,
+)
+"""A request after a statement in one sentence ("I use Sublime Text, so can you…?",
+"最近换成 nvim 了，怎么让它…？")."""
 CUE = re.compile(
     r"(?<!/)\b(?:now(?! that\b| (?:passes|works|fails|builds|compiles|succeeds|shows|prints|returns"
     r"|reports|lists|outputs|finds|logs)\b)"

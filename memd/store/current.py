@@ -9,8 +9,7 @@ its *claims*. A later claim replaces an earlier one about the same subject when
 - or it says a change ("now", "switched", "changed ... to", "rolled back", "现在", "改成") and
   names a new value of the same shape (a number for a number, a path for a path, a name for a
   name) on a shared subject word;
-- or it gives another value of a person's own fact (where they work, where they live:
-  :mod:`memd.store.personal`);
+- or it gives another value of a person's one-value fact (:mod:`memd.store.personal`);
 - or :func:`memd.store.similar.conflict` is sure of it (same subject, another value).
 
 The words that say a change, a retirement or a correction are in :mod:`memd.store.cues`.
@@ -25,7 +24,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from memd.store import cues, personal, roles, similar
+from memd.store import clock, cues, personal, roles, similar
 from memd.text import searchterms, stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
@@ -65,8 +64,6 @@ def _unnumbered(text: str) -> str:
 
 
 _QUESTION = re.compile(r"[?？]\s*$")
-_REQUEST = re.compile(r",?\s+(?:so |and |but )?(?:can|could|would|will) you\b", re.I)
-"""A request that follows a statement in one sentence ("I use Sublime Text, so can you…?")."""
 _CJK_RUN = re.compile(f"[{RANGES}]+")
 _CJK_STOP = re.compile(f"[{stopwords.SUBJECT_CJK_CHARS}]")
 
@@ -172,6 +169,7 @@ def claim(sentence: str) -> Claim | None:
     values.update(tool for phrase, tool in roles.PHRASES.items() if phrase in folded)
     values.update(roles.tools_named(folded))
     values.update(m.group(0) for m in _FLAG.finditer(folded))
+    values.update(clock.clock_times(sentence))  # "0 8 * * *", "早上 8 点": 08:00
     cjk = _bigrams(sentence)
     words = {w for w in f.words if w not in GENERIC and len(w) > 1} - values
     if not values and len(words) < 2 and len(cjk) < 3:
@@ -233,7 +231,7 @@ def claims(text: str) -> tuple[Claim, ...]:
             if said is None or not said.values:
                 correction = sentence  # the value it corrects comes next
                 continue
-        request = _REQUEST.search(sentence) if _QUESTION.search(sentence) else None
+        request = cues.REQUEST.search(sentence) if _QUESTION.search(sentence) else None
         if request is not None and len(sentence[: request.start()].split()) >= 4:
             sentence = sentence[: request.start()] + "."  # "I use Sublime, so can you …?"
         if _QUESTION.search(sentence):
