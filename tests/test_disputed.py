@@ -185,3 +185,10 @@ def test_a_time_asked_for_compares_a_cron_schedule_with_a_time() -> None:
         assert "[may be outdated: 2026-02-12 says 04:30]" in marked(out)["old"]
     out = disputed.mark_disputed(results(old, new), "Why did the nightly export fail?")
     assert marked(out)["old"] == old  # no time asked
+
+
+def test_two_shares_of_users_are_two_answers() -> None:
+    old = "user: 新推荐算法先给 5% 的用户灰度。"
+    new = "user: 效果不错，灰度已经调到 30% 了，帮我在埋点里区分一下新旧算法。"
+    out = disputed.mark_disputed(results(old, new), "新版推荐算法目前放量到多少用户了？")
+    assert "[may be outdated: 2026-02-12 says 30]" in marked(out)["old"]

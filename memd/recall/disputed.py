@@ -134,6 +134,10 @@ def _kinds(sentence: str, value: str) -> frozenset[str]:
         if unit:
             kinds.add("n:" + unit.group(0))
         kinds.update("n:" + unit for unit in current.noun_after(sentence, value))
+        v = re.escape(value)  # "10% of users", "rollout_percent: 50", "调到 30%"
+        percent = rf"(?<![\d.]){v}\s*(?:%|％|percent)|percent\w*\W{{1,3}}{v}\b"
+        if re.search(percent, sentence, re.I):
+            kinds.add("n:%")
     return frozenset(kinds)
 
 

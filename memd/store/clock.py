@@ -1,6 +1,6 @@
 """Times of day a sentence gives in other shapes than "02:30": a cron schedule's
-(``0 8 * * *``) and Chinese hours (早上 8 点, 6 点半), as "HH:MM", so that a schedule told one way
-and changed another way are two values of one kind (:mod:`memd.store.current`)."""
+(``0 8 * * *``) and Chinese hours (早上 8 点, 6 点半), as "HH:MM", so that a schedule told
+one way and changed another way are two values of one kind (:mod:`memd.store.current`)."""
 
 from __future__ import annotations
 

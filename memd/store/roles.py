@@ -34,7 +34,9 @@ ROLES: dict[str, tuple[str, ...]] = {
         "cockroachdb lancedb"
     ),
     "cache": _listed("redis memcached valkey"),
-    "message queue": _listed("rabbitmq kafka sqs nats celery sidekiq pulsar redis"),
+    "message queue": _listed(
+        "rabbitmq kafka sqs nats celery sidekiq pulsar redis rocketmq activemq"
+    ),
     "ci": _listed("jenkins circleci travis github-actions gitlab buildkite drone"),
     "containers": _listed("docker podman kubernetes helm nomad"),
     "bundler": _listed("vite webpack esbuild rollup parcel turbopack"),
