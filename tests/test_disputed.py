@@ -192,3 +192,12 @@ def test_two_shares_of_users_are_two_answers() -> None:
     new = "user: 效果不错，灰度已经调到 30% 了，帮我在埋点里区分一下新旧算法。"
     out = disputed.mark_disputed(results(old, new), "新版推荐算法目前放量到多少用户了？")
     assert "[may be outdated: 2026-02-12 says 30]" in marked(out)["old"]
+
+
+def test_two_handles_are_two_answers_to_who() -> None:
+    old = "assistant: Added `.github/CODEOWNERS` with `/services/search/ @ana-k` for review."
+    new = "user: My PR in services/search waits on a review from @tom-b. Right?"
+    out = disputed.mark_disputed(results(old, new), "Who has to approve search changes?")
+    assert "[may be outdated: 2026-02-12 says @tom-b]" in marked(out)["old"]
+    out = disputed.mark_disputed(results(old, new), "Who reviews search and ranking changes?")
+    assert marked(out)["old"] == old  # two things asked: both may hold

@@ -51,11 +51,12 @@ _PAST = re.compile(
 """A prompt about the past: an older value is its answer, not a stale one."""
 _KINDED = re.compile(
     r"(?<![\w.])\d+(?:[.:]\d+)*\s?[a-z%]|\b[a-z]{2}-[a-z]+-\d\b|\b(?:cn|ap|us|eu)-[a-z]+"
-    r"|\w\.\w+\.[a-z]{2,}\b|\w:\w|\b[a-z][a-z0-9]*(?:[-_][a-z][a-z0-9]*)*[-_]\d|\bport|端口",
+    r"|\w\.\w+\.[a-z]{2,}\b|\w:\w|\b[a-z][a-z0-9]*(?:[-_][a-z][a-z0-9]*)*[-_]\d|\bport|端口"
+    r"|(?<![\w.])@[a-z]",
     re.IGNORECASE,
 )
 """What a text with a value of a kind holds: a number with a unit or a time, a region, a host,
-an image's tag (a known tool is looked up apart)."""
+an image's tag, a @handle (a known tool is looked up apart)."""
 _STORES = frozenset(["job:database", "job:cache"])
 _TIME = re.compile(r"^\d{1,2}:\d{2}$")
 _SERIAL = re.compile(r"^([a-z][a-z0-9]*(?:[-_][a-z][a-z0-9]*)*)[-_]\d[\w.]*$")
@@ -96,9 +97,11 @@ _KIND_ASKED = {
     "region": re.compile(r"\bregion\b|地域|区域|可用区", re.I),
     "port": re.compile(r"\bport\b|端口", re.I),
     "time": re.compile(r"\bwhat time\b|\bwhen (?:does|do|is|will)\b|几点|什么时间", re.I),
+    "person": re.compile(r"\bwho(?:m|se)?\b|谁", re.I),
 }
 """Kinds of value a prompt asks for by name: every value of the kind answers it, whatever
 the words beside it ("Which AWS region ...?": `region = "eu-central-1"`)."""
+_HANDLE = re.compile(r"^@[a-z][\w-]+$")
 _PORT_URL = re.compile(r"^[a-z][\w+.-]*://[^/\s]*:\d{2,5}(?:/|$)")
 _PORT_WORD = r"(?:port\(?s?\)?\s*[:=]?|端口(?:号)?(?:是|为|改成|改为)?|listen(?:s|ing)? on)"
 
@@ -125,6 +128,8 @@ def _kinds(sentence: str, value: str) -> frozenset[str]:
         kinds.add("id:" + serial.group(1))
     if _is_port(sentence, value):
         kinds.add("port")
+    if _HANDLE.match(value):
+        kinds.add("person")  # CODEOWNERS' @priya-s, later @marcus-lee
     if _REGION.match(value):
         kinds.add("region")
     elif _TIME.match(value):
