@@ -784,6 +784,8 @@ def test_a_version_is_carried_only_by_a_version() -> None:
         ("这个项目装依赖该用什么工具？", "poetry lock 报了版本冲突。"),
         ("Which language is the worker written in?", "We use Go for the worker."),
         ("我现在在哪个组？", "我上个月调到了风控组，在看规则引擎。"),
+        ("What's the command to add a dependency to one package?", "I ran `pnpm add zod --filter api`."),
+        ("我们后端都用了哪些数据存储？", "商品索引放在 Elasticsearch，订单在 MySQL。"),
         ("Which team am I on these days?", "I'm on the platform team, so I own Terraform."),
     ],
 )  # fmt: skip

@@ -168,13 +168,14 @@ def different_jobs(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -
 _ASKED = {
     "package manager": (
         r"package[- ]?managers?|dependency managers?|install(?:ing)? (?:the )?dependencies"
+        r"|add(?:ing)? (?:a |new )?dependenc(?:y|ies)|加依赖|添加依赖"
         r"|包管理|装依赖|安装依赖|依赖管理|管依赖"
     ),
     "linter": r"linters?|linting|lint",
     "formatter": r"formatters?|formatting|code style|格式化",
     "type checker": r"type[- ]?check(?:er|ers|ing)?|typing|type checks|类型检查",
     "test runner": r"test (?:runner|framework|suite runner)s?|testing framework|测试框架|单测框架",
-    "database": r"databases?|\bdb\b|数据库",
+    "database": r"databases?|\bdb\b|data ?stores?|数据库|数据存储",
     "cache": r"cach(?:e|es|ing)|缓存",
     "message queue": r"message (?:queue|broker|bus)(?:es|s)?|queues?|消息队列|消息中间件|消息总线",
     "ci": r"\bci\b|continuous integration|持续集成|流水线",
