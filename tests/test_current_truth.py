@@ -798,6 +798,14 @@ def test_a_tool_or_fact_the_prompt_asks_for_answers_it(prompt: str, memory: str)
     assert not synonyms.answers(searchterms.term_set(other), prompt, other)
 
 
+def test_a_job_word_before_another_noun_asks_for_no_tool() -> None:
+    """ "which database migrations tool" asks for a migration tool, not a database."""
+    memory = "The job queue takes Postgres advisory locks."
+    own = searchterms.term_set(memory)
+    assert not synonyms.answers(own, "Which database migrations tool do we use?", memory)
+    assert synonyms.answers(own, "Which database does the job queue use?", memory)
+
+
 def test_a_line_manager_is_a_manager() -> None:
     memory = "There was a reorg: I report to Tomás now."
     own = searchterms.term_set(memory)

@@ -175,7 +175,11 @@ _ASKED = {
     "formatter": r"formatters?|formatting|code style|格式化",
     "type checker": r"type[- ]?check(?:er|ers|ing)?|typing|type checks|类型检查",
     "test runner": r"test (?:runner|framework|suite runner)s?|testing framework|测试框架|单测框架",
-    "database": r"databases?|\bdb\b|data ?stores?|数据库|数据存储",
+    "database": (
+        r"(?:databases?|\bdb\b)(?! (?:migrations?|schemas?|backups?|connections?|urls?|dumps?"
+        r"|tables?|queries|query|credentials|passwords?|users?|pool|drivers?|tests?|locks?))"
+        r"|data ?stores?|数据库|数据存储"
+    ),
     "cache": r"cach(?:e|es|ing)|缓存",
     "message queue": r"message (?:queue|broker|bus)(?:es|s)?|queues?|消息队列|消息中间件|消息总线",
     "ci": r"\bci\b|continuous integration|持续集成|流水线",
