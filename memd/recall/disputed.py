@@ -20,7 +20,7 @@ import re
 from collections import defaultdict
 from dataclasses import replace
 
-from memd.recall import stale
+from memd.recall import stale, synonyms
 from memd.recall.hits import Hit
 from memd.store import clock, current, roles
 from memd.text import stopwords
@@ -90,7 +90,6 @@ def _about(near: frozenset[str], stems: frozenset[str], pairs: frozenset[str]) -
     return not near.isdisjoint(stems) or not _pairs(near).isdisjoint(pairs)
 
 
-_VERSION_ASKED = re.compile(r"\bversions?\b|版本", re.IGNORECASE)
 _MAJOR = re.compile(r"^v\d+$")
 """A version's family (:func:`current.family`: "v18" for 18.19.0)."""
 _KIND_ASKED = {
@@ -197,7 +196,7 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
     jobs = tuple(f"job:{role}" for role, _, _ in roles.asked(query))  # "Which CI ...?"
     jobs += tuple(kind for kind, ask in _KIND_ASKED.items() if ask.search(query))  # "Which port?"
     said = {r.id: r.said_at()[:10] for r in hits}
-    versions = _VERSION_ASKED.search(query) is not None  # "Which Node version ...?"
+    versions = synonyms.VERSION_ASKED.search(query) is not None  # "Which Node version ...?"
     by_kind: dict[str, list[tuple[Hit, str, frozenset[str]]]] = defaultdict(list)
     values: dict[str, list[tuple[str, str, frozenset[str], frozenset[str]]]] = {}
     for r in hits:

@@ -113,7 +113,7 @@ def carried(have: frozenset[str], query: str, text: str = "") -> frozenset[str]:
             if "." in t  # esbuild.build()
         ):
             have = have | words
-    if text and _VERSION_ASKED.search(query) and _gives_version(text, query):
+    if text and VERSION_ASKED.search(query) and _gives_version(text, query):
         have = have | _version_words(query)
     if text:
         folded = ""
@@ -180,7 +180,8 @@ def answers(have: frozenset[str], query: str, text: str) -> bool:
     return False
 
 
-_VERSION_ASKED = re.compile(r"(?<![a-z0-9_-])versions?(?![a-z0-9_-])|版本", re.IGNORECASE)
+VERSION_ASKED = re.compile(r"(?<![a-z0-9_-])versions?(?![a-z0-9_-])|版本", re.IGNORECASE)
+"""A prompt that asks for a version ("Which Node version ...?", "哪个 Python 版本")."""
 _DOTTED = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?!\w|\.\d)", re.IGNORECASE)
 _NAMED_NUMBER = re.compile(r"([a-z][\w.+-]*)[ :@]v?\d{1,3}(?:\.\d+)*(?![\w%]|\.\d)", re.IGNORECASE)
 
@@ -200,7 +201,7 @@ def _gives_version(text: str, query: str) -> bool:
 @lru_cache(maxsize=256)
 def _version_words(query: str) -> frozenset[str]:
     return frozenset(
-        t for m in _VERSION_ASKED.finditer(query) for t in searchterms.terms(m.group(0))
+        t for m in VERSION_ASKED.finditer(query) for t in searchterms.terms(m.group(0))
     )
 
 
