@@ -70,10 +70,9 @@ def expansions(query: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
     out = []
     for role, tools, asked_with in roles.asked(query):
         # (a tool named by an everyday word carries the job only written as a name: carried)
-        jobs = frozenset(
-            t for tool in tools if tool not in roles.WORDS for t in searchterms.terms(tool)
+        out.append(
+            (_tool_terms(tools), searchterms.term_set(role) | searchterms.term_set(asked_with))
         )
-        out.append((jobs, searchterms.term_set(role) | searchterms.term_set(asked_with)))
     for pattern, words in SYNONYMS.items():
         m = re.search(rf"(?<![a-z0-9_-])(?:{pattern})(?![a-z0-9_-])", folded)
         if m is not None:
@@ -115,14 +114,21 @@ def carried(have: frozenset[str], query: str, text: str = "") -> frozenset[str]:
             have = have | words
     if text and VERSION_ASKED.search(query) and _gives_version(text, query):
         have = have | _version_words(query)
-    if text:
-        folded = ""
-        for names, phrases, words in _named_jobs(query):
-            if phrases and not folded:
-                folded = " ".join(text.casefold().split())
-            if roles.named_as_tool(text, names) or any(p in folded for p in phrases):
-                have = have | words
+    for words in _jobs_named_in(text, query) if text else ():
+        have = have | words
     return have
+
+
+def _jobs_named_in(text: str, query: str) -> list[frozenset[str]]:
+    """For each job ``query`` asks for that ``text`` names by an everyday word written as a
+    name or by two words (:func:`_named_jobs`), the prompt's terms it carries."""
+    folded, out = "", []
+    for names, phrases, words in _named_jobs(query):
+        if phrases and not folded:
+            folded = " ".join(text.casefold().split())
+        if roles.named_as_tool(text, names) or any(p in folded for p in phrases):
+            out.append(words)
+    return out
 
 
 @lru_cache(maxsize=1024)
@@ -142,22 +148,24 @@ def _named_jobs(
     return tuple(out)
 
 
-@lru_cache(maxsize=1024)
-def _asked_tools(query: str) -> frozenset[str]:
-    """The terms of the tools of the jobs ``query`` asks for, but those named by everyday
-    words (:data:`roles.WORDS`, looked up as names)."""
+@lru_cache(maxsize=256)
+def _tool_terms(tools: tuple[str, ...]) -> frozenset[str]:
+    """The terms of a job's ``tools``, but those named by everyday words (:data:`roles.WORDS`,
+    looked up as names by :func:`_jobs_named_in`)."""
     return frozenset(
-        t
-        for _, tools, _ in roles.asked(query)
-        for tool in tools
-        if tool not in roles.WORDS
-        for t in searchterms.terms(tool)
+        t for tool in tools if tool not in roles.WORDS for t in searchterms.terms(tool)
     )
+
+
+@lru_cache(maxsize=1024)
+def _asked_jobs(query: str) -> tuple[tuple[str, tuple[str, ...], str], ...]:
+    """:func:`roles.asked`, once per prompt (recall asks it of every candidate)."""
+    return tuple(roles.asked(query))
 
 
 def asks_for(query: str) -> bool:
     """Whether ``query`` asks for a job's tool or a person's one-value fact by name."""
-    return bool(roles.asked(query) or personal.asked(query))
+    return bool(_asked_jobs(query) or personal.asked(query))
 
 
 def answers(have: frozenset[str], query: str, text: str) -> bool:
@@ -168,16 +176,9 @@ def answers(have: frozenset[str], query: str, text: str) -> bool:
     Recall counts such a memory relevant."""
     if any(key in personal.slots(text) for key, _ in personal.asked(query)):
         return True
-    tools = _asked_tools(query)
-    if tools and not have.isdisjoint(tools):
+    if any(not have.isdisjoint(_tool_terms(tools)) for _, tools, _ in _asked_jobs(query)):
         return True
-    folded = ""
-    for names, phrases, _ in _named_jobs(query):
-        if phrases and not folded:
-            folded = " ".join(text.casefold().split())
-        if roles.named_as_tool(text, names) or any(p in folded for p in phrases):
-            return True
-    return False
+    return bool(_jobs_named_in(text, query))
 
 
 VERSION_ASKED = re.compile(r"(?<![a-z0-9_-])versions?(?![a-z0-9_-])|版本", re.IGNORECASE)
