@@ -333,3 +333,29 @@ def test_tool_result_joins_its_call_across_a_long_subagent_run() -> None:
     assert [t.uuid for t in parent] == ["p1", "p2"]
     assert parent[1].tool_outputs == ["done"] and parent[1].uuids == ["p2", "p3"]
     assert len(turns) == 2 + 80
+
+
+def test_a_slash_command_with_arguments_is_the_users_request() -> None:
+    def user(text: str) -> str:
+        line = {
+            "type": "user",
+            "sessionId": "s",
+            "uuid": "u1",
+            "message": {"role": "user", "content": text},
+        }
+        got = parse_line(json.dumps(line))
+        return got.text if got is not None and not isinstance(got, Signal) else ""
+
+    typed = (
+        "<command-message>orchestrator is running…</command-message>\n"
+        "<command-name>/orchestrator</command-name>\n"
+        "<command-args>create TODO app by Next.js</command-args>"
+    )
+    assert user(typed) == "/orchestrator create TODO app by Next.js"
+    scoped = "<command-name>/opsx:explore</command-name><command-args>is the PR simple enough?</command-args>"
+    assert user(scoped) == "/opsx:explore is the PR simple enough?"
+    # No arguments, or Claude Code's own settings commands: nothing the user asked for.
+    assert user("<command-name>/simplify</command-name>\n<command-args></command-args>") == ""
+    assert user("<command-name>/model</command-name><command-args>opus</command-args>") == ""
+    compact = "<command-name>/compact</command-name><command-args>keep the API notes</command-args>"
+    assert user(compact) == ""

@@ -326,6 +326,9 @@ def work_candidates(
     return out
 
 
+_SLASH_COMMAND = re.compile(r"^/[\w:.-]+\s+(?=\w)")
+
+
 def episode_topic(ep: Episode) -> str:
     """What an episode was about, in a short phrase: the request's first sentence that asks
     for something (else its first sentence of substance); never a pasted command or log."""
@@ -333,6 +336,7 @@ def episode_topic(ep: Episode) -> str:
         return ""
     usable = []
     for sentence in sentences(keyword_text(ep.request_text)):
+        sentence = _SLASH_COMMAND.sub("", sentence)  # "/orchestrator create TODO app": its ask
         letters = sum(ch.isalpha() or ch.isspace() for ch in sentence)
         if is_small_talk(sentence) or letters < 0.8 * len(sentence) or sentence[0] in "❯$>#/~.":
             continue  # a pasted command or log line says what was run, not what was asked

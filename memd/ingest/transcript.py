@@ -3,7 +3,7 @@
 One JSONL line becomes at most one *item*: a :class:`~memd.models.Turn` (user text, one streamed
 assistant block, or a tool result) or a :class:`Signal` (a compaction boundary). Everything else
 (progress, snapshots, attachments such as ``hook_additional_context``, metadata, isMeta caveats,
-command noise, images, thinking) is dropped. Lines that are not JSON objects, or lack the fields a
+command noise, images, thinking) is dropped; a slash command's arguments are the user's request. Lines that are not JSON objects, or lack the fields a
 conversational line needs, are counted in :class:`ParseStats` and skipped, never fatal.
 
 :func:`fold` assembles items into turns: streamed assistant lines that share ``message.id`` become
@@ -325,6 +325,30 @@ def is_noise(text: str) -> bool:
     return text.startswith(NOISE_PREFIXES)
 
 
+_COMMAND = re.compile(r"<command-name>\s*(/?[\w:.-]+)\s*</command-name>")
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+_LOCAL_TEXT = """add-dir agents bug clear compact config context copy cost doctor exit export help
+    hooks ide login logout mcp memory model output-style permissions plugin resume rewind status
+    statusline terminal-setup theme upgrade usage vim"""
+LOCAL_COMMANDS = frozenset(_LOCAL_TEXT.split())
+"""Claude Code's own commands whose arguments set something up rather than ask for work
+(``/model opus``, ``/compact keep the API notes``)."""
+
+
+def slash_request(text: str) -> str:
+    """What the user asked for with a slash command and its arguments ("/orchestrator create
+    TODO app by Next.js"): they typed it, and the command's expanded prompt that follows (an
+    ``isMeta`` line) is not their words. Empty for a command without arguments or one of
+    :data:`LOCAL_COMMANDS`."""
+    name, args = _COMMAND.search(text), _COMMAND_ARGS.search(text)
+    if name is None or args is None or not args.group(1).strip():
+        return ""
+    command = name.group(1) if name.group(1).startswith("/") else "/" + name.group(1)
+    if command[1:].lower() in LOCAL_COMMANDS:
+        return ""
+    return f"{command} {args.group(1).strip()}"
+
+
 # --- internals
 
 
@@ -408,7 +432,9 @@ def _conversation_line(
                     tools += user_shell(btext)  # the user ran a command (! in Claude Code)
                     continue
                 btext = strip_injected(btext)
-                if is_noise(btext) or btext in SYSTEM_TEXTS:
+                if is_noise(btext):
+                    btext = slash_request(btext)
+                if not btext or btext in SYSTEM_TEXTS:
                     continue
             else:
                 btext = btext.strip()
