@@ -713,3 +713,26 @@ def test_a_guess_a_scratch_copy_or_narration_is_no_finding(sentence: str) -> Non
     assert finding_score(sentence) == 0.0
     kept = "SaveChanges in strategy/manual_commit_git.go is the only place CheckpointCount grows."
     assert finding_score(kept) > 0
+
+
+def test_a_slash_command_names_its_episode_and_a_big_change_lists_its_files() -> None:
+    def write(n: int, path: str, *names: str) -> Turn:
+        call = ToolCall("Write", path, args={"file_path": f"{CWD}/{path}", "added": list(names)})
+        call.status = "ok"
+        return replace(turn(n, "assistant", ""), tools=[call])
+
+    paths = [f"src/components/Part{i}.tsx" for i in range(8)] + ["src/app/page.tsx"]
+    segment = seg(
+        turn(1, "user", "/orchestrator create TODO app by Next.js"),
+        *(
+            write(i + 2, p, p.rsplit("/", 1)[1].split(".")[0], f"Props{i}")
+            for i, p in enumerate(paths)
+        ),
+        turn(20, "assistant", "The TODO app is ready: the page wires the parts together."),
+    )
+    (files,) = [c for c in HeuristicExtractor().extract(segment) if c.text.startswith("Files")]
+    # The request's words, not the command's name, say what the change was for.
+    assert files.text.startswith("Files changed for create TODO app by Next.js: ")
+    # Nine files: every one fits, each with what it gained but not its own name again.
+    assert "`src/app/page.tsx` (Props8)" in files.text and "more)" not in files.text
+    assert "`src/components/Part0.tsx` (Props0)" in files.text

@@ -265,6 +265,14 @@ def edits(episode: Episode, roots: tuple[str, ...]) -> dict[str, tuple[str, list
     return out
 
 
+FILES_NAMED = 6
+"""Up to this many files, each is listed with up to 5 of the names it gained; a bigger
+change lists every file that fits in :data:`FILES_ROOM` (a component's file often names it:
+``AddTodoForm.tsx``), with 2 names each. A name that is the file's own (``TodoItem`` in
+``TodoItem.tsx``) is not repeated."""
+FILES_ROOM = 600
+
+
 def files_candidate(
     episode: Episode, changed: dict[str, tuple[str, list[str]]], topic: str
 ) -> Candidate | None:
@@ -273,16 +281,23 @@ def files_candidate(
     if not changed or not topic:
         return None
     names = list(changed)
-    parts = []
-    for path in names[:6]:
-        added = changed[path][1][:5]
-        parts.append(f"`{path}`" + (f" ({', '.join(added)})" if added else ""))
-    more = f" (+{len(names) - 6} more)" if len(names) > 6 else ""
+    head = f"Files changed for {topic}: "
+    per_file = 5 if len(names) <= FILES_NAMED else 2  # a big change: more files, fewer names
+    parts: list[str] = []
+    for path in names:
+        stem = path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
+        added = [n for n in changed[path][1] if n.lower() != stem][:per_file]
+        part = f"`{path}`" + (f" ({', '.join(added)})" if added else "")
+        if parts and len(head) + sum(len(p) + 2 for p in parts) + len(part) > FILES_ROOM:
+            break
+        parts.append(part)
+    shown = names[: len(parts)]
+    more = f" (+{len(names) - len(shown)} more)" if len(names) > len(shown) else ""
     uuids = [episode.request.uuid] if episode.request is not None else []
-    uuids += [changed[f][0] for f in names[:6]]
+    uuids += [changed[f][0] for f in shown]
     return Candidate(
         kind="fact",
-        text=clip(f"Files changed for {topic}: {'; '.join(parts)}{more}", 600),
+        text=clip(f"{head}{'; '.join(parts)}{more}", FILES_ROOM + 40),
         topic="files",
         keywords=names[:5],
         importance=0.45,
