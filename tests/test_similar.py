@@ -68,6 +68,13 @@ COMPATIBLE = [
         "opentelemetry_ash: - Latest Version: 0.1.3 (released July 11, 2025) - Note: Very new "
         "package, still in early development",
     ),
+    # A closing report's section: its one "not" is about the trigger, not about the formatter
+    # a command fact names (the section superseded "Formatting runs with `uv run ruff format`").
+    (
+        "GitHub Action Updates: - Trigger: Now runs on all pushes (not just main branch) - "
+        "Coverage: Tests on Python 3.12 and 3.13 - Steps: pytest, ruff lint, ruff format check",
+        "Formatting runs with `uv run ruff format`",
+    ),
 ]
 
 

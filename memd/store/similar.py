@@ -419,6 +419,24 @@ def _names(values: frozenset[str]) -> bool:
     return any("_" in v or any(ch.isdigit() for ch in v) for v in values)
 
 
+_PARTS = re.compile(r"\n+|\s[-*•]\s|(?<=[.!?;。！？；])\s+")
+
+
+def _negates(text: str, shared: frozenset[str] | set[str]) -> bool:
+    """Whether a negation in ``text`` falls on what it shares with the other text: the list
+    item or sentence that is negated holds a shared word or value ("Trigger: Now runs on all
+    pushes (not just main branch) - Steps: ... ruff format check" negates nothing of "Formatting
+    runs with uv run ruff format")."""
+    parts = [p for p in _PARTS.split(text) if p.strip()]
+    if len(parts) < 2:
+        return True
+    for part in parts:
+        f = features(part)
+        if f.negated and (f.words | f.values) & shared:
+            return True
+    return False
+
+
 def conflict(new: str, old: str, cosine: float, model_id: str) -> Conflict:
     """Does ``new`` contradict ``old`` (same subject, different value or polarity)?"""
     replaced = _trigger(new, old)
@@ -438,7 +456,12 @@ def conflict(new: str, old: str, cosine: float, model_id: str) -> Conflict:
     extra_new, extra_old = frame_new - frame_old, frame_old - frame_new
     subject = _dice(frame_new, frame_old)
     short = max(len(new), len(old)) <= POLARITY_CHARS
-    if fn.negated != fo.negated and short and not (_names(only_new) and _names(only_old)):
+    if (
+        fn.negated != fo.negated
+        and short
+        and not (_names(only_new) and _names(only_old))
+        and _negates(new if fn.negated else old, shared | shared_values)
+    ):
         # (each side naming a thing the other lacks: "opentelemetry_ash 0.1.3" and
         # "opentelemetry_exporter 1.10.0 (NOT deprecated)" are two, not one and its negation)
         core = len(shared) + len(shared_values)
