@@ -736,3 +736,33 @@ def test_a_slash_command_names_its_episode_and_a_big_change_lists_its_files() ->
     # Nine files: every one fits, each with what it gained but not its own name again.
     assert "`src/app/page.tsx` (Props8)" in files.text and "more)" not in files.text
     assert "`src/components/Part0.tsx` (Props0)" in files.text
+
+
+def test_a_closing_reports_sections_are_memories_of_their_own() -> None:
+    report = (
+        "Done. Here's a summary.\n\n## Root cause\n\nThe server rejects a push: `receive_pack.go` "
+        "caps one request at `maxRefUpdateCommands = 25_000`. The relay sent all 55,006 updates "
+        "in one request. `replicate.go` sends every command at once. `incremental.go` and "
+        "`materialized.go` do the same.\n\n"
+        "## Fix in `push.go`\n\n- New `maxRefUpdatesPerPush = 20_000` and a `chunkRefUpdates` "
+        "helper.\n- `PushPack` sends the full pack with the first batch.\n\n"
+        "The split is safe because receive-pack commits the entire received pack: "
+        "`CommitQuarantinedFanout` commits even objects of refs that failed.\n\n"
+        "## Does it work with GitHub? Yes.\n\nGitHub's per-push branch limit is opt-in, so "
+        "20k-ref batches are fine on default repos. Would you like me to open a PR?\n\n"
+        "## Warnings\n\nNone.\n\n## Sources\n\n[docs](https://docs.github.com/en/push-policy)"
+    )
+    segment = seg(
+        turn(1, "user", "Mirroring fails with too many ref-update commands, can you fix it?"),
+        turn(2, "assistant", "", ("Edit", f"{CWD}/internal/gitproto/push.go")),
+        turn(3, "assistant", report),
+    )
+    sections = [c for c in HeuristicExtractor().extract(segment) if c.topic.startswith("Mirror")]
+    texts = [c.text for c in sections if c.kind == "fact" and not c.text.startswith("Files")]
+    # Each named section, its later paragraph included; not what the outcome says already,
+    # not an offer, not "None", not a list of links.
+    assert any("CommitQuarantinedFanout" in t and t.startswith("Fix in") for t in texts), texts
+    assert any(t.startswith("Does it work with GitHub? Yes.: GitHub's") for t in texts), texts
+    assert not any("Would you like" in t or "Warnings" in t or "Sources" in t for t in texts)
+    assert not any(t.startswith("Root cause") for t in texts), texts
+    assert all(c.source_uuids == [segment.turns[2].uuid] for c in sections if c.text in texts)

@@ -19,9 +19,16 @@ import re
 from dataclasses import dataclass
 
 from memd.extract import vocabulary as vocab
-from memd.extract.episodes import Episode, is_narration, split_sentences
+from memd.extract.episodes import Episode, informative, is_narration, split_sentences
 from memd.extract.evidence import shell_commands
-from memd.extract.records import EDIT_TOOLS, command_of, commit_message, path_of
+from memd.extract.records import (
+    EDIT_TOOLS,
+    MAX_REPORT_SECTIONS,
+    command_of,
+    commit_message,
+    path_of,
+    report_sections,
+)
 from memd.extract.rules import IMPORTANCE, clean_text, is_tentative
 from memd.extract.rules import clip_words as clip
 from memd.models import Candidate, Turn
@@ -343,6 +350,68 @@ def outcome_candidate(
         importance=0.55 if kind != "progress" else 0.5,
         source_uuids=list(dict.fromkeys(uuids)),
     )
+
+
+SECTION_CHARS = 360
+"""A closing reply's section is filed in pieces of at most this many characters, cut between
+paragraphs, and only its first :data:`SECTION_CHUNKS` pieces: read on the tuning split of the
+real sessions, more pieces crowded the block without adding what a probe asked."""
+SECTION_CHUNKS = 2
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_URL = re.compile(r"https?://\S+")
+_NOTHING = re.compile(r"^(?:none|n/a|nothing|noted)\b", re.I)
+_OFFER = re.compile(
+    r"^(?:would you like|do you want|want me to|should i|shall i|let me know)\b", re.I
+)
+
+
+def section_candidates(episode: Episode, topic: str, said: set[str]) -> list[Candidate]:
+    """A closing reply's sections under headings that name something ("## Root cause", "## Does
+    it work with GitHub? Yes."), each a memory of its own: the outcome keeps only the reply's
+    first sentences, and a report's later sections (why the fix is safe, what was verified)
+    were cut away with the rest. A long section gives its first pieces (:func:`_chunks`); a
+    piece the outcome already says is left out."""
+    out: list[Candidate] = []
+    for turn in episode.replies:
+        for title, body in report_sections(clean_text(turn.text)):
+            for content in _chunks(body)[:SECTION_CHUNKS]:
+                if len(content) < 25 or any(content[:80] in text for text in said):
+                    continue
+                out.append(
+                    Candidate(
+                        kind="fact",
+                        text=clip(f"{title}: {content}", SECTION_CHARS),
+                        topic=clip(topic or title, 80),
+                        importance=0.45,
+                        source_uuids=[turn.uuid],
+                    )
+                )
+    return out[:MAX_REPORT_SECTIONS]
+
+
+def _chunks(body: str) -> list[str]:
+    """A section's text in pieces of at most :data:`SECTION_CHARS`, cut between paragraphs: in
+    a long section, "why the split is safe" comes after the list of what changed."""
+    out: list[str] = []
+    for paragraph in _PARAGRAPH.split(body):
+        text = _section_text(paragraph)
+        if not text or text.endswith(":") or sum(map(len, _URL.findall(text))) * 2 > len(text):
+            continue  # nothing, a lead-in to a code block left out, or a list of links
+        if out and len(out[-1]) + len(text) < SECTION_CHARS:
+            out[-1] = f"{out[-1]} {text}"
+        else:
+            out.append(text)
+    return out
+
+
+def _section_text(body: str) -> str:
+    """A section's informative sentences on one line, without the agent's offers ("Would you
+    like me to implement one of these fixes?"); "" for a section that says there is nothing
+    ("WARNING: None.")."""
+    content = " ".join(informative(body).split("\n"))
+    if _NOTHING.match(content):
+        return ""
+    return " ".join(s for s in split_sentences(content) if not _OFFER.match(s))
 
 
 _PRECOMMIT_LINE = re.compile(r"^(\S[^\n]*?)\.{3,}\s*\(?(?:Passed|Failed|Skipped)", re.M)

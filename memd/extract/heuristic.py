@@ -35,6 +35,7 @@ from memd.extract.findings import (
     hook_candidate,
     hook_checks,
     outcome_candidate,
+    section_candidates,
 )
 from memd.extract.keywords import keyword_text, prose_text, top_keywords, words
 from memd.extract.records import (
@@ -312,6 +313,8 @@ def work_candidates(
             cand = outcome_candidate(ep, topic, bool(files), committed)
             if cand is not None:
                 out.append(cand)
+                used.add(cand.text)
+        out += section_candidates(ep, topic, used)
     out += todo_candidates(todos)
     out += commands.candidates()
     out += commands.failing()
