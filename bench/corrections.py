@@ -12,7 +12,8 @@ taken; ``corrections_heldout2.jsonl`` written later, blind, read in session 18;
 ``corrections_heldout8.jsonl`` written blind in session 22, its baseline taken before any change;
 ``corrections_heldout9.jsonl`` written blind in session 23, its baseline taken on the session's
 first commit; ``corrections_heldout10.jsonl`` written blind in session 24, after its changes, its
-baseline taken on the session's first commit;
+baseline taken on the session's first commit; ``corrections_heldout11.jsonl`` written blind
+in session 25, its baseline taken on the session's first commit;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -67,6 +68,7 @@ SPLITS = {
     "heldout8": ROOT / "tests" / "labelled" / "corrections_heldout8.jsonl",
     "heldout9": ROOT / "tests" / "labelled" / "corrections_heldout9.jsonl",
     "heldout10": ROOT / "tests" / "labelled" / "corrections_heldout10.jsonl",
+    "heldout11": ROOT / "tests" / "labelled" / "corrections_heldout11.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
