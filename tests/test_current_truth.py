@@ -574,6 +574,8 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         # a chat between named people: a person's one-value fact, a value retired by name
         ("Caroline: Small update, I started at Northpeak Analytics this week.", "Caroline: I work at Brightwave Labs on the data team."),
         ("Jon: We moved from Austin to Denver last month.", "Jon: We live in Austin, near the lake."),
+        # one setting's key with another value, whatever else the sentences say
+        ("Confirmed `rollout_percent: 50` in flags.yaml.", "Added `new_checkout` to `config/flags.yaml` with `rollout_percent: 10`, bucketing on a hash of user_id."),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
@@ -598,6 +600,7 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("[shares a photo: two children standing on a rocky cliff]", "[shares a photo: three children playing on the beach]"),
         ("The status page webhook now posts incidents to #inc-bridge.", "Post a message to #ship-log whenever a release is tagged."),
         ("postgresql.conf sets `work_mem 64MB` on the primary.", "postgresql.conf sets `max_connections 100` on the primary."),
+        ("Staging has `rollout_percent: 50`; prod keeps `rollout_percent: 10`.", "Set `rollout_percent: 10`."),
         ("现在 lint 阶段共三个作业：golangci-lint、gosec、hadolint，全部通过。", "CI 里加一个 golangci-lint 检查。"),
         ("Updated the rule to '/migrations/ @hana-sato @oskar-berg'.", "Added '/migrations/ @hana-sato' to .github/CODEOWNERS."),
         ("I joined the platform team at Brightwave this week.", "I work at Brightwave Labs on the data team."),

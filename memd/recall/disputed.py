@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from memd.recall import stale, synonyms
 from memd.recall.hits import Hit
-from memd.store import clock, current, roles
+from memd.store import clock, current, families, roles
 from memd.text import stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
@@ -91,7 +91,7 @@ def _about(near: frozenset[str], stems: frozenset[str], pairs: frozenset[str]) -
 
 
 _MAJOR = re.compile(r"^v\d+$")
-"""A version's family (:func:`current.family`: "v18" for 18.19.0)."""
+"""A version's family (:func:`families.family`: "v18" for 18.19.0)."""
 _KIND_ASKED = {
     "region": re.compile(r"\bregion\b|地域|区域|可用区", re.I),
     "port": re.compile(r"\bport\b|端口", re.I),
@@ -117,9 +117,9 @@ def _is_port(sentence: str, value: str) -> bool:
 
 def _kinds(sentence: str, value: str) -> frozenset[str]:
     """What a value is a value of, as far as its shape tells: a region, a time, a number of a
-    unit ("10 MB"), or its family (:func:`current.family`: a tool's job, a host's domain, an
+    unit ("10 MB"), or its family (:func:`families.family`: a tool's job, a host's domain, an
     image); empty when the shape says nothing."""
-    kinds = set(current.family(value))
+    kinds = set(families.family(value))
     if kinds & _STORES:
         kinds.add("store")  # sessions kept in Redis, then in DynamoDB
     serial = _SERIAL.match(value)

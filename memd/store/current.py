@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from memd.store import clock, cues, personal, roles, similar
+from memd.store.families import VERSION, family, stem_of
 from memd.text import searchterms, stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
@@ -76,7 +77,6 @@ _NAME = re.compile(
 _SUBJECT_VERB = cues.listed("is was owns has are runs uses handles leads manages")
 _POSSESSIVE = re.compile(r"(?<=\w)'s\b")
 _APOSTROPHE = re.compile(r"(?<=\w)'(?=\w)")
-_VERSION = re.compile(r"^v?(\d+)\.\d+(?:\.\d+)*$")
 
 
 @dataclass(frozen=True)
@@ -249,35 +249,6 @@ def claims(text: str) -> tuple[Claim, ...]:
     return (*out, last) if last is not None else tuple(out)
 
 
-def family(value: str) -> frozenset[str]:
-    """Keys that values of one thing share: a version's major ("v3" for 3.11 and 3.12), a
-    host's domain ("h:corvid-labs.dev"), a tool's job ("job:package manager" for yarn and
-    pnpm); none for other values."""
-    version = _VERSION.match(value)
-    if version:
-        return frozenset([f"v{version.group(1)}"])
-    image = _IMAGE.match(value)
-    if image:
-        return frozenset([f"img:{image.group(1)}"])
-    url = _URL.match(value)
-    if url:  # an endpoint: its host's family ("http://localhost:8000" -> "h:localhost")
-        value = url.group(1)
-        if "." not in value:
-            return frozenset([f"h:{value}"])
-    parts = value.split(".")
-    if len(parts) > 2 and "/" not in value:
-        keys = ["h:" + ".".join(parts[-2:])]
-        if parts[-1] in _TLDS:  # a host's name without its TLD: harbourline .net -> .io
-            keys.append("o:" + parts[-2])
-        return frozenset(keys)
-    return frozenset(f"job:{role}" for role in roles.roles(value))
-
-
-_URL = re.compile(r"^[a-z][\w+.-]*://(?:[^@/]*@)?([\w.-]+)")
-_TLDS = frozenset(["com", "net", "org", "io", "dev", "app", "co", "cloud", "ai", "internal"])
-"""Top-level domains a host of one organisation moves between (not a file's extension)."""
-_IMAGE = re.compile(r"^([a-z][\w.-]*(?:/[\w.-]+)*):[\w][\w.-]*$")
-"""A container image and its tag ("python:3.12-alpine"): the tags of one image are one family."""
 _SLOT_TOKEN = re.compile(r"[\w#@][\w.:/#@+-]*")
 SLOT_WINDOW = 4
 """Words on each side of a value that say what it is the value of."""
@@ -308,22 +279,6 @@ def noun_after(sentence: str, value: str) -> frozenset[str]:
     """The stem of the word after ``value`` in ``sentence`` ("approval" of "two approvals")."""
     m = re.search(rf"(?<![\w-]){re.escape(value)}\s+([a-z][\w-]*)", sentence.casefold())
     return frozenset([statement_stem(m.group(1))]) if m else frozenset()
-
-
-def _stem_of(path: str) -> str:
-    """A path's last part without its extension ("app" of "config/app.yaml"); a URL's host
-    ("localhost" of "http://localhost:8088/api")."""
-    url = _URL.match(path)
-    if url:
-        return url.group(1)
-    last = path.rstrip("/").rsplit("/", 1)[-1]
-    return last.split(".", 1)[0] if not last.startswith(".") else last
-
-
-def _same_family(a: str, b: str) -> bool:
-    """Two values of one thing: versions of one major ("3.11" / "3.12"), hosts of one domain
-    ("staging.corvid-labs.dev" / "stg.eu1.corvid-labs.dev"), tools for one job (yarn / pnpm)."""
-    return not family(a).isdisjoint(family(b))
 
 
 @lru_cache(maxsize=16384)
@@ -359,7 +314,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     shared = new.anchors & old.anchors
     for value in new.retired - old.retired:
         if (value in old.values or _CJK_RUN.fullmatch(value)) and mentions(old.text, value):
-            dotted = _VERSION.match(value) is not None  # "5.1": no list number
+            dotted = VERSION.match(value) is not None  # "5.1": no list number
             if (
                 shape(value) == "number"
                 and not dotted
@@ -432,7 +387,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     noun_after(old.text, o) & noun_after(new.text, f)
                 ):
                     continue  # "one transaction" / "PR 94": not one thing counted twice
-                if "/" in o and "://" not in o and _stem_of(o) != _stem_of(f):
+                if "/" in o and "://" not in o and stem_of(o) != stem_of(f):
                     continue  # another file, not the same one moved ("/data/exports")
                 if cues.CORRECTION.search(new.text) and shared - {o}:
                     return "a correction of the value"  # "我说错了，上限是 300"
@@ -449,7 +404,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 return ""  # "审批人现在是周涛和林晓": one more beside the older's
             return "a change on the same subject"
     if short and counted <= MAX_VALUES and _restated(new, old, shared):
-        return "the same subject, another value"
+        return RESTATED
     if not (cue and short and counted <= MAX_VALUES // 2):
         return ""
     if similar.conflict(new.text, old.text, cosine, model_id).sure:
@@ -457,6 +412,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     return ""
 
 
+RESTATED = "the same subject, another value"
 RESTATED_SUBJECT = 3
 """Subject words (not values) two sentences share when a later one restates the subject with
 another value and no change word ("the rotation job runs on Sundays at 23:00")."""
@@ -478,6 +434,8 @@ def _restated(new: Claim, old: Claim, shared: frozenset[str]) -> bool:
     words = shared - new.values - old.values
     latin = sum(1 for x in words if not _CJK_RUN.fullmatch(x))
     keys = sum(1 for x in shared - words if _KEY.search(x))  # `client_max_body_size`, a path
+    if _same_key(new, old):
+        return True
     if latin + 2 * keys < RESTATED_SUBJECT and len(words) - latin < 2 * RESTATED_SUBJECT:
         return False
     for o in old.values - new.anchors:
@@ -492,6 +450,19 @@ def _restated(new: Claim, old: Claim, shared: frozenset[str]) -> bool:
             key_old, key_new = _key_before(old.text, o), _key_before(new.text, f)
             if key_old and key_new and key_old != key_new:
                 continue  # `work_mem 64MB` / `max_connections 100`: two settings
+            return True
+    return False
+
+
+def _same_key(new: Claim, old: Claim) -> bool:
+    """Whether ``new`` gives a setting's key another value of the same shape right after it
+    (``rollout_percent: 10`` / ``rollout_percent: 50``), whatever else the sentences say."""
+    for o in old.values - new.anchors:
+        key = _key_before(old.text, o)
+        if key and any(
+            shape(f) == shape(o) and _key_before(new.text, f) == key
+            for f in new.values - old.anchors
+        ):
             return True
     return False
 
@@ -513,6 +484,14 @@ def replaced_claim(
     for old in claims(old_text):
         for new in new_claims:
             why = replaces(new, old, cosine, model_id)
-            if why:
+            if why and not (why == RESTATED and _keeps(new_text, old)):
                 return Replacement(old.text, new.text, why)
     return None
+
+
+def _keeps(text: str, old: Claim) -> bool:
+    """Whether ``text`` still gives a key of ``old`` its old value ("staging has
+    `rollout_percent: 50`; prod keeps `rollout_percent: 10`": two places, two values)."""
+    return any(
+        (key := _key_before(old.text, o)) and _key_before(text, o) == key for o in old.values
+    )

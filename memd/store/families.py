@@ -1,0 +1,54 @@
+"""Values of one thing: versions of one major, hosts of one domain, tags of one image, tools
+for one job. A later value of the same family can replace an earlier one
+(:mod:`memd.store.current`); a prompt asking for a kind finds every value of it
+(:mod:`memd.recall.disputed`)."""
+
+from __future__ import annotations
+
+import re
+
+from memd.store import roles
+
+VERSION = re.compile(r"^v?(\d+)\.\d+(?:\.\d+)*$")
+"""A version number (its major is group 1): "3.12", "v18.19.0"."""
+
+
+def family(value: str) -> frozenset[str]:
+    """Keys that values of one thing share: a version's major ("v3" for 3.11 and 3.12), a
+    host's domain ("h:corvid-labs.dev"), a tool's job ("job:package manager" for yarn and
+    pnpm); none for other values."""
+    version = VERSION.match(value)
+    if version:
+        return frozenset([f"v{version.group(1)}"])
+    image = _IMAGE.match(value)
+    if image:
+        return frozenset([f"img:{image.group(1)}"])
+    url = _URL.match(value)
+    if url:  # an endpoint: its host's family ("http://localhost:8000" -> "h:localhost")
+        value = url.group(1)
+        if "." not in value:
+            return frozenset([f"h:{value}"])
+    parts = value.split(".")
+    if len(parts) > 2 and "/" not in value:
+        keys = ["h:" + ".".join(parts[-2:])]
+        if parts[-1] in _TLDS:  # a host's name without its TLD: harbourline .net -> .io
+            keys.append("o:" + parts[-2])
+        return frozenset(keys)
+    return frozenset(f"job:{role}" for role in roles.roles(value))
+
+
+_URL = re.compile(r"^[a-z][\w+.-]*://(?:[^@/]*@)?([\w.-]+)")
+_TLDS = frozenset(["com", "net", "org", "io", "dev", "app", "co", "cloud", "ai", "internal"])
+"""Top-level domains a host of one organisation moves between (not a file's extension)."""
+_IMAGE = re.compile(r"^([a-z][\w.-]*(?:/[\w.-]+)*):[\w][\w.-]*$")
+"""A container image and its tag ("python:3.12-alpine"): the tags of one image are one family."""
+
+
+def stem_of(path: str) -> str:
+    """A path's last part without its extension ("app" of "config/app.yaml"); a URL's host
+    ("localhost" of "http://localhost:8088/api")."""
+    url = _URL.match(path)
+    if url:
+        return url.group(1)
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    return last.split(".", 1)[0] if not last.startswith(".") else last
