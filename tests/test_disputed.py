@@ -201,3 +201,41 @@ def test_two_handles_are_two_answers_to_who() -> None:
     assert "[may be outdated: 2026-02-12 says @tom-b]" in marked(out)["old"]
     out = disputed.mark_disputed(results(old, new), "Who reviews search and ranking changes?")
     assert marked(out)["old"] == old  # two things asked: both may hold
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "question", "says"),
+    [
+        # a tool named only in a Java package or a URL's host
+        ("assistant: Wrote the producer with `segmentio/kafka-go`, Kafka topic `order-paid`.",
+         "user: 积分服务报错 org.apache.rocketmq.client.exception.MQClientException: No route info of this topic",
+         "支付成功的事件现在走哪个消息队列？", "rocketmq"),
+        ("assistant: The worker consumes the RabbitMQ queue `email-jobs`.",
+         "assistant: The worker now resolves https://sqs.eu-west-1.amazonaws.com/1/email-jobs and long-polls.",
+         "What message broker are the email jobs going through?", "sqs"),
+        # a naming style, a runtime, an image registry, a Chinese owner
+        ("user: 返回字段按规范用下划线命名，json tag 用 snake_case。",
+         "user: API 规范 v2 出来了，新接口字段一律用驼峰。",
+         "写新接口的时候，字段名按什么风格来？", "camelcase"),
+        ("assistant: deploy.sh rsyncs the build and runs `supervisorctl restart report-svc`.",
+         "assistant: Ran `kubectl rollout undo deployment/report-svc -n prod`; 3 pods are Ready.",
+         "report-svc 现在跑在什么上面？", "kubectl"),
+        ("assistant: The docker-push job pushes acmecn/order-api to Docker Hub.",
+         "user: The push refers to repository [registry.cn-hangzhou.aliyuncs.com/acmecn/order-api] denied",
+         "镜像打完现在推到哪个镜像仓库？", "registry.cn-hangzhou.aliyuncs.com"),
+        ("user: 支付网关的回调验签老是失败，王磊是这块的负责人。",
+         "user: 又告警了：pay-gateway 5xx 比例 12%，负责人：陈思远",
+         "支付网关出问题现在该找谁？", "陈思远"),
+    ],
+)  # fmt: skip
+def test_values_told_in_passing_are_answers(old: str, new: str, question: str, says: str) -> None:
+    out = marked(disputed.mark_disputed(results(old, new), question))
+    assert f"[may be outdated: 2026-02-12 says {says}" in out["old"], out["old"]
+    assert out["new"] == new
+
+
+def test_a_package_or_a_host_that_names_no_tool_is_no_answer() -> None:
+    old = "assistant: The worker consumes the RabbitMQ queue `email-jobs`."
+    new = "assistant: The client is org.apache.http.impl.client, calling https://api.example.com/q."
+    out = disputed.mark_disputed(results(old, new), "Which message queue do the email jobs use?")
+    assert marked(out)["old"] == old

@@ -52,7 +52,7 @@ _PAST = re.compile(
 _KINDED = re.compile(
     r"(?<![\w.])\d+(?:[.:]\d+)*\s?[a-z%]|\b[a-z]{2}-[a-z]+-\d\b|\b(?:cn|ap|us|eu)-[a-z]+"
     r"|\w\.\w+\.[a-z]{2,}\b|\w:\w|\b[a-z][a-z0-9]*(?:[-_][a-z][a-z0-9]*)*[-_]\d|\bport|端口"
-    r"|(?<![\w.])@[a-z]",
+    r"|(?<![\w.])@[a-z]|负责人|值班|对接人",
     re.IGNORECASE,
 )
 """What a text with a value of a kind holds: a number with a unit or a time, a region, a host,
@@ -101,6 +101,17 @@ _KIND_ASKED = {
 """Kinds of value a prompt asks for by name: every value of the kind answers it, whatever
 the words beside it ("Which AWS region ...?": `region = "eu-central-1"`)."""
 _HANDLE = re.compile(r"^@[a-z][\w-]+$")
+_ROLE_ZH = r"(?:负责人|值班|对接人|owner)"
+_OWNER_ZH = re.compile(
+    rf"(?P<before>[{RANGES}]{{2,3}})(?=是(?:这块|这个|这边|该模块)?的?{_ROLE_ZH})"
+    rf"|{_ROLE_ZH}(?:人)?[：:是为]\s*(?P<after>[{RANGES}]{{2,3}})(?![{RANGES}])"
+    rf"|@(?P<at>[{RANGES}]{{2,3}})(?![{RANGES}])"
+)
+"""A person a Chinese sentence names as the owner or the one on call (Chinese names are no
+claim values: nothing else tells one from a word)."""
+_REGISTRY = re.compile(
+    r"(?:^|\.)registry\.|^(?:docker\.io|ghcr\.io|quay\.io|gcr\.io)\b|\.dkr\.ecr\."
+)
 _PORT_URL = re.compile(r"^[a-z][\w+.-]*://[^/\s]*:\d{2,5}(?:/|$)")
 _PORT_WORD = r"(?:port\(?s?\)?\s*[:=]?|端口(?:号)?(?:是|为|改成|改为)?|listen(?:s|ing)? on)"
 
@@ -127,6 +138,8 @@ def _kinds(sentence: str, value: str) -> frozenset[str]:
         kinds.add("id:" + serial.group(1))
     if _is_port(sentence, value):
         kinds.add("port")
+    if _REGISTRY.search(value):
+        kinds.add("job:container registry")  # Docker Hub, later registry.cn-hangzhou.aliyuncs.com
     if _HANDLE.match(value):
         kinds.add("person")  # CODEOWNERS' @priya-s, later @marcus-lee
     if _REGION.match(value):
@@ -169,6 +182,9 @@ def _values(
                 kinds |= {"version"}
             if kinds:
                 out.append((c.text, value, kinds, current.slot(c.text, value)))
+        for m in _OWNER_ZH.finditer(c.text):  # "王磊是这块的负责人", "负责人：陈思远"
+            name = m.group("before") or m.group("after") or m.group("at")
+            out.append((c.text, name, frozenset(["person"]), current.slot(c.text, name)))
     return out
 
 

@@ -60,6 +60,12 @@ ROLES: dict[str, tuple[str, ...]] = {
         "vscode vim neovim nvim emacs helix sublime zed intellij pycharm webstorm goland nano "
         "cursor windsurf"
     ),
+    "naming style": _listed("snake_case camelcase kebab-case pascalcase"),
+    "container registry": _listed("dockerhub ghcr ecr acr gcr harbor quay"),
+    "runtime": _listed(
+        "supervisor supervisord supervisorctl systemd systemctl pm2 kubernetes kubectl k8s "
+        "docker nomad"
+    ),
 }
 """Each job and the tools commonly used for it (lower case, as :mod:`similar` folds them)."""
 
@@ -72,6 +78,12 @@ PHRASES = {
     "vs code": "vscode",
     "visual studio code": "vscode",
     "sublime text": "sublime",
+    "docker hub": "dockerhub",
+    "camel case": "camelcase",
+    "snake case": "snake_case",
+    "驼峰": "camelcase",
+    "下划线命名": "snake_case",
+    "蛇形命名": "snake_case",
 }
 """Tools written as two words, and the name :data:`ROLES` knows them by."""
 
@@ -116,8 +128,19 @@ def _as_names(names: tuple[str, ...]) -> re.Pattern[str]:
 
 
 def tools_named(folded: str) -> set[str]:
-    """The tools a lower-cased sentence names in plain words ("switched to fish")."""
-    return {w for w in _TOOL_WORD.findall(folded) if w in _BY_TOOL and w not in WORDS}
+    """The tools a lower-cased sentence names in plain words ("switched to fish"), as a part of
+    a Java-style package ("org.apache.rocketmq.client.exception" names RocketMQ) or as the
+    first part of a URL's host ("https://sqs.eu-west-1.amazonaws.com/..." names SQS)."""
+    found = {w for w in _TOOL_WORD.findall(folded) if w in _BY_TOOL and w not in WORDS}
+    for package in _PACKAGE.findall(folded):
+        found.update(p for p in package.split(".")[1:] if p in _BY_TOOL and p not in WORDS)
+    found.update(h for h in _HOST_TOOL.findall(folded) if h in _BY_TOOL and h not in WORDS)
+    return found
+
+
+_PACKAGE = re.compile(r"(?<![\w./-])(?:org|com|io|net)(?:\.[a-z]\w*){2,}")
+_HOST_TOOL = re.compile(r"://([a-z][\w-]*)\.")
+"""A URL's host named after the service it is (``https://sqs.eu-west-1.amazonaws.com``)."""
 
 
 ONE_AT_A_TIME = frozenset(
@@ -201,6 +224,13 @@ _ASKED = {
     "language": r"(?:programming )?languages?|编程语言",
     "editor": r"editors?|\bides?\b|编辑器",
     "shell": r"shells?",
+    "container registry": r"(?:image|container|docker) registr(?:y|ies)|镜像仓库|镜像.{0,12}仓库",
+    "runtime": (
+        r"跑在(?:什么|哪)|运行在(?:什么|哪)|runs? on what|(?:what|where) does [\w-]+ run\b"
+    ),
+    "naming style": (
+        r"naming (?:style|convention|case)s?|case style|命名(?:风格|规范|方式)|什么风格|哪种风格"
+    ),
     "operating system": r"operating systems?|\bos\b|操作系统|什么系统",
 }
 
