@@ -790,6 +790,12 @@ def test_a_version_is_carried_only_by_a_version() -> None:
         ("What's the command to add a dependency to one package?", "I ran `pnpm add zod --filter api`."),
         ("我们后端都用了哪些数据存储？", "商品索引放在 Elasticsearch，订单在 MySQL。"),
         ("Which team am I on these days?", "I'm on the platform team, so I own Terraform."),
+        ("Which localhost port does the frontend come up on?", "npm run dev shows the frontend at Local: http://localhost:5173/"),
+        ("前端本地起在哪个端口？", "前端 dev server 现在是 localhost:5173。"),
+        ("支付成功的事件走哪个消息队列？", "积分服务日志：org.apache.rocketmq.client.exception.MQClientException"),
+        ("我本地建虚拟环境应该用哪个 Python 版本？", "CI 的镜像换成 python:3.12-slim 了。"),
+        ("What do we use to run unit tests in the web frontend?", "`npx vitest run src/utils` is green."),
+        ("我们的文件上传分别存在哪些云上？", "国内站继续用阿里云 OSS，bucket acme-cn-assets。"),
     ],
 )  # fmt: skip
 def test_a_tool_or_fact_the_prompt_asks_for_answers_it(prompt: str, memory: str) -> None:
@@ -799,6 +805,13 @@ def test_a_tool_or_fact_the_prompt_asks_for_answers_it(prompt: str, memory: str)
     assert not synonyms.answers(own, "What did we have for lunch?", memory)
     other = "Go ahead and regenerate the lockfile."
     assert not synonyms.answers(searchterms.term_set(other), prompt, other)
+
+
+def test_a_port_answers_only_on_the_prompts_subject() -> None:
+    memory = "The admin API listens on port 9090."
+    own = searchterms.term_set(memory)
+    assert synonyms.answers(own, "Which port does the admin API use?", memory)
+    assert not synonyms.answers(own, "Which port does the frontend come up on?", memory)
 
 
 def test_a_job_word_before_another_noun_asks_for_no_tool() -> None:

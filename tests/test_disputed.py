@@ -239,3 +239,16 @@ def test_a_package_or_a_host_that_names_no_tool_is_no_answer() -> None:
     new = "assistant: The client is org.apache.http.impl.client, calling https://api.example.com/q."
     out = disputed.mark_disputed(results(old, new), "Which message queue do the email jobs use?")
     assert marked(out)["old"] == old
+
+
+def test_code_calling_into_the_older_tool_does_not_name_it() -> None:
+    old = "assistant: Added `slugify.test.ts`; `npx jest src/utils` passes."
+    new = (
+        "assistant: Replaced a leftover `jest.useFakeTimers()` with `vi.useFakeTimers()`. "
+        "`npx vitest run src/utils` is green."
+    )
+    out = marked(disputed.mark_disputed(results(old, new), "What do we use to run unit tests?"))
+    assert "[may be outdated: 2026-02-12 says vitest]" in out["old"], out["old"]
+    both = "assistant: Jest runs the unit tests and `npx vitest run` the component tests."
+    out = marked(disputed.mark_disputed(results(old, both), "What do we use to run unit tests?"))
+    assert out["old"] == old  # the newer names Jest as a runner: both hold

@@ -235,13 +235,13 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
                 and current.fold(other) != current.fold(value)
                 and not stale.same_session(new, old)
                 and (asked or _about(around, *subject))
-                and not current.mentions(new.memory.text, value)
-                and not current.mentions(old.memory.text, other)
+                and not _names(new.memory.text, value)
+                and not _names(old.memory.text, other)
             ]
             if not newer:
                 continue
             date, new, other = max(newer, key=lambda n: n[0])
-            if any(said[h.id] >= date and current.mentions(h.memory.text, value) for h in hits):
+            if any(said[h.id] >= date and _names(h.memory.text, value) for h in hits):
                 continue  # said again as late as the other value: both hold
             mine = changed.get(old.id) or old
             if _marked(mine.text, sentence):
@@ -253,6 +253,19 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
     if not changed:
         return results
     return [changed.get(r.id, r) for r in results]
+
+
+def _names(text: str, value: str) -> bool:
+    """Whether ``text`` names ``value`` other than as code that calls into it: "replaced a
+    leftover `jest.useFakeTimers()` with `vi.useFakeTimers()`" does not name Jest as the
+    runner beside Vitest."""
+    if not current.mentions(text, value):
+        return False
+    calls = len(re.findall(rf"(?<![\w#@-]){re.escape(value)}\.[a-z_]\w*\(", text, re.I))
+    return (
+        calls == 0
+        or len(re.findall(rf"(?<![\w#@-]){re.escape(value)}(?![\w-])", text, re.I)) > calls
+    )
 
 
 def _as_written(text: str, value: str) -> str:

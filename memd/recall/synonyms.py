@@ -164,20 +164,55 @@ def _asked_jobs(query: str) -> tuple[tuple[str, tuple[str, ...], str], ...]:
 
 
 def asks_for(query: str) -> bool:
-    """Whether ``query`` asks for a job's tool or a person's one-value fact by name."""
-    return bool(_asked_jobs(query) or personal.asked(query))
+    """Whether ``query`` asks for a job's tool, a person's one-value fact, a port or a
+    version by name."""
+    return bool(
+        _asked_jobs(query)
+        or personal.asked(query)
+        or PORT_ASKED.search(query)
+        or VERSION_ASKED.search(query)
+    )
+
+
+PORT_ASKED = re.compile(r"(?<![\w-])ports?(?![\w-])|端口", re.IGNORECASE)
+_PORT_GIVEN = re.compile(
+    r"(?:localhost|\d+\.\d+\.\d+\.\d+|[a-z][\w-]*(?:\.[\w-]+)+):\d{2,5}(?!\d)"
+    r"|(?<![\w-])port\s*[:=]?\s*\d{2,5}(?!\d)|端口(?:号)?\s*(?:是|为|改成|改为)?\s*\d{2,5}",
+    re.IGNORECASE,
+)
+"""A port a text gives: a host's (``localhost:5173``, ``db.internal:5432``), "port 8080"."""
+
+
+def _gives_port(have: frozenset[str], query: str, text: str) -> bool:
+    """Whether ``text`` gives a port on a subject of ``query`` beside the port itself ("Which
+    localhost port does the frontend come up on?": "Local: http://localhost:5173/")."""
+    if not _PORT_GIVEN.search(text):
+        return False
+    subject = searchterms.term_set(PORT_ASKED.sub(" ", query))
+    return not have.isdisjoint(subject)
 
 
 def answers(have: frozenset[str], query: str, text: str) -> bool:
     """Whether a memory (its terms ``have``, its ``text``) names a tool of a job ``query``
     asks for by name, or gives the person's fact it asks for: "If I want to add a dependency,
     which package manager do I run?" is answered by "I ran pnpm install to regenerate
-    pnpm-lock.yaml", "我现在在哪个组？" by "我上周调到数据组了", whatever else either says.
+    pnpm-lock.yaml", "我现在在哪个组？" by "我上周调到数据组了", "Which port does the frontend
+    use?" by a frontend's "localhost:5173", "Which Python version?" by "python:3.12-slim",
+    whatever else either says.
     Recall counts such a memory relevant."""
     if any(key in personal.slots(text) for key, _ in personal.asked(query)):
         return True
-    if any(not have.isdisjoint(_tool_terms(tools)) for _, tools, _ in _asked_jobs(query)):
+    jobs = _asked_jobs(query)
+    if any(not have.isdisjoint(_tool_terms(tools)) for _, tools, _ in jobs):
         return True
+    if jobs and "." in text:  # "org.apache.rocketmq.client...", "https://sqs.eu-west-1..."
+        named = roles.tools_named(text.casefold())
+        if any(not named.isdisjoint(tools) for _, tools, _ in jobs):
+            return True
+    if PORT_ASKED.search(query) and _gives_port(have, query, text):
+        return True
+    if VERSION_ASKED.search(query) and _names_version(text, query):
+        return True  # "哪个 Python 版本？": "python:3.12-slim"
     return bool(_jobs_named_in(text, query))
 
 
@@ -189,10 +224,13 @@ _NAMED_NUMBER = re.compile(r"([a-z][\w.+-]*)[ :@]v?\d{1,3}(?:\.\d+)*(?![\w%]|\.\
 
 def _gives_version(text: str, query: str) -> bool:
     """Whether ``text`` gives a version: a dotted number ("20.11.1"), or a number right
-    after a name the prompt says ("Postgres 16", "postgres:16-alpine" for "Which Postgres
-    version ...?")."""
-    if _DOTTED.search(text):
-        return True
+    after a name the prompt says (:func:`_names_version`)."""
+    return _DOTTED.search(text) is not None or _names_version(text, query)
+
+
+def _names_version(text: str, query: str) -> bool:
+    """Whether ``text`` gives a version right after a name the prompt says ("Postgres 16",
+    "postgres:16-alpine" for "Which Postgres version ...?")."""
     asked = searchterms.term_set(query)
     return any(
         not asked.isdisjoint(searchterms.terms(m.group(1))) for m in _NAMED_NUMBER.finditer(text)

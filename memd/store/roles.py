@@ -61,6 +61,7 @@ ROLES: dict[str, tuple[str, ...]] = {
         "cursor windsurf"
     ),
     "naming style": _listed("snake_case camelcase kebab-case pascalcase"),
+    "object storage": _listed("s3 oss gcs minio r2 cos"),
     "container registry": _listed("dockerhub ghcr ecr acr gcr harbor quay"),
     "runtime": _listed(
         "supervisor supervisord supervisorctl systemd systemctl pm2 kubernetes kubectl k8s "
@@ -96,7 +97,7 @@ for _role, _tools in ROLES.items():
 WORDS = frozenset(
     _listed(
         "go rust swift flow solid express drone helm nano react bun arch nats pulsar ruby nose2 "
-        "uv pip tsc npm fly render railway cursor"
+        "uv pip tsc npm fly render railway cursor r2 cos oss"
     )
 )
 """Tools whose name is also an everyday word (or too short to tell): a value only when
@@ -109,8 +110,9 @@ _ALL_WORDS = tuple(sorted(WORDS))
 
 def named_as_tool(text: str, names: tuple[str, ...] | None = None) -> bool:
     """Whether ``text`` writes one of ``names`` (everyday words; all of :data:`WORDS` when
-    None) as a tool's name: capitalised inside a sentence, or after Chinese, or in code ("on
-    Fly.io", "，Drone 的", "`uv sync`"), not "fly to Paris" or "Go ahead"."""
+    None) as a tool's name: capitalised or in capitals inside a sentence, or after Chinese, or
+    in code ("on Fly.io", "，Drone 的", "阿里云 OSS", "`uv sync`"), not "fly to Paris" or "Go
+    ahead"."""
     if names == ():
         return False
     return _as_names(names or _ALL_WORDS).search(text) is not None
@@ -122,7 +124,7 @@ _NAME_BEFORE = rf"(?:(?<=[\w,;:] )|(?<=[\u3000-\u303f{RANGES}\uff01-\uff1f]))"
 
 @lru_cache(maxsize=256)
 def _as_names(names: tuple[str, ...]) -> re.Pattern[str]:
-    capitalised = "|".join(re.escape(n.capitalize()) for n in names)
+    capitalised = "|".join(re.escape(f) for n in names for f in {n.capitalize(), n.upper()})
     coded = "|".join(re.escape(n) for n in names)
     return re.compile(rf"(?:{_NAME_BEFORE}(?:{capitalised})|`(?:{coded}))(?![A-Za-z0-9_-])")
 
@@ -197,7 +199,10 @@ _ASKED = {
     "linter": r"linters?|linting|lint",
     "formatter": r"formatters?|formatting|code style|格式化",
     "type checker": r"type[- ]?check(?:er|ers|ing)?|typing|type checks|类型检查",
-    "test runner": r"test (?:runner|framework|suite runner)s?|testing framework|测试框架|单测框架",
+    "test runner": (
+        r"test (?:runner|framework|suite runner)s?|testing framework|测试框架|单测框架"
+        r"|use to run (?:the |our )?(?:unit |integration |e2e )?tests|用什么(?:跑|运行)(?:单测|测试)"
+    ),
     "database": (
         r"(?:databases?|\bdb\b)(?! (?:migrations?|schemas?|backups?|connections?|urls?|dumps?"
         r"|tables?|queries|query|credentials|passwords?|users?|pool|drivers?|tests?|locks?))"
@@ -224,6 +229,9 @@ _ASKED = {
     "language": r"(?:programming )?languages?|编程语言",
     "editor": r"editors?|\bides?\b|编辑器",
     "shell": r"shells?",
+    "object storage": (
+        r"object stor(?:age|es?)|(?:s3|storage) buckets?|对象存储|云存储|存储桶|存在哪(?:些|个)?云"
+    ),
     "container registry": r"(?:image|container|docker) registr(?:y|ies)|镜像仓库|镜像.{0,12}仓库",
     "runtime": (
         r"跑在(?:什么|哪)|运行在(?:什么|哪)|runs? on what|(?:what|where) does [\w-]+ run\b"
