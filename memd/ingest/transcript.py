@@ -3,8 +3,9 @@
 One JSONL line becomes at most one *item*: a :class:`~memd.models.Turn` (user text, one streamed
 assistant block, or a tool result) or a :class:`Signal` (a compaction boundary). Everything else
 (progress, snapshots, attachments such as ``hook_additional_context``, metadata, isMeta caveats,
-command noise, images, thinking) is dropped; a slash command's arguments are the user's request. Lines that are not JSON objects, or lack the fields a
-conversational line needs, are counted in :class:`ParseStats` and skipped, never fatal.
+command noise, images, thinking) is dropped; a slash command's arguments are the user's
+request. Lines that are not JSON objects, or lack the fields a conversational line needs, are
+counted in :class:`ParseStats` and skipped, never fatal.
 
 :func:`fold` assembles items into turns: streamed assistant lines that share ``message.id`` become
 one turn (the first line's uuid, every line's uuid in ``uuids``), and tool results join the

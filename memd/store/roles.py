@@ -64,8 +64,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "object storage": _listed("s3 oss gcs minio r2 cos"),
     "container registry": _listed("dockerhub ghcr ecr acr gcr harbor quay"),
     "runtime": _listed(
-        "supervisor supervisord supervisorctl systemd systemctl pm2 kubernetes kubectl k8s "
-        "docker nomad"
+        "supervisor supervisord supervisorctl systemd systemctl pm2 kubernetes kubectl k8s nomad"
     ),
 }
 """Each job and the tools commonly used for it (lower case, as :mod:`similar` folds them)."""
@@ -124,7 +123,8 @@ _NAME_BEFORE = rf"(?:(?<=[\w,;:] )|(?<=[\u3000-\u303f{RANGES}\uff01-\uff1f]))"
 
 @lru_cache(maxsize=256)
 def _as_names(names: tuple[str, ...]) -> re.Pattern[str]:
-    capitalised = "|".join(re.escape(f) for n in names for f in {n.capitalize(), n.upper()})
+    forms = (f for n in names for f in dict.fromkeys((n.capitalize(), n.upper())))
+    capitalised = "|".join(re.escape(f) for f in forms)
     coded = "|".join(re.escape(n) for n in names)
     return re.compile(rf"(?:{_NAME_BEFORE}(?:{capitalised})|`(?:{coded}))(?![A-Za-z0-9_-])")
 
