@@ -601,6 +601,11 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("The status page webhook now posts incidents to #inc-bridge.", "Post a message to #ship-log whenever a release is tagged."),
         ("postgresql.conf sets `work_mem 64MB` on the primary.", "postgresql.conf sets `max_connections 100` on the primary."),
         ("Staging has `rollout_percent: 50`; prod keeps `rollout_percent: 10`.", "Set `rollout_percent: 10`."),
+        # one more beside the older's: listed with "or", joined by 和, added (加了), besides (除了…还)
+        ("The script now takes --region with us-west-2 (prod-main) or ap-southeast-1 (prod-apac).", "Added scripts/kube-login.sh, which runs aws eks update-kubeconfig --region us-west-2 --name prod-main."),
+        ("CODEOWNERS 里加了 @wangfang，审批规则改成需要 2 个 Code Owner 批准，张磊和王芳都要通过。", "在 .gitlab/CODEOWNERS 里给根目录配了 @zhanglei，并开启了 MR 需要 Code Owner 审批。"),
+        ("上次有个迁移锁表了，以后迁移脚本除了王磊，还要 DBA 陈静也 approve 才行。", "数据库迁移脚本需要王磊审核通过才能合。"),
+        ("帮我把几个服务的 Dockerfile 统一成多阶段构建。", "刘洋是订单服务的 owner，帮我写个 issue 给他。"),
         ("现在 lint 阶段共三个作业：golangci-lint、gosec、hadolint，全部通过。", "CI 里加一个 golangci-lint 检查。"),
         ("Updated the rule to '/migrations/ @hana-sato @oskar-berg'.", "Added '/migrations/ @hana-sato' to .github/CODEOWNERS."),
         ("I joined the platform team at Brightwave this week.", "I work at Brightwave Labs on the data team."),

@@ -219,7 +219,7 @@ def now_is(sentence: str, value: str) -> bool:
     return m is not None
 
 
-LIST_GLUE = re.compile(r"(?:[\s,、，;/&+`'\"]|\band\b|和|及|与)*")
+LIST_GLUE = re.compile(r"(?:[\s,、，;/&+`'\"()（）]|\band\b|\bor\b|和|及|与|或)*")
 
 
 def listed_with(text: str, values: frozenset[str], a: str, b: str) -> bool:
@@ -240,8 +240,29 @@ _JOINED = re.compile(f"(?=([{RANGES}]{{2}})[和与及、]([{RANGES}]{{2}}))")
 
 def joined(text: str, anchors: frozenset[str]) -> bool:
     """Whether ``text`` joins a word of ``anchors`` and a new one with 和, 与, 及 or 、
-    ("周涛和林晓" after "需要周涛审批"): one more beside the older's, not another."""
-    return any((a in anchors) != (b in anchors) for a, b in _JOINED.findall(text))
+    ("周涛和林晓" after "需要周涛审批"), or adds one besides it ("除了王磊，还要陈静"): one
+    more beside the older's, not another."""
+    if any((a in anchors) != (b in anchors) for a, b in _JOINED.findall(text)):
+        return True
+    return any(
+        any(m.group(1)[i : i + 2] in anchors for i in range(len(m.group(1)) - 1))
+        for m in _BESIDES.finditer(text)
+    )
+
+
+def added(text: str, value: str) -> bool:
+    """Whether ``text`` adds ``value`` beside what there was ("CODEOWNERS 里加了 @wangfang",
+    "added @kofi-m to the reviewers"): one more, not another."""
+    v = re.escape(value)
+    return (
+        re.search(
+            rf"(?:\badd(?:ed|s|ing)?\b|加了|加上|新增了?|添加了?|加进)\W{{0,3}}{v}", text, re.I
+        )
+        is not None
+    )
+
+
+_BESIDES = re.compile(f"除了\\s*([{RANGES}]{{2,6}})\\s*[，,]?\\s*(?:还|也)")
 
 
 def lead(sentence: str, value: str) -> frozenset[str]:
@@ -254,8 +275,13 @@ def lead(sentence: str, value: str) -> frozenset[str]:
         text[i : i + n]
         for n in (2, 3, 4)
         for i in range(len(text) - n + 1)
-        if text[i : i + n] in words
+        if text[i : i + n] in words and text[i : i + n] not in _BROAD_LEADS
     )
+
+
+_BROAD_LEADS = listed("服务 项目 系统 代码 文件 接口 模块 功能 这个 那个 几个 我们")
+"""Words too broad to say what a value is the value of ("订单服务的 owner" / "几个服务的
+Dockerfile" are no one setting)."""
 
 
 LEAD = 8

@@ -391,6 +391,10 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     continue  # another file, not the same one moved ("/data/exports")
                 if cues.CORRECTION.search(new.text) and shared - {o}:
                     return "a correction of the value"  # "我说错了，上限是 300"
+                if cues.joined(new.text, old.anchors) or (
+                    shape(f) in ("name", "channel") and cues.added(new.text, f)
+                ):
+                    continue  # "张磊和王芳都要通过" after "需要张磊 review", "加了 @wangfang": one more
                 if shape(o) == "name":  # a person, a tool: on two words of subject
                     if o not in new.anchors and len(shared) >= 2 and latin:
                         return "a change to a new value"
