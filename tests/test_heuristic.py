@@ -391,6 +391,21 @@ def test_commit_rules_and_follow_ups_that_are_meant(sentence: str, kind: str) ->
     assert classify(sentence, role) == kind
 
 
+@pytest.mark.parametrize(
+    ("sentence", "role"),
+    [
+        ("Please, make a simple list, with concise root cause so I can understand.", "user"),
+        ("帮我查一下这次超时的根本原因。", "user"),
+        ("Now the Next Steps section.", "assistant"),
+    ],
+)
+def test_requests_and_what_the_agent_writes_next_state_nothing(sentence: str, role: str) -> None:
+    """Read by a person on the real sessions: a request filed as a bug fix, narration as a
+    TODO."""
+    assert classify(sentence, role) is None
+    assert classify("The root cause was a missing index on orders.user_id.", role) == "bugfix"
+
+
 def test_deterministic() -> None:
     a = HeuristicExtractor().extract(ENGLISH)
     b = HeuristicExtractor().extract(replace(ENGLISH))
@@ -766,3 +781,18 @@ def test_a_closing_reports_sections_are_memories_of_their_own() -> None:
     assert not any("Would you like" in t or "Warnings" in t or "Sources" in t for t in texts)
     assert not any(t.startswith("Root cause") for t in texts), texts
     assert all(c.source_uuids == [segment.turns[2].uuid] for c in sections if c.text in texts)
+
+
+def test_a_commit_message_in_a_heredoc_cut_short_keeps_its_subject() -> None:
+    """A long `git commit -m "$(cat <<'EOF' …` is stored cut at 1,500 characters, its
+    terminator gone: its subject was filed as "$(cat <<'EOF"."""
+    from memd.extract.records import commit_message
+    from memd.ingest.toolcalls import tool_args
+
+    body = "\n".join(f"- point {i}: the lease is checked per ref" for i in range(60))
+    command = f"git commit -m \"$(cat <<'EOF'\nAddress review findings\n\n{body}\nEOF\n)\""
+    stored = tool_args("Bash", {"command": command})["command"]
+    assert len(stored) < len(command)  # cut, without its EOF
+    message = commit_message(stored)
+    assert message.startswith("Address review findings\n\n- point 0")
+    assert commit_message('git commit -m "Short one"') == "Short one"

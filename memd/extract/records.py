@@ -21,7 +21,9 @@ from memd.project import repo_relative
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 MAX_TODOS = 12
 _TODO_DONE = frozenset({"completed", "done", "cancelled", "canceled", "deleted"})
-_HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?\s*\n(.*?)\n\s*\1\b", re.DOTALL)
+_HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?\s*\n(.*?)(?:\n\s*\1\b|…?\Z)", re.DOTALL)
+"""A heredoc's text; a long command is stored cut (:data:`memd.ingest.toolcalls.TOOL_ARGS`),
+so its end may be missing."""
 _MESSAGE = re.compile(r"""(?:^|\s)(?:-m|--message)(?:=|\s+)(?:"((?:[^"\\]|\\.)*)"|'([^']*)')""")
 _LAUNCHED = re.compile(r"agent launched|agentId:|working in the background", re.IGNORECASE)
 _TASK_ID = re.compile(r"Task #(\w+) created")

@@ -328,6 +328,14 @@ def is_small_talk(sentence: str) -> bool:
     return len(words) < 2
 
 
+_WRITING_NEXT = re.compile(r"^(?:now|next|then)\b,? (?:the|a)\b[^.]{0,40}\bsections?\.?$", re.I)
+_ASKS = re.compile(  # a user's request: a cause it names is asked about, not a bug fixed
+    r"^(?:please|pls|kindly|(?:can|could|would) you|make|write|give|list|explain|summari[sz]e"
+    r"|show|tell|describe)\b|^(?:请|麻烦|帮我)",
+    re.I,
+)
+
+
 def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
     """The memory kind a sentence states, or None when it states none clearly.
 
@@ -339,6 +347,8 @@ def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
     if question or _HEDGE.search(s) or s.rstrip().endswith((":", "：")):
         return None  # a question, a guess, or the lead-in of a list ("Here's what changed:")
     narration = role == "assistant" and bool(_NARRATION.match(s) or _ZH_NARRATION.match(s))
+    if role == "assistant" and _WRITING_NEXT.match(s):
+        return None  # "Now the Next Steps section.": what it writes next, not a todo
     known = work
 
     def is_work() -> bool:  # computed once, and only when a rule needs it
@@ -347,8 +357,10 @@ def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
             known = about_work(s)
         return known
 
-    if BUG_CAUSE.search(s) or (_CAUSE_LOOSE.search(s) and (_FAILURE.search(s) or is_work())):
-        return "bugfix"
+    if (
+        BUG_CAUSE.search(s) or (_CAUSE_LOOSE.search(s) and (_FAILURE.search(s) or is_work()))
+    ) and not (role == "user" and _ASKS.match(s)):
+        return "bugfix"  # ("Please make a simple list with the root cause": a request)
     if COMMIT_STYLE.search(s):  # "fix: for bug fixes, feat: for features" is a convention
         # ... said as a rule: "Using commit message: Create a hello script" is a log line
         ruled = _RULE_WORD.search(s) or ("fix:" in s and "feat:" in s)
