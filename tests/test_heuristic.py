@@ -796,3 +796,46 @@ def test_a_commit_message_in_a_heredoc_cut_short_keeps_its_subject() -> None:
     message = commit_message(stored)
     assert message.startswith("Address review findings\n\n- point 0")
     assert commit_message('git commit -m "Short one"') == "Short one"
+
+
+def test_a_check_run_on_one_part_does_not_replace_the_whole_projects() -> None:
+    from memd.extract.records import Commands
+
+    commands = Commands()
+    first, later = turn(1, "assistant", ""), turn(2, "assistant", "")
+    commands.see(first, "go build ./...", "ok")
+    commands.see(later, "go build ./cmd/entire/cli/agent/claudecode/...", "ok")
+    commands.see(later, "go test ./internal/gitproto/", "ok")
+    texts = sorted(c.text for c in commands.candidates())
+    assert texts == [
+        "Tests run with `go test ./internal/gitproto/`",
+        "The build runs with `go build ./...`",
+    ]
+
+
+def test_the_works_passing_state_and_a_recaps_showcase_are_no_findings() -> None:
+    """Read by a person on the real sessions: "`golangci-lint` is clean locally." and a
+    closing recap's "🚀 Key Features" were filed as facts; neither is worth a next session."""
+    from memd.extract.findings import finding_score
+
+    assert finding_score("`golangci-lint` is clean locally.") == 0
+    assert finding_score("Mode bit is now `100755` in the index.") == 0
+    assert finding_score("The `Pusher` is constructed once in `syncer.go:741`.") > 0
+    recap = (
+        "## 🚀 Key Features\n\n- Add, toggle and delete todos with `useTodos`\n\n"
+        "## 🧩 Reusable Components\n\n- `TodoItem` shows one todo with its checkbox\n\n"
+        "## Storage\n\nTodos are kept in `localStorage` under the key `todos-v1` on every change."
+    )
+    segment = seg(
+        turn(1, "user", "Build the TODO app with persistence please."),
+        turn(2, "assistant", "", ("Write", f"{CWD}/src/hooks/useTodos.ts")),
+        turn(
+            3,
+            "assistant",
+            "The app is built in `src/app/page.tsx`. State lives in `useTodos`. Styles use "
+            "`tailwind.config.ts`. Icons come from `lucide-react`.\n\n" + recap,
+        ),
+    )
+    texts = [c.text for c in HeuristicExtractor().extract(segment) if c.kind == "fact"]
+    assert any(t.startswith("Storage: Todos are kept") for t in texts), texts
+    assert not any("Key Features" in t or "Reusable Components" in t for t in texts), texts

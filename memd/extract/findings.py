@@ -81,9 +81,13 @@ _FIRST_PERSON = re.compile(
 _WORK_STATE = re.compile(
     r"\b(?:uncommitted|i (?:need|have|made|added|changed|updated|created|fixed|removed)"
     r"|you (?:can|could|should|might)|let me|we (?:need|should|can)|next step|todo|should"
-    r"|looks? (?:correct|right|good|fine|ok)|ready|blockers?|in progress)\b",
+    r"|looks? (?:correct|right|good|fine|ok)|ready|blockers?|in progress"
+    r"|(?:is|are) (?:now )?(?:clean|green)|is now `?[0-9a-f]{6,}|in the index"
+    r"|got past|still (?:passes|green))\b",
     re.IGNORECASE,
 )
+"""The state of the work in the session ("`golangci-lint` is clean locally.", "Mode bit is now
+`100755` in the index."): gone by the next one, no finding."""
 _IMPERATIVE = re.compile(
     r"^(?:add|configure|create|update|remove|delete|run|fix|implement|use|make|wire|write|move"
     r"|rename|replace|set|change|check|verify|ensure|test|install|document|refactor|extract"
@@ -359,6 +363,7 @@ real sessions, more pieces crowded the block without adding what a probe asked."
 SECTION_CHUNKS = 2
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _URL = re.compile(r"https?://\S+")
+_CELEBRATED = re.compile(r"^[^\w\s`'\"(\[#*-]")
 _NOTHING = re.compile(r"^(?:none|n/a|nothing|noted)\b", re.I)
 _OFFER = re.compile(
     r"^(?:would you like|do you want|want me to|should i|shall i|let me know)\b", re.I
@@ -374,6 +379,8 @@ def section_candidates(episode: Episode, topic: str, said: set[str]) -> list[Can
     out: list[Candidate] = []
     for turn in episode.replies:
         for title, body in report_sections(clean_text(turn.text)):
+            if _CELEBRATED.match(title):
+                continue  # "🚀 Key Features", "✅ Type Issues Fixed": a recap's showcase
             for content in _chunks(body)[:SECTION_CHUNKS]:
                 if len(content) < 25 or any(content[:80] in text for text in said):
                     continue

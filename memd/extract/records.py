@@ -337,6 +337,17 @@ def run_summary(result: str) -> str:
     return clip(found[-1].strip(" =").strip(), 80) if found else ""
 
 
+def _depth(command: str) -> int:
+    """How deep the paths a command names go (``./...`` 1, ``./cmd/entire/cli/...`` 4): a run
+    over one part of the project is not how the project's check runs."""
+    return max((a.count("/") for a in command.split() if _PATH_ARG.search(a)), default=0)
+
+
+_PATH_ARG = re.compile(r"^\.{0,2}/|/(?:\.\.\.)?$|/[\w-]+\.\w{1,5}$")
+"""An argument that is a path (``./...``, ``internal/gitproto/``, ``tests/test_x.py``), not a
+platform or an image (``linux/amd64``)."""
+
+
 @dataclass
 class Commands:
     """The latest command of each family (test, lint, format, typecheck, build, ...) that
@@ -358,7 +369,9 @@ class Commands:
         for cmd in shell_commands(_HEREDOC.sub(" ", command)):
             family = vocab.command_family(cmd)
             if family:
-                _, uuids = self.found.get(family, ("", []))
+                kept, uuids = self.found.get(family, ("", []))
+                if kept and _depth(cmd) > _depth(kept):
+                    continue  # `go build ./cmd/cli/agent/...` after `go build ./...`: one part
                 self.found[family] = (cmd, [turn.uuid, *[u for u in uuids if u != turn.uuid]])
 
     def failing(self) -> list[Candidate]:
