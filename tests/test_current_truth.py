@@ -574,6 +574,11 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         # a chat between named people: a person's one-value fact, a value retired by name
         ("Caroline: Small update, I started at Northpeak Analytics this week.", "Caroline: I work at Brightwave Labs on the data team."),
         ("Jon: We moved from Austin to Denver last month.", "Jon: We live in Austin, near the lake."),
+        # retired in passing: ditched for, a plan cancelled, a line that is stale; a dotted key
+        ("I ditched VS Code for Zed last month, so the keybindings need redoing. We use VS Code settings sync.", "We use VS Code settings sync for the team."),
+        ("Yes, that PR is the last piece; the Papertrail plan is cancelled at month end.", "Workers ship logs through the sidecar to Papertrail; search the orders-worker system there."),
+        ("Remember we cut every other Tuesday now — the Thursday line in RELEASING.md is stale.", "Per RELEASING.md we cut release branches every Thursday at 15:00 UTC."),
+        ("执行 `pip config set global.index-url https://nexus.kdyun.cn/simple` 就行。", "本地也设上就行：`pip config set global.index-url https://pypi.tuna.tsinghua.edu.cn/simple`。"),
         # one setting's key with another value, whatever else the sentences say
         ("Confirmed `rollout_percent: 50` in flags.yaml.", "Added `new_checkout` to `config/flags.yaml` with `rollout_percent: 10`, bucketing on a hash of user_id."),
     ],
@@ -601,6 +606,7 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("The status page webhook now posts incidents to #inc-bridge.", "Post a message to #ship-log whenever a release is tagged."),
         ("postgresql.conf sets `work_mem 64MB` on the primary.", "postgresql.conf sets `max_connections 100` on the primary."),
         ("Staging has `rollout_percent: 50`; prod keeps `rollout_percent: 10`.", "Set `rollout_percent: 10`."),
+        ("不是迁移，是新增：海外版部署在 AWS 新加坡的 EKS 集群，国内业务还在阿里云不动。", "国内业务全部在阿里云华东2（上海），ACK 集群 `prod-sh`。"),
         # one more beside the older's: listed with "or", joined by 和, added (加了), besides (除了…还)
         ("The script now takes --region with us-west-2 (prod-main) or ap-southeast-1 (prod-apac).", "Added scripts/kube-login.sh, which runs aws eks update-kubeconfig --region us-west-2 --name prod-main."),
         ("CODEOWNERS 里加了 @wangfang，审批规则改成需要 2 个 Code Owner 批准，张磊和王芳都要通过。", "在 .gitlab/CODEOWNERS 里给根目录配了 @zhanglei，并开启了 MR 需要 Code Owner 审批。"),
@@ -801,6 +807,11 @@ def test_a_version_is_carried_only_by_a_version() -> None:
         ("我本地建虚拟环境应该用哪个 Python 版本？", "CI 的镜像换成 python:3.12-slim 了。"),
         ("What do we use to run unit tests in the web frontend?", "`npx vitest run src/utils` is green."),
         ("我们的文件上传分别存在哪些云上？", "国内站继续用阿里云 OSS，bucket acme-cn-assets。"),
+        ("A job failed in prod last night, where do I go to read its logs?", "Workers now push to Grafana Loki; query them in Grafana Explore."),
+        ("我要给商品搜索加几个同义词，现在应该去哪儿配？", "`search-api` 已切到 Meilisearch 客户端。"),
+        ("我要给前端项目加个依赖，该用什么命令？", "用 `pnpm add dayjs` 重新加一次。"),
+        ("我推了代码以后，去哪儿看后端的构建结果？", "我们已经迁到 GitLab CI，配置在 `.gitlab-ci.yml`。"),
+        ("Remind me which city you have me in?", "Ever since the move to Rotterdam my digest shows up an hour early."),
     ],
 )  # fmt: skip
 def test_a_tool_or_fact_the_prompt_asks_for_answers_it(prompt: str, memory: str) -> None:

@@ -75,12 +75,28 @@ RETIRED = [
         r"\b(?:revert(?:ed)?|rolled (?:it )?back|backed (?:it )?out|gave up|abandoned)\b",
         re.I,
     ),
+    re.compile(  # "I ditched VS Code for Zed"
+        rf"\b(?:ditched|dumped|abandoned|swapped|traded)\s+(?:the\s+)?`?(?P<v>(?:{V})(?: (?:{V}))?)`?\s+"
+        r"(?:for|with)\b",
+        re.I,
+    ),
+    re.compile(  # "the Papertrail plan is cancelled at month end"
+        rf"\b(?P<v>{V})\s+(?:plan|subscription|account|cluster|instance|inbox)\s+(?:is|was|gets?"
+        r"|got|has been)\s+(?:being\s+)?(?:cancell?ed|shut down|turned off|decommissioned)",
+        re.I,
+    ),
+    re.compile(  # "the Thursday line in RELEASING.md is stale"
+        rf"\bthe\s+(?P<v>{V})\s+(?:line|wording|entry|value|setting)\b[^;]{{0,40}}?\s+(?:is|was)"
+        r"\s+(?:stale|outdated|obsolete|wrong)",
+        re.I,
+    ),
 ]
 """Where a sentence names a value that is no longer current."""
 RETIRE_HINT = re.compile(
     r"from|instead|rather than|in place of|replac|archiv|delet|remov|retir|deprecat|drop"
     r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried|old\b"
-    r"|gone|uninstall|decommission|\bI said\b|I meant|\boff\b"
+    r"|gone|uninstall|decommission|\bI said\b|I meant|\boff\b|ditched|dumped|abandoned|swapped"
+    r"|traded|cancell?ed|shut down|turned off|stale|outdated|obsolete|wrong"
     r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是",
     re.I,
 )
@@ -108,6 +124,9 @@ _HINTS = [
     r"回滚",
     r"\boff\b",
     r"\btried\b",
+    r"ditched|dumped|abandoned|swapped|traded",
+    r"cancell?ed|shut down|turned off|decommissioned",
+    r"stale|outdated|obsolete|wrong",
 ]
 RETIRED_HINTED = list(zip([re.compile(h, re.I) for h in _HINTS], RETIRED, strict=True))
 """Each pattern of :data:`RETIRED` behind the words it cannot match without: the patterns that
@@ -175,6 +194,7 @@ def only_instead(sentence: str) -> bool:
 
 ALSO = re.compile(
     r"\b(?:also|as well|in addition|alongside|along with|together with)\b|\bboth\b(?=[^.;]*\band\b)|\btoo\b(?=\s*(?:[.,;!?)]|$))|同时|另外|分别"
+    r"|不是迁移|是新增"
 )
 """A second thing beside the first ("we use Prettier too"); "too small" is no such word."""
 CUE_BIGRAMS = listed(
@@ -289,7 +309,8 @@ LEAD = 8
 
 
 KEPT = re.compile(
-    r"\b(?:stays?|remains?|still|unchanged|as before|keeps?|kept)\b|照旧|不变|保留|仍然|仍是|还是|保持",
+    r"\b(?:stays?|remains?|still|unchanged|as before|keeps?|kept)\b|照旧|不变|保留|仍然|仍是|还是|保持"
+    r"|不动",
     re.I,
 )
 """Words that say a value said again still holds ("the frontend stays on 3000")."""

@@ -175,6 +175,7 @@ def claim(sentence: str) -> Claim | None:
     if not values and len(words) < 2 and len(cjk) < 3:
         return None
     retired = {fold(v) for v in cues.retired(sentence)}
+    retired |= {roles.PHRASES[r] for r in retired if r in roles.PHRASES}  # "VS Code": vscode
     plain = _ASIDE.sub(" ", folded) if "(" in folded or "（" in folded else folded
     return Claim(
         text=sentence,
@@ -473,8 +474,10 @@ def _same_key(new: Claim, old: Claim) -> bool:
 
 def _key_before(sentence: str, value: str) -> str:
     """The setting's key written just before ``value`` (``client_max_body_size`` of
-    ``client_max_body_size 12m``), or ""."""
-    m = re.search(rf"([A-Za-z]\w*_\w+)[\s:=`'\"]+{re.escape(value)}(?![\w.-])", sentence, re.I)
+    ``client_max_body_size 12m``, ``global.index-url`` of ``pip config set global.index-url
+    https://…``), or ""."""
+    key = r"[A-Za-z]\w*(?:_\w+|(?:[.-][A-Za-z]\w*)*\.[A-Za-z]\w*-\w+)"
+    m = re.search(rf"({key})[\s:=`'\"]+{re.escape(value)}(?![\w.-])", sentence, re.I)
     return m.group(1).casefold() if m else ""
 
 

@@ -95,6 +95,7 @@ SLOTS: dict[str, tuple[re.Pattern[str], ...]] = {
             r"\bI(?:'m| am)?(?: now)? (?:based|living|live|located|relocated|moved)"
             rf"(?: back)? (?:in|to) {_NAME}"
         ),
+        re.compile(rf"\b(?:[Ss]ince|[Aa]fter) (?:the|my|our) (?:move|relocation) to {_NAME}"),
         re.compile(
             rf"(?:我)?(?:现在|目前)?(?:住在|搬到了?|搬去了?|定居在?){_CJK_NAME}(?=[。，,！!了]|$)"
         ),

@@ -45,7 +45,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "merge method": _listed("squash rebase"),
     "monitoring": _listed(
         "sentry datadog prometheus grafana rollbar newrelic loki jaeger tempo zipkin skywalking "
-        "opentelemetry elk kibana"
+        "opentelemetry elk kibana papertrail splunk graylog logdna"
     ),
     "web framework": _listed("fastapi django flask express rails nextjs nuxt"),
     "ui library": _listed("react vue angular svelte solid"),
@@ -61,6 +61,7 @@ ROLES: dict[str, tuple[str, ...]] = {
         "cursor windsurf"
     ),
     "naming style": _listed("snake_case camelcase kebab-case pascalcase"),
+    "search engine": _listed("elasticsearch opensearch meilisearch typesense solr algolia"),
     "object storage": _listed("s3 oss gcs minio r2 cos"),
     "container registry": _listed("dockerhub ghcr ecr acr gcr harbor quay"),
     "runtime": _listed(
@@ -193,7 +194,7 @@ def different_jobs(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -
 _ASKED = {
     "package manager": (
         r"package[- ]?managers?|dependency managers?|install(?:ing)? (?:the )?dependencies"
-        r"|add(?:ing)? (?:a |new )?dependenc(?:y|ies)|加依赖|添加依赖"
+        r"|add(?:ing)? (?:a |new )?dependenc(?:y|ies)|加(?:个|一个)?依赖|添加依赖"
         r"|包管理|装依赖|安装依赖|依赖管理|管依赖"
     ),
     "linter": r"linters?|linting|lint",
@@ -210,7 +211,7 @@ _ASKED = {
     ),
     "cache": r"cach(?:e|es|ing)|缓存",
     "message queue": r"message (?:queue|broker|bus)(?:es|s)?|queues?|消息队列|消息中间件|消息总线",
-    "ci": r"\bci\b|continuous integration|持续集成|流水线",
+    "ci": r"\bci\b|continuous integration|持续集成|流水线|构建结果|build (?:results?|status)",
     "containers": r"containers?|container runtime|orchestrat(?:ion|or)|容器|编排",
     "feature flags": r"feature[- ](?:flags?|toggles?)|功能开关|灰度开关",
     "bundler": r"bundlers?|bundl(?:es|ed|ing)|build tool|打包工具",
@@ -222,13 +223,15 @@ _ASKED = {
     ),
     "monitoring": (
         r"monitoring|error tracking|observability|logs? search|search(?:ing)? (?:the )?logs"
-        r"|监控|可观测|日志系统|日志平台|查日志|查.{0,4}日志"
+        r"|(?:read|find|see|check) (?:the |its |their )?logs|监控|可观测|日志系统|日志平台|查日志"
+        r"|查.{0,4}日志|看.{0,4}日志"
     ),
     "web framework": r"web framework|backend framework|web ?框架|后端框架",
     "ui library": r"(?:ui|frontend|front-end) (?:library|framework)|前端框架",
     "language": r"(?:programming )?languages?|编程语言",
     "editor": r"editors?|\bides?\b|编辑器",
     "shell": r"shells?",
+    "search engine": r"search engines?|full[- ]text search|搜索引擎|全文检索|商品搜索|搜索服务",
     "object storage": (
         r"object stor(?:age|es?)|(?:s3|storage) buckets?|对象存储|云存储|存储桶|存在哪(?:些|个)?云"
     ),
