@@ -579,6 +579,7 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("Yes, that PR is the last piece; the Papertrail plan is cancelled at month end.", "Workers ship logs through the sidecar to Papertrail; search the orders-worker system there."),
         ("Remember we cut every other Tuesday now — the Thursday line in RELEASING.md is stale.", "Per RELEASING.md we cut release branches every Thursday at 15:00 UTC."),
         ("执行 `pip config set global.index-url https://nexus.kdyun.cn/simple` 就行。", "本地也设上就行：`pip config set global.index-url https://pypi.tuna.tsinghua.edu.cn/simple`。"),
+        ("Two more places: the receipt reply-to and the 404 page. I switched both to help@kelpie.io.", "The `footer.mjml` partial uses support@kelpie.io, and the reply-to on receipts is the same address."),
         # one setting's key with another value, whatever else the sentences say
         ("Confirmed `rollout_percent: 50` in flags.yaml.", "Added `new_checkout` to `config/flags.yaml` with `rollout_percent: 10`, bucketing on a hash of user_id."),
     ],

@@ -361,10 +361,10 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 if shape(f) != shape(o):
                     continue
                 kin = family(f) & family(o)  # 3.11 -> 3.12, stg.x -> stg.eu1.x, yarn -> pnpm
+                mail = all(k.startswith("mail:") for k in kin)  # two people's addresses
                 if kin and (
-                    any(not k.startswith("job:") for k in kin)
-                    or shared - {o, f}
-                    or roles.one_at_a_time(o)
+                    any(not k.startswith(("job:", "mail:")) for k in kin)
+                    or (not mail and (shared - {o, f} or roles.one_at_a_time(o)))
                     or cues.switched_to(new.text, f, place=True)
                 ):  # two tools of one job on no other shared word: ClickHouse beside Postgres
                     return "a new version of the same thing"

@@ -14,12 +14,15 @@ VERSION = re.compile(r"^v?(\d+)\.\d+(?:\.\d+)*$")
 
 
 def family(value: str) -> frozenset[str]:
-    """Keys that values of one thing share: a version's major ("v3" for 3.11 and 3.12), a
-    host's domain ("h:corvid-labs.dev"), a tool's job ("job:package manager" for yarn and
-    pnpm); none for other values."""
+    """Keys that values of one thing share: a version's major ("v3" for 3.11 and 3.12), an
+    address's domain ("mail:kelpie.io"), a host's domain ("h:corvid-labs.dev"), a tool's job
+    ("job:package manager" for yarn and pnpm); none for other values."""
     version = VERSION.match(value)
     if version:
         return frozenset([f"v{version.group(1)}"])
+    mail = _MAIL.match(value)
+    if mail:  # support@kelpie.io, later help@kelpie.io: one organisation's addresses
+        return frozenset([f"mail:{mail.group(1)}"])
     image = _IMAGE.match(value)
     if image:
         return frozenset([f"img:{image.group(1)}"])
@@ -38,6 +41,7 @@ def family(value: str) -> frozenset[str]:
 
 
 _URL = re.compile(r"^[a-z][\w+.-]*://(?:[^@/]*@)?([\w.-]+)")
+_MAIL = re.compile(r"^[\w.+-]+@([\w-]+(?:\.[\w-]+)+)$")
 _TLDS = frozenset(["com", "net", "org", "io", "dev", "app", "co", "cloud", "ai", "internal"])
 """Top-level domains a host of one organisation moves between (not a file's extension)."""
 _IMAGE = re.compile(r"^([a-z][\w.-]*(?:/[\w.-]+)*):[\w][\w.-]*$")
