@@ -580,6 +580,8 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("Remember we cut every other Tuesday now — the Thursday line in RELEASING.md is stale.", "Per RELEASING.md we cut release branches every Thursday at 15:00 UTC."),
         ("执行 `pip config set global.index-url https://nexus.kdyun.cn/simple` 就行。", "本地也设上就行：`pip config set global.index-url https://pypi.tuna.tsinghua.edu.cn/simple`。"),
         ("Two more places: the receipt reply-to and the 404 page. I switched both to help@kelpie.io.", "The `footer.mjml` partial uses support@kelpie.io, and the reply-to on receipts is the same address."),
+        # a question that names the user's one tool of a job: they are on it
+        ("GoLand 太吃内存了，我已经全面换成 Neovim 了。", "GoLand 里怎么配一个跑 `go generate` 的 run configuration？"),
         # one setting's key with another value, whatever else the sentences say
         ("Confirmed `rollout_percent: 50` in flags.yaml.", "Added `new_checkout` to `config/flags.yaml` with `rollout_percent: 10`, bucketing on a hash of user_id."),
     ],
@@ -607,6 +609,7 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("The status page webhook now posts incidents to #inc-bridge.", "Post a message to #ship-log whenever a release is tagged."),
         ("postgresql.conf sets `work_mem 64MB` on the primary.", "postgresql.conf sets `max_connections 100` on the primary."),
         ("Staging has `rollout_percent: 50`; prod keeps `rollout_percent: 10`.", "Set `rollout_percent: 10`."),
+        ("Should I try Zed for the Rust work?", "How do I set keybindings in VS Code?"),
         ("不是迁移，是新增：海外版部署在 AWS 新加坡的 EKS 集群，国内业务还在阿里云不动。", "国内业务全部在阿里云华东2（上海），ACK 集群 `prod-sh`。"),
         # one more beside the older's: listed with "or", joined by 和, added (加了), besides (除了…还)
         ("The script now takes --region with us-west-2 (prod-main) or ap-southeast-1 (prod-apac).", "Added scripts/kube-login.sh, which runs aws eks update-kubeconfig --region us-west-2 --name prod-main."),

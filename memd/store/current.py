@@ -238,6 +238,11 @@ def claims(text: str) -> tuple[Claim, ...]:
         if _QUESTION.search(sentence):
             question = claim(_QUESTION.sub(".", sentence))
             asked = question.anchors if question is not None else frozenset()
+            used = {v for v in question.values if roles.one_at_a_time(v)} if question else set()
+            if used and not agent and len(used) == 1:  # "GoLand 里怎么配…？": the user is on it
+                out.append(
+                    replace(question, text=sentence, values=frozenset(used), cue=False, counted=1)
+                )
             continue
         found = claim(sentence)
         if found is not None:
