@@ -359,3 +359,7 @@ def test_a_slash_command_with_arguments_is_the_users_request() -> None:
     assert user("<command-name>/model</command-name><command-args>opus</command-args>") == ""
     compact = "<command-name>/compact</command-name><command-args>keep the API notes</command-args>"
     assert user(compact) == ""
+    # memd's own commands: the command stores or forgets what they carry
+    for own in ("/remember", "/memd:forget"):
+        line = f"<command-name>{own}</command-name><command-args>we use pnpm</command-args>"
+        assert user(line) == ""

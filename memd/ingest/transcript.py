@@ -331,9 +331,10 @@ _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 _LOCAL_TEXT = """add-dir agents bug clear compact config context copy cost doctor exit export help
     hooks ide login logout mcp memory model output-style permissions plugin resume rewind status
     statusline terminal-setup theme upgrade usage vim"""
-LOCAL_COMMANDS = frozenset(_LOCAL_TEXT.split())
+LOCAL_COMMANDS = frozenset([*_LOCAL_TEXT.split(), "remember", "recall", "forget"])
 """Claude Code's own commands whose arguments set something up rather than ask for work
-(``/model opus``, ``/compact keep the API notes``)."""
+(``/model opus``, ``/compact keep the API notes``), and memd's own (``/remember``, also as
+``/memd:remember``: what they carry is stored or forgotten by the command itself)."""
 
 
 def slash_request(text: str) -> str:
@@ -345,7 +346,7 @@ def slash_request(text: str) -> str:
     if name is None or args is None or not args.group(1).strip():
         return ""
     command = name.group(1) if name.group(1).startswith("/") else "/" + name.group(1)
-    if command[1:].lower() in LOCAL_COMMANDS:
+    if command[1:].lower().removeprefix("memd:") in LOCAL_COMMANDS:
         return ""
     return f"{command} {args.group(1).strip()}"
 
