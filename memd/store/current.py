@@ -239,7 +239,7 @@ def claims(text: str) -> tuple[Claim, ...]:
             question = claim(_QUESTION.sub(".", sentence))
             asked = question.anchors if question is not None else frozenset()
             used = {v for v in question.values if roles.one_at_a_time(v)} if question else set()
-            if used and not agent and len(used) == 1:  # "GoLand 里怎么配…？": the user is on it
+            if question is not None and len(used) == 1 and not agent:  # "GoLand 里怎么配…？"
                 out.append(
                     replace(question, text=sentence, values=frozenset(used), cue=False, counted=1)
                 )
