@@ -216,8 +216,9 @@ MAY_REPLACE = re.compile(
 
 def switched_to(sentence: str, value: str, place: bool = False) -> bool:
     """Whether ``sentence`` names ``value`` as the target of a change ("switched to
-    #release-train", "moved over to Buildkite", "switched both to help@…"); with ``place`` (a channel) "in" and "on"
-    name it too ("changed in #ops"), never for a file ("What changed in research.md")."""
+    #release-train", "moved over to Buildkite", "switched both to help@…"); with ``place`` (a
+    channel) "in" and "on" name it too ("changed in #ops"), never for a file ("What changed in
+    research.md")."""
     into = "to|in|on|into" if place else "to|into"
     m = re.search(
         r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|chang(?:ed|ing)|migrat(?:ed|ing)|now"
