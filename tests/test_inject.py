@@ -310,6 +310,30 @@ def test_the_brief_says_how_the_checks_run(app: App, tmp_path: Path) -> None:
     assert "unittest" not in text and "16 GB" not in text
 
 
+def test_the_brief_carries_the_latest_bug_fixes(app: App, tmp_path: Path) -> None:
+    """Read on real work: the next session should know why a bug was fixed the way it was
+    ("`current_span_ctx()` returns a span context, not `{:ok, ctx}`"); the three latest fixes
+    join the brief, after everything else it carries."""
+    p = make_project(tmp_path, "fixes")
+    add(app, p, "We chose Bandit over Cowboy for the HTTP server.", kind="decision")
+    for n in range(4):
+        fix = f"Fix {n}: `span_ctx_{n}` was read as `{{:ok, ctx}}`; it returns the context itself."
+        app.store.write(
+            [
+                Memory(
+                    text=fix,
+                    kind="bugfix",
+                    project=p,
+                    created_at=f"2026-02-1{n}T10:00:00+00:00",
+                )
+            ],
+            {},
+        )
+    text = Injector(app, app.settings).session_context({"cwd": p, "session_id": "f1"}).text
+    assert "Fixes:" in text and text.index("Decisions:") < text.index("Fixes:")
+    assert all(f"span_ctx_{n}" in text for n in (1, 2, 3)) and "span_ctx_0" not in text
+
+
 def test_pinned_memories_survive_a_tiny_brief_budget(app: App, tmp_path: Path) -> None:
     p = make_project(tmp_path, "p")
     add(app, p, "Pinned: the staging database is read-only on Fridays.", pin=True)

@@ -186,8 +186,8 @@ class Injector:
 
     def brief(self, project: str, session_id: str = "") -> list[Hit]:
         """Pinned memories, open TODOs, recent decisions, preferences, how the checks run, the
-        last summary: as results in the recall shape, ranked by the recall's own weights (no
-        query, so no relevance: importance, recency and pinning)."""
+        latest bug fixes, the last summary: as results in the recall shape, ranked by the
+        recall's own weights (no query, so no relevance: importance, recency and pinning)."""
         kinds = sorted(BRIEF_LIMITS)
         where = match(project=[project, USER_SCOPE], status="active") & (
             match(pinned=True) | match(kind=kinds) | match(kind="fact", topic=COMMANDS_TOPIC)
