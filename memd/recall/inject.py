@@ -193,7 +193,7 @@ class Injector:
             match(pinned=True) | match(kind=kinds) | match(kind="fact", topic=COMMANDS_TOPIC)
         )
         memories = self.app.store.query(where)
-        memories.sort(key=lambda m: m.said_at(), reverse=True)
+        memories.sort(key=lambda m: (m.said_at(), m.importance, m.id), reverse=True)  # stable
         weights = retrieve.weights_from(self.settings)
         out: list[Hit] = []
         taken: dict[str, int] = {}
