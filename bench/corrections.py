@@ -14,7 +14,9 @@ taken; ``corrections_heldout2.jsonl`` written later, blind, read in session 18;
 first commit; ``corrections_heldout10.jsonl`` written blind in session 24, after its changes, its
 baseline taken on the session's first commit; ``corrections_heldout11.jsonl`` written blind
 in session 25, its baseline taken on the session's first commit; ``corrections_heldout12.jsonl``
-written blind at the end of session 25, for the next session's baseline and blind run;
+written blind at the end of session 25, its baseline taken on session 26's first commit, read
+there; ``corrections_heldout13.jsonl`` written blind at the start of session 26, run once at its
+end;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -71,6 +73,7 @@ SPLITS = {
     "heldout10": ROOT / "tests" / "labelled" / "corrections_heldout10.jsonl",
     "heldout11": ROOT / "tests" / "labelled" / "corrections_heldout11.jsonl",
     "heldout12": ROOT / "tests" / "labelled" / "corrections_heldout12.jsonl",
+    "heldout13": ROOT / "tests" / "labelled" / "corrections_heldout13.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
