@@ -265,6 +265,18 @@ def test_within_one_language_only_the_prompt_s_own_terms_count() -> None:
     assert lexical_of(zh, "后端用什么框架？") == pytest.approx(coverage(zh, "后端用什么框架？"))
 
 
+def test_a_chinese_word_is_carried_by_its_synonyms_in_the_glossary() -> None:
+    """Two glossary words whose first English forms are each other's ("上线" and "发版", both
+    "release") are one concept: a memory says 发版 where the prompt says 上线."""
+    assert "发版" in bridge.synonyms("上线") and "上线" in bridge.synonyms("发版")
+    assert "部署" not in bridge.synonyms("上线")  # "deploy" first: a word of its own
+    assert "释放" not in bridge.synonyms("发版")  # "free" first: a memory's release
+    assert bridge.synonyms("不在词表里") == ()
+    question = "这周的版本哪天上线？"
+    assert coverage(question, "新流程是每周二发版。") > coverage(question, "新流程是每周二部署。")
+    assert coverage(question, "我们去爬山了。") == 0.0
+
+
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
     with served(tmp_path_factory.mktemp("bridge")) as proc:

@@ -168,6 +168,29 @@ def glossary() -> Glossary:
     return parse(resources.files("memd").joinpath("data", GLOSSARY).read_text(encoding="utf-8"))
 
 
+@lru_cache(maxsize=4096)
+def synonyms(word: str) -> tuple[str, ...]:
+    """The glossary's other Chinese words for what ``word`` means: each sharing an English
+    form with it, where each one's first form is also the other's ("上线" and "发版", both
+    "release"; not "部署", "deploy" first): a Chinese memory says 发版 where the prompt says
+    上线."""
+    g = glossary()
+    forms = g.forms(word)
+    if not forms:
+        return ()
+    found: dict[str, None] = {}
+    for form in forms:
+        for key in form_keys(form)[:1]:
+            found.update(
+                dict.fromkeys(
+                    other
+                    for other in g.en.get(key, ())
+                    if other != word and forms[0] in g.forms(other) and g.forms(other)[0] in forms
+                )
+            )
+    return tuple(found)
+
+
 @dataclass(frozen=True)
 class Bridged:
     """One query's bridge: for each of its terms that the glossary knows, what else carries it."""
@@ -362,10 +385,12 @@ def _covering_forms(g: Lexicon, d: Lexicon | None, words: list[str]) -> Clause:
     """The English forms of the words that hold a bigram: the glossary's for a word it
     holds, then the dictionary's ("问题": the glossary's "issue", then "question",
     "problem", ...)."""
-    forms: dict[frozenset[str], None] = {}
+    forms: dict[Form, None] = {}
     for word in words:
         if g.has(word):
             forms.update(dict.fromkeys(g.terms_of(word)))
+            forms.update(dict.fromkeys(synonyms(word)))  # (glossary words only: the dictionary's
+            # senses are too broad to call two words one)
             if d is not None:  # after the glossary's: more forms carry it, none replaced
                 forms.update(dict.fromkeys(d.terms_of(word)))
         elif d is not None and d.has(word):
@@ -412,6 +437,7 @@ def _bridge(query: str, d: Dictionary | None) -> Bridged:
         for (a, b), lex in spans.items():
             for word in _inner(run, a, b, lex_g):
                 words.update(dict.fromkeys(g.forms(word)))
+                words.update(dict.fromkeys(synonyms(word)))
             if lex is not lex_g:
                 fallback.update(dict.fromkeys(lex.forms(run[a:b])[:MAX_FALLBACK_FORMS]))
         ordered = sorted(spans)
