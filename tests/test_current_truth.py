@@ -584,6 +584,12 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("GoLand 太吃内存了，我已经全面换成 Neovim 了。", "GoLand 里怎么配一个跑 `go generate` 的 run configuration？"),
         # one setting's key with another value, whatever else the sentences say
         ("Confirmed `rollout_percent: 50` in flags.yaml.", "Added `new_checkout` to `config/flags.yaml` with `rollout_percent: 10`, bucketing on a hash of user_id."),
+        # a diff's removed line gives the key its old value no more (an excerpt keeps it flat)
+        ("Proposed change in gateway.yaml: ``` - requests_per_minute: 100 + requests_per_minute: 250 ``` It applies to all keys.", "Added a token bucket in the gateway: `rate_limit.search.requests_per_minute: 100` per API key."),
+        ("Updated gateway.yaml:\n```\n-    requests_per_minute: 100\n+    requests_per_minute: 250\n```", "Set `requests_per_minute: 100` per API key."),
+        # a secret store, a CDN: moved to, switched ("since the April CDN switch")
+        ("Since the move to AWS Secrets Manager the worker role needs GetSecretValue on prod/worker/*.", "The worker reads the DB password from HashiCorp Vault at secret/data/worker/db."),
+        ("The Fastly service has fronted static.lumen.app since the April CDN switch.", "I put Cloudflare in front: static.lumen.app is now proxied through Cloudflare."),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
@@ -816,6 +822,14 @@ def test_a_version_is_carried_only_by_a_version() -> None:
         ("我要给前端项目加个依赖，该用什么命令？", "用 `pnpm add dayjs` 重新加一次。"),
         ("我推了代码以后，去哪儿看后端的构建结果？", "我们已经迁到 GitLab CI，配置在 `.gitlab-ci.yml`。"),
         ("Remind me which city you have me in?", "Ever since the move to Rotterdam my digest shows up an hour early."),
+        # a secret store, a CDN, a framework asked for by its job
+        ("How do I add a new secret for the worker?", "Since the move to AWS Secrets Manager the role needs GetSecretValue."),
+        ("If I clear cached static files by hand, which CDN is that?", "I ran `fastly purge --service-id 7QxLmR2 --key assets-css`."),
+        ("管理后台现在是用什么框架写的？", "提交信息是 `feat(admin): 订单列表页迁移到 React 18 + Ant Design 5`。"),
+        # a day or a person asked for, given beside one of the prompt's other words
+        ("Which day do we cut the release branch?", "Release branches are cut every Tuesday at 15:00 UTC."),
+        ("iOS 提审现在找谁？", "iOS 提审和 App Store Connect 后台是王磊在管。"),
+        ("Who is on call for the billing service this week?", "The billing service on-call is Dana (@dana-r) until Friday."),
     ],
 )  # fmt: skip
 def test_a_tool_or_fact_the_prompt_asks_for_answers_it(prompt: str, memory: str) -> None:
@@ -825,6 +839,15 @@ def test_a_tool_or_fact_the_prompt_asks_for_answers_it(prompt: str, memory: str)
     assert not synonyms.answers(own, "What did we have for lunch?", memory)
     other = "Go ahead and regenerate the lockfile."
     assert not synonyms.answers(searchterms.term_set(other), prompt, other)
+
+
+def test_a_day_or_a_person_answers_only_on_the_prompts_subject() -> None:
+    memory = "Release branches are cut every Tuesday at 15:00 UTC."
+    own = searchterms.term_set(memory)
+    assert not synonyms.answers(own, "Which day is the team lunch?", memory)
+    assert not synonyms.answers(own, "What day did we cut the release branch?", memory)  # past
+    owner = "iOS 提审和 App Store Connect 后台是王磊在管。"
+    assert not synonyms.answers(searchterms.term_set(owner), "安卓渠道包找谁？", owner)
 
 
 def test_a_port_answers_only_on_the_prompts_subject() -> None:

@@ -252,3 +252,23 @@ def test_code_calling_into_the_older_tool_does_not_name_it() -> None:
     both = "assistant: Jest runs the unit tests and `npx vitest run` the component tests."
     out = marked(disputed.mark_disputed(results(old, both), "What do we use to run unit tests?"))
     assert out["old"] == old  # the newer names Jest as a runner: both hold
+
+
+def test_a_weekday_asked_for_is_one_answer_and_devices_asked_for_are_several() -> None:
+    old = "user: 我们每周几发版？ / claude: 按 release 流程是每周四下午发版，周三中午代码冻结。"
+    new = "claude: 新流程是每周二发版，所以提醒放在周一 12:00。"
+    out = marked(disputed.mark_disputed(results(old, new), "这周的版本哪天上线？"))
+    assert "[may be outdated: 2026-02-12 says 周二]" in out["old"], out["old"]
+    old = (
+        "user: Which phone should QA use for the Android smoke test? / claude: Use the Pixel 7"
+        " on the device shelf; it's on Android 14."
+    )
+    new = (
+        "user: We need a low-end device in the smoke tests. / claude: Ordered a Galaxy A14 and"
+        " registered it in the device matrix; the smoke test now runs on it every release."
+    )
+    question = "Which Android device does the smoke test run on?"
+    out = marked(disputed.mark_disputed(results(old, new), question))
+    assert "[may be outdated: 2026-02-12 says Galaxy" in out["old"], out["old"]
+    question = "Which Android devices does the smoke test run on?"
+    assert marked(disputed.mark_disputed(results(old, new), question)) == {"old": old, "new": new}

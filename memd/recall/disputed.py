@@ -31,7 +31,8 @@ _LIST = re.compile(
     r"\b(?:and|both|respectively|between|all)\b|\b(?:which|what)\s+(?:[\w-]+\s+){0,2}?"
     r"(?:ports|regions|linters|tools|databases|channels|queues|instances|checkers|checks|topics"
     r"|services|buckets|hosts|servers|libraries|frameworks|stores|teams|owners|people"
-    r"|reviewers|versions|branches|environments)\b"
+    r"|reviewers|versions|branches|environments|devices|phones|machines|providers|clusters"
+    r"|platforms|browsers|languages)\b"
     r"(?!\s+(?:the|a|an|our|my|this|its|your)\b)"  # "which region hosts the ...": a verb
     r"|哪些|分别|各自|各个|都|和|以及|跟",
     re.IGNORECASE,
@@ -97,6 +98,7 @@ _KIND_ASKED = {
     "port": re.compile(r"\bport\b|端口", re.I),
     "time": re.compile(r"\bwhat time\b|\bwhen (?:does|do|is|will)\b|几点|什么时间", re.I),
     "person": re.compile(r"\bwho(?:m|se)?\b|谁", re.I),
+    "day": synonyms.DAY_ASKED,
 }
 """Kinds of value a prompt asks for by name: every value of the kind answers it, whatever
 the words beside it ("Which AWS region ...?": `region = "eu-central-1"`)."""
@@ -114,6 +116,13 @@ _REGISTRY = re.compile(
 )
 _PORT_URL = re.compile(r"^[a-z][\w+.-]*://[^/\s]*:\d{2,5}(?:/|$)")
 _PORT_WORD = r"(?:port\(?s?\)?\s*[:=]?|端口(?:号)?(?:是|为|改成|改为)?|listen(?:s|ing)? on)"
+
+
+_WEEKDAY = re.compile(
+    r"(?<![\w-])(?:mon|tues|wednes|thurs|fri|satur|sun)days?(?![\w-])|(?:周|星期|礼拜)[一二三四五六日天]",
+    re.IGNORECASE,
+)
+_DAY = frozenset(["day"])
 
 
 def _is_port(sentence: str, value: str) -> bool:
@@ -172,6 +181,7 @@ def _values(
         or any(phrase in folded for phrase in roles.PHRASES)  # "GitHub Actions"
         or roles.named_as_tool(text)  # "Drone"
         or clock.clock_times(text)  # "0 2 * * *", "8 点"
+        or _WEEKDAY.search(text)
     ):
         return []  # (one search spares reading the claims of most texts)
     out = []
@@ -185,6 +195,8 @@ def _values(
         for m in _OWNER_ZH.finditer(c.text):  # "王磊是这块的负责人", "负责人：陈思远"
             name = m.group("before") or m.group("after") or m.group("at")
             out.append((c.text, name, frozenset(["person"]), current.slot(c.text, name)))
+        for m in _WEEKDAY.finditer(c.text):  # "每周四下午发版", later "每周二发版"
+            out.append((c.text, m.group(0), _DAY, current.slot(c.text, m.group(0))))
     return out
 
 

@@ -448,11 +448,12 @@ class Signals:
         text = memory.text
         memory_zh = text_is_chinese(text)
         have = searchterms.term_set(text)
-        lex = self.covers(self.bridged.extend(text, synonyms.carried(have, self.query, text)))
+        carried = self.bridged.extend(text, synonyms.carried(have, self.query, text))
+        lex = self.covers(carried)
         if memory_zh != self.query_zh and not have.isdisjoint(self.reach):  # both ways
             lex = max(lex, crossterms.reverse_coverage(searchterms.terms(text), self.reach))
         age = age_days(memory.said_at(), self.now_seconds)  # `now` once
-        answers = self.asks_for and synonyms.answers(have, self.query, text)
+        answers = self.asks_for and synonyms.answers(have, self.query, text, carried)
         return lex, memory_zh, math.pow(0.5, age / self.half_life), answers
 
 

@@ -171,6 +171,8 @@ def asks_for(query: str) -> bool:
         or personal.asked(query)
         or PORT_ASKED.search(query)
         or VERSION_ASKED.search(query)
+        or DAY_ASKED.search(query)
+        or WHO_ASKED.search(query)
     )
 
 
@@ -183,6 +185,37 @@ _PORT_GIVEN = re.compile(
 """A port a text gives: a host's (``localhost:5173``, ``db.internal:5432``), "port 8080"."""
 
 
+DAY_ASKED = re.compile(
+    r"哪天|哪一天|周几|星期几|礼拜几|(?<![\w-])(?:which|what) days?(?![\w-])"
+    r"(?! (?:did|was|were|had)\b)",  # (what day something happened is no schedule)
+    re.IGNORECASE,
+)
+_DAY_GIVEN = re.compile(
+    r"(?<![\w-])(?:mon|tues|wednes|thurs|fri|satur|sun)days?(?![\w-])"
+    r"|(?:周|星期|礼拜)[一二三四五六日天]",
+    re.IGNORECASE,
+)
+WHO_ASKED = re.compile(r"(?<![\w-])who(?:m|se)?(?![\w-])|谁", re.IGNORECASE)
+_OWNER_GIVEN = re.compile(
+    r"负责|在管|维护|值班|对接|(?<![\w-])(?:owners?|owns|owned|maintainers?|on[- ]call"
+    r"|approvers?)(?![\w-])",
+    re.IGNORECASE,
+)
+"""A prompt that asks for a day ("哪天上线？") or a person ("上架找谁？"), and a text that
+gives one (a weekday; someone who owns, maintains or is on call for something)."""
+
+
+def _gives_on_subject(
+    given: re.Pattern[str], asked: re.Pattern[str], query: str, text: str, have: frozenset[str]
+) -> bool:
+    """Whether ``text`` gives what ``asked`` asks for (``given``) on a subject of ``query``
+    beside it: its terms (``have``, with those it carries in other words) share one of the
+    prompt's other terms."""
+    if not given.search(text):
+        return False
+    return not have.isdisjoint(searchterms.term_set(asked.sub(" ", query)))
+
+
 def _gives_port(have: frozenset[str], query: str, text: str) -> bool:
     """Whether ``text`` gives a port on a subject of ``query`` beside the port itself ("Which
     localhost port does the frontend come up on?": "Local: http://localhost:5173/")."""
@@ -192,7 +225,9 @@ def _gives_port(have: frozenset[str], query: str, text: str) -> bool:
     return not have.isdisjoint(subject)
 
 
-def answers(have: frozenset[str], query: str, text: str) -> bool:
+def answers(
+    have: frozenset[str], query: str, text: str, carried: frozenset[str] | None = None
+) -> bool:
     """Whether a memory (its terms ``have``, its ``text``) names a tool of a job ``query``
     asks for by name, or gives the person's fact it asks for: "If I want to add a dependency,
     which package manager do I run?" is answered by "I ran pnpm install to regenerate
@@ -213,6 +248,10 @@ def answers(have: frozenset[str], query: str, text: str) -> bool:
         return True
     if VERSION_ASKED.search(query) and _names_version(text, query):
         return True  # "哪个 Python 版本？": "python:3.12-slim"
+    words = have if carried is None else carried
+    for asked, given in ((DAY_ASKED, _DAY_GIVEN), (WHO_ASKED, _OWNER_GIVEN)):
+        if asked.search(query) and _gives_on_subject(given, asked, query, text, words):
+            return True  # "这周的版本哪天上线？": "每周二发版"
     return bool(_jobs_named_in(text, query))
 
 

@@ -90,6 +90,10 @@ RETIRED = [
         r"\s+(?:stale|outdated|obsolete|wrong)",
         re.I,
     ),
+    re.compile(  # a diff: "- requests_per_minute: 100 + requests_per_minute: 250"
+        rf"(?:^|\s)-\s*(?P<k>[A-Za-z_][\w.-]*)\s*[:=]\s*[`'\"]?(?P<v>{V})[`'\"]?\s+\+\s*(?P=k)\s*[:=]",
+        re.M,
+    ),
 ]
 """Where a sentence names a value that is no longer current."""
 RETIRE_HINT = re.compile(
@@ -97,7 +101,7 @@ RETIRE_HINT = re.compile(
     r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried|old\b"
     r"|gone|uninstall|decommission|\bI said\b|I meant|\boff\b|ditched|dumped|abandoned|swapped"
     r"|traded|cancell?ed|shut down|turned off|stale|outdated|obsolete|wrong"
-    r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是",
+    r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是|\s\+\s*[A-Za-z_]",
     re.I,
 )
 """What every pattern of :data:`RETIRED` holds: one search rules most sentences out."""
@@ -127,6 +131,7 @@ _HINTS = [
     r"ditched|dumped|abandoned|swapped|traded",
     r"cancell?ed|shut down|turned off|decommissioned",
     r"stale|outdated|obsolete|wrong",
+    r"\s\+\s*[A-Za-z_]",
 ]
 RETIRED_HINTED = list(zip([re.compile(h, re.I) for h in _HINTS], RETIRED, strict=True))
 """Each pattern of :data:`RETIRED` behind the words it cannot match without: the patterns that
@@ -175,7 +180,8 @@ CUE = re.compile(
     rf"|{SELF_CORRECTION}"
     r"|the new (?:host|address|url|endpoint|domain|port|path|location|channel|owner|one) is"
     r"|since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today"
-    r"|last \w+|this \w+|the \w+ (?:switch|move|migration|release|upgrade)))\b(?!/)"
+    r"|last \w+|this \w+|the (?:\w+ ){1,2}(?:switch|move|migration|release|upgrade|cutover)"
+    r"|the (?:move|switch|migration) to))\b(?!/)"
     r"|现在|改为|改成|改用|改了|换成|换为|换到|切换|迁移|迁到|不再|离职|跳槽|回滚|退回|搬到|调到|调成|"
     r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从|已经是|已是|已经换|已经改|"
     r"其实是|看错|说错|记错|搞错|写错|设为|设成|统一用|统一为|统一成|重建|定在|改在|推迟到|提前到|"

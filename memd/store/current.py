@@ -501,9 +501,17 @@ def replaced_claim(
     return None
 
 
+_ADDED = re.compile(r"^\s*\+(?!\+)", re.M)
+_REMOVED = re.compile(r"^\s*-(?!-).*$", re.M)
+"""A diff's added and removed lines."""
+
+
 def _keeps(text: str, old: Claim) -> bool:
     """Whether ``text`` still gives a key of ``old`` its old value ("staging has
-    `rollout_percent: 50`; prod keeps `rollout_percent: 10`": two places, two values)."""
+    `rollout_percent: 50`; prod keeps `rollout_percent: 10`": two places, two values); a
+    diff's removed line (``-  key: 100`` beside ``+  key: 250``) gives it no more."""
+    if _ADDED.search(text):
+        text = _REMOVED.sub("", text)
     return any(
         (key := _key_before(old.text, o)) and _key_before(text, o) == key for o in old.values
     )

@@ -67,6 +67,8 @@ ROLES: dict[str, tuple[str, ...]] = {
     "runtime": _listed(
         "supervisor supervisord supervisorctl systemd systemctl pm2 kubernetes kubectl k8s nomad"
     ),
+    "secrets": _listed("vault secretsmanager secretmanager keyvault doppler infisical sops"),
+    "cdn": _listed("cloudflare fastly akamai cloudfront bunnycdn"),
 }
 """Each job and the tools commonly used for it (lower case, as :mod:`similar` folds them)."""
 
@@ -85,6 +87,9 @@ PHRASES = {
     "驼峰": "camelcase",
     "下划线命名": "snake_case",
     "蛇形命名": "snake_case",
+    "secrets manager": "secretsmanager",
+    "secret manager": "secretmanager",
+    "key vault": "keyvault",
 }
 """Tools written as two words, and the name :data:`ROLES` knows them by."""
 
@@ -97,7 +102,7 @@ for _role, _tools in ROLES.items():
 WORDS = frozenset(
     _listed(
         "go rust swift flow solid express drone helm nano react bun arch nats pulsar ruby nose2 "
-        "uv pip tsc npm fly render railway cursor r2 cos oss"
+        "uv pip tsc npm fly render railway cursor r2 cos oss vault"
     )
 )
 """Tools whose name is also an everyday word (or too short to tell): a value only when
@@ -226,8 +231,11 @@ _ASKED = {
         r"|(?:read|find|see|check) (?:the |its |their )?logs|监控|可观测|日志系统|日志平台|查日志"
         r"|查.{0,4}日志|看.{0,4}日志"
     ),
-    "web framework": r"web framework|backend framework|web ?框架|后端框架",
-    "ui library": r"(?:ui|frontend|front-end) (?:library|framework)|前端框架",
+    "web framework": r"web framework|backend framework|web ?框架|后端框架|(?:which|what) framework|什么框架|哪个框架",
+    "ui library": (
+        r"(?:ui|frontend|front-end) (?:library|framework)|前端框架|(?:which|what) framework"
+        r"|什么框架|哪个框架"
+    ),
     "language": r"(?:programming )?languages?|编程语言",
     "editor": r"editors?|\bides?\b|编辑器",
     "shell": r"shells?",
@@ -243,6 +251,8 @@ _ASKED = {
         r"naming (?:style|convention|case)s?|case style|命名(?:风格|规范|方式)|什么风格|哪种风格"
     ),
     "operating system": r"operating systems?|\bos\b|操作系统|什么系统",
+    "secrets": r"secrets?(?: manag(?:er|ement)| stores?)?|密钥|凭据|凭证",
+    "cdn": r"cdns?|content delivery|边缘缓存",
 }
 
 
