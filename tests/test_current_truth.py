@@ -830,6 +830,7 @@ def test_a_version_is_carried_only_by_a_version() -> None:
         ("Which day do we cut the release branch?", "Release branches are cut every Tuesday at 15:00 UTC."),
         ("iOS 提审现在找谁？", "iOS 提审和 App Store Connect 后台是王磊在管。"),
         ("Who is on call for the billing service this week?", "The billing service on-call is Dana (@dana-r) until Friday."),
+        ("我们装 npm 包走的是哪个源？", "`npm ci` 报 E401：私有源 npm.acme-inc.cn 需要认证。"),
     ],
 )  # fmt: skip
 def test_a_tool_or_fact_the_prompt_asks_for_answers_it(prompt: str, memory: str) -> None:

@@ -272,3 +272,35 @@ def test_a_weekday_asked_for_is_one_answer_and_devices_asked_for_are_several() -
     assert "[may be outdated: 2026-02-12 says Galaxy" in out["old"], out["old"]
     question = "Which Android devices does the smoke test run on?"
     assert marked(disputed.mark_disputed(results(old, new), question)) == {"old": old, "new": new}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "question", "says"),
+    [
+        ("user: Priya's on call for payments this week - draft the incident message to her.",
+         "claude: The payments rotation in PagerDuty shows Marcus as on-call through Sunday.",
+         "Who should I loop in if payments breaks right now?", "Marcus"),
+        ("claude: 写了 docs/incident_template.md，默认抄送 gateway 负责人老周，包含时间线。",
+         "claude: CODEOWNERS 里 services/gateway/ 的 owner 是 @linxiaoyu（林晓宇）。",
+         "gateway 服务现在归谁管？", "@linxiaoyu"),
+        ("claude: CI 里加了 `npm config set registry https://registry.npmmirror.com`。",
+         "claude: 私有源 npm.acme-inc.cn 需要认证，我在 CI 变量里加了 NPM_TOKEN。",
+         "我们装 npm 包走的是哪个源？", "npm.acme-inc.cn"),
+    ],
+)  # fmt: skip
+def test_an_owner_or_a_registry_named_in_words_is_an_answer(
+    old: str, new: str, question: str, says: str
+) -> None:
+    out = marked(disputed.mark_disputed(results(old, new), question))
+    assert f"[may be outdated: 2026-02-12 says {says}" in out["old"], out["old"]
+
+
+def test_a_reviewer_added_beside_the_first_is_one_more() -> None:
+    old = "claude: 在 .gitlab/CODEOWNERS 里给根目录配了 @zhanglei，并开启了 Code Owner 审批。"
+    new = "claude: CODEOWNERS 里加了 @wangfang，审批规则改成需要 2 个 Code Owner 批准。"
+    out = marked(disputed.mark_disputed(results(old, new), "payment-core 的 MR 要谁审批才能合？"))
+    assert out == {"old": old, "new": new}
+    assert [
+        (m.group("before"), m.group("after"))
+        for m in disputed._OWNER_EN.finditer("The owner is Marcus.")
+    ] == [("The", None), (None, "Marcus")]  # "The" is no name: left out where it is read

@@ -839,3 +839,28 @@ def test_the_works_passing_state_and_a_recaps_showcase_are_no_findings() -> None
     texts = [c.text for c in HeuristicExtractor().extract(segment) if c.kind == "fact"]
     assert any(t.startswith("Storage: Todos are kept") for t in texts), texts
     assert not any("Key Features" in t or "Reusable Components" in t for t in texts), texts
+
+
+def test_a_question_answered_without_tools_in_a_coding_session_is_a_fact() -> None:
+    """In a session with work, the agent's answer to a follow-up question is knowledge even when
+    it needed no tool; in a dialogue (no tool anywhere) the turns stay excerpts."""
+    answer = (
+        "Good question. **Top-level fields are preserved** because both functions read the "
+        "file into `map[string]json.RawMessage` and write the whole map back; only the "
+        "`hooks` object is unmarshaled into the typed `ClaudeHooks` struct."
+    )
+    segment = seg(
+        turn(1, "user", "Is the settings loader dropping hook types it doesn't know?"),
+        turn(2, "assistant", "", ("Read", f"{CWD}/cmd/agent/hooks.go")),
+        turn(3, "assistant", "Yes: `InstallHooks` unmarshals into `ClaudeHooks`, six types."),
+        turn(4, "user", "and other unknown top level fields?"),
+        turn(5, "assistant", answer),
+    )
+    facts = [c for c in HeuristicExtractor().extract(segment) if c.kind == "fact"]
+    (fact,) = [c for c in facts if "RawMessage" in c.text]
+    assert fact.text.startswith(
+        "and other unknown top level fields: Top-level fields are preserved because"
+    )
+    assert fact.source_uuids == [segment.turns[3].uuid, segment.turns[4].uuid]
+    dialogue = seg(segment.turns[3], segment.turns[4])
+    assert not [c for c in HeuristicExtractor().extract(dialogue) if c.kind == "fact"]

@@ -288,6 +288,7 @@ def findings(episode: Episode, exclude: set[str]) -> list[Candidate]:
 
 
 _SCRATCH = re.compile(r"(?<![\w.])/tmp/")
+_BOLD = re.compile(r"\*\*|__")
 
 
 def finding_score(sentence: str) -> float:
@@ -331,7 +332,7 @@ def outcome_candidate(
     picked = [(s, t) for s, t in said if _ENTITY.search(s) and len(s) > 20][:4]
     if not picked:
         picked = said[:2]
-    body = clip(" ".join(s.strip("*_ ") for s, _ in picked), 420)
+    body = clip(" ".join(_BOLD.sub("", s).strip("*_ ") for s, _ in picked), 420)
     if len(body) < 40:
         return None
     buggy = bool(_FAILURE_WORDS.search(episode.request_text)) or any(

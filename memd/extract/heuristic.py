@@ -262,6 +262,8 @@ def work_candidates(
     roots = roots_of(segment)
     stated = {c.text for c in typed}
     hooks: dict[str, str] = {}
+    working = any(t.tools for t in segment.turns)  # a coding session, not a dialogue
+    said = {u for c in typed for u in c.source_uuids}  # replies the rules read already
     for ep in episodes:
         for turn, call in ep.calls:
             if turn.is_sidechain and ep.by != "agent":
@@ -295,7 +297,11 @@ def work_candidates(
                 out += answer_candidates(turn, call.result)
             elif call.name in ("Task", "Agent", "TaskNotification") and call.status == "ok":
                 out += report_candidates(turn, str(call.args.get("description") or ""), call.result)
-        if not ep.calls:
+        if not ep.calls:  # in a coding session, a question answered from what was read
+            if working and ep.by == "user" and not any(t.uuid in said for t in ep.replies):
+                cand = outcome_candidate(ep, episode_topic(ep), False, False)  # a fact
+                if cand is not None:
+                    out += [cand, *section_candidates(ep, cand.topic, stated | {cand.text})]
             continue
         changed = edits(ep, roots)
         files = {path: uuid for path, (uuid, _) in changed.items()}
@@ -308,7 +314,6 @@ def work_candidates(
         used = {c.text for c in fixes} | stated
         out += findings(ep, used)
         committed = any(commit_message(command_of(c)) for _, c in ep.calls if c.name == "Bash")
-        said = {u for c in typed for u in c.source_uuids}
         if not any(t.uuid in said for t in ep.replies):  # the rules read that reply already
             cand = outcome_candidate(ep, topic, bool(files), committed)
             if cand is not None:

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from memd.recall import stale, synonyms
 from memd.recall.hits import Hit
-from memd.store import clock, current, families, roles
+from memd.store import clock, cues, current, families, roles
 from memd.text import stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
@@ -52,8 +52,8 @@ _PAST = re.compile(
 """A prompt about the past: an older value is its answer, not a stale one."""
 _KINDED = re.compile(
     r"(?<![\w.])\d+(?:[.:]\d+)*\s?[a-z%]|\b[a-z]{2}-[a-z]+-\d\b|\b(?:cn|ap|us|eu)-[a-z]+"
-    r"|\w\.\w+\.[a-z]{2,}\b|\w:\w|\b[a-z][a-z0-9]*(?:[-_][a-z][a-z0-9]*)*[-_]\d|\bport|端口"
-    r"|(?<![\w.])@[a-z]|负责人|值班|对接人",
+    r"|\w\.[\w-]+\.[a-z]{2,}\b|\w:\w|\b[a-z][a-z0-9]*(?:[-_][a-z][a-z0-9]*)*[-_]\d|\bport|端口"
+    r"|(?<![\w.])@[a-z]|负责人|值班|对接人|on[- ]call|\bowner\b|in charge",
     re.IGNORECASE,
 )
 """What a text with a value of a kind holds: a number with a unit or a time, a region, a host,
@@ -99,6 +99,7 @@ _KIND_ASKED = {
     "time": re.compile(r"\bwhat time\b|\bwhen (?:does|do|is|will)\b|几点|什么时间", re.I),
     "person": re.compile(r"\bwho(?:m|se)?\b|谁", re.I),
     "day": synonyms.DAY_ASKED,
+    "registry": synonyms.REGISTRY_ASKED,
 }
 """Kinds of value a prompt asks for by name: every value of the kind answers it, whatever
 the words beside it ("Which AWS region ...?": `region = "eu-central-1"`)."""
@@ -106,14 +107,22 @@ _HANDLE = re.compile(r"^@[a-z][\w-]+$")
 _ROLE_ZH = r"(?:负责人|值班|对接人|owner)"
 _OWNER_ZH = re.compile(
     rf"(?P<before>[{RANGES}]{{2,3}})(?=是(?:这块|这个|这边|该模块)?的?{_ROLE_ZH})"
-    rf"|{_ROLE_ZH}(?:人)?[：:是为]\s*(?P<after>[{RANGES}]{{2,3}})(?![{RANGES}])"
+    rf"|{_ROLE_ZH}(?:人)?[：:是为]?\s*(?P<after>[{RANGES}]{{2,3}})(?=[，,。；;、\s）)]|$)"
     rf"|@(?P<at>[{RANGES}]{{2,3}})(?![{RANGES}])"
 )
 """A person a Chinese sentence names as the owner or the one on call (Chinese names are no
 claim values: nothing else tells one from a word)."""
+_DUTY_EN = r"(?:on[- ]call|the owner|owner|in charge)"
+_OWNER_EN = re.compile(
+    rf"\b(?P<before>[A-Z][a-z]+)(?=(?:'s| is| was| as)? (?:now )?{_DUTY_EN}\b)"
+    rf"|\b{_DUTY_EN}(?: is| now is|:)? (?P<after>[A-Z][a-z]+)\b(?! [A-Z])"
+)
+"""A person an English sentence names as the owner or the one on call."""
 _REGISTRY = re.compile(
     r"(?:^|\.)registry\.|^(?:docker\.io|ghcr\.io|quay\.io|gcr\.io)\b|\.dkr\.ecr\."
 )
+_HOSTED = re.compile(r"^(?:[a-z][\w+.-]*://)?[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}(?:[/:]|$)")
+_REGISTRY_WORD = re.compile(r"registry|index-url|mirror|源", re.IGNORECASE)
 _PORT_URL = re.compile(r"^[a-z][\w+.-]*://[^/\s]*:\d{2,5}(?:/|$)")
 _PORT_WORD = r"(?:port\(?s?\)?\s*[:=]?|端口(?:号)?(?:是|为|改成|改为)?|listen(?:s|ing)? on)"
 
@@ -123,6 +132,7 @@ _WEEKDAY = re.compile(
     re.IGNORECASE,
 )
 _DAY = frozenset(["day"])
+_PERSON = frozenset(["person"])
 
 
 def _is_port(sentence: str, value: str) -> bool:
@@ -149,6 +159,8 @@ def _kinds(sentence: str, value: str) -> frozenset[str]:
         kinds.add("port")
     if _REGISTRY.search(value):
         kinds.add("job:container registry")  # Docker Hub, later registry.cn-hangzhou.aliyuncs.com
+    if _HOSTED.search(value) and _REGISTRY_WORD.search(sentence):
+        kinds.add("registry")  # .npmrc's registry.npmmirror.com, later 私有源 npm.acme-inc.cn
     if _HANDLE.match(value):
         kinds.add("person")  # CODEOWNERS' @priya-s, later @marcus-lee
     if _REGION.match(value):
@@ -195,8 +207,12 @@ def _values(
         for m in _OWNER_ZH.finditer(c.text):  # "王磊是这块的负责人", "负责人：陈思远"
             name = m.group("before") or m.group("after") or m.group("at")
             out.append((c.text, name, frozenset(["person"]), current.slot(c.text, name)))
+        for m in _OWNER_EN.finditer(c.text):  # "Priya's on call", "shows Marcus as on-call"
+            name = m.group("before") or m.group("after")
+            if name.lower() not in stopwords.STATEMENT:  # not "The owner"
+                out.append((c.text, name.lower(), _PERSON, current.slot(c.text, name.lower())))
         for m in _WEEKDAY.finditer(c.text):  # "每周四下午发版", later "每周二发版"
-            out.append((c.text, m.group(0), _DAY, current.slot(c.text, m.group(0))))
+            out.append((c.text, m.group(0), _DAY, current.slot(c.text, m.group(0).lower())))
     return out
 
 
@@ -249,6 +265,7 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
                 and (asked or _about(around, *subject))
                 and not _names(new.memory.text, value)
                 and not _names(old.memory.text, other)
+                and not cues.added(new.memory.text, other)  # "加了 @wangfang": one more
             ]
             if not newer:
                 continue

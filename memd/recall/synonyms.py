@@ -173,6 +173,7 @@ def asks_for(query: str) -> bool:
         or VERSION_ASKED.search(query)
         or DAY_ASKED.search(query)
         or WHO_ASKED.search(query)
+        or REGISTRY_ASKED.search(query)
     )
 
 
@@ -201,8 +202,20 @@ _OWNER_GIVEN = re.compile(
     r"|approvers?)(?![\w-])",
     re.IGNORECASE,
 )
-"""A prompt that asks for a day ("哪天上线？") or a person ("上架找谁？"), and a text that
-gives one (a weekday; someone who owns, maintains or is on call for something)."""
+REGISTRY_ASKED = re.compile(
+    r"(?<![\w-])registr(?:y|ies)(?![\w-])|index[- ]url|镜像源|哪个源|什么源|(?:npm|pip|maven|docker) ?源",
+    re.IGNORECASE,
+)
+_REGISTRY_GIVEN = re.compile(
+    r"(?=.*(?:registry|index-url|mirror|源))(?=.*\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b)",
+    re.IGNORECASE | re.DOTALL,
+)
+"""A prompt that asks for a day ("哪天上线？"), a person ("上架找谁？") or a package registry
+("装 npm 包走的是哪个源？"), and a text that gives one (a weekday; someone who owns or is on
+call for something; a host beside a registry's word)."""
+
+
+_GIVEN = ((DAY_ASKED, _DAY_GIVEN), (WHO_ASKED, _OWNER_GIVEN), (REGISTRY_ASKED, _REGISTRY_GIVEN))
 
 
 def _gives_on_subject(
@@ -249,7 +262,7 @@ def answers(
     if VERSION_ASKED.search(query) and _names_version(text, query):
         return True  # "哪个 Python 版本？": "python:3.12-slim"
     words = have if carried is None else carried
-    for asked, given in ((DAY_ASKED, _DAY_GIVEN), (WHO_ASKED, _OWNER_GIVEN)):
+    for asked, given in _GIVEN:
         if asked.search(query) and _gives_on_subject(given, asked, query, text, words):
             return True  # "这周的版本哪天上线？": "每周二发版"
     return bool(_jobs_named_in(text, query))
