@@ -864,3 +864,30 @@ def test_a_question_answered_without_tools_in_a_coding_session_is_a_fact() -> No
     assert fact.source_uuids == [segment.turns[3].uuid, segment.turns[4].uuid]
     dialogue = seg(segment.turns[3], segment.turns[4])
     assert not [c for c in HeuristicExtractor().extract(dialogue) if c.kind == "fact"]
+
+
+def test_a_bug_fix_says_the_fix_told_on_the_causes_subject() -> None:
+    def call(n: int, text: str, name: str, summary: str, status: str = "ok") -> Turn:
+        args = {"command": summary} if name == "Bash" else {"file_path": summary}
+        tool = ToolCall(name, summary, args=args, status=status)
+        return replace(turn(n, "assistant", text), tools=[tool])
+
+    segment = seg(
+        turn(1, "user", "TestResume_AfterMergingMain fails: stat ./cmd/entire/main.go"),
+        call(2, "The issue is that `GitMerge` triggers the git hooks, which run main.go.", "Read",
+             f"{CWD}/integration_test/resume_test.go"),
+        call(3, "Added `--no-verify` to the `GitMerge` helper so the hooks are skipped.", "Edit",
+             f"{CWD}/integration_test/resume_test.go"),
+        call(4, "", "Bash", "go test ./integration_test/..."),
+        turn(5, "assistant", "Fixed. Added OpenTelemetry dependencies to mix.exs earlier too."),
+    )  # fmt: skip
+    (bug,) = by_kind(HeuristicExtractor().extract(segment), "bugfix")
+    assert bug.text.endswith(
+        "(fixed in `resume_test.go`) Fix: Added `--no-verify` to the `GitMerge` helper so the "
+        "hooks are skipped."
+    ), bug.text
+    assert segment.turns[2].uuid in bug.source_uuids
+    # A recap's change on another subject is no fix of this cause.
+    recap = seg(*segment.turns[:2], replace(segment.turns[2], text=""), *segment.turns[3:])
+    (bug,) = by_kind(HeuristicExtractor().extract(recap), "bugfix")
+    assert "Fix:" not in bug.text, bug.text

@@ -107,11 +107,14 @@ class _Pending:
     symptom: str
     symptom_turn: Turn | None
     edited: dict[str, str]
+    after: list[tuple[str, Turn]]
+    """What the agent said after the cause: where the fix is told ("Added `--no-verify` to
+    `GitMerge`")."""
 
 
 def bug_fixes(episode: Episode) -> list[Candidate]:
     """Causes the agent stated that edits and a successful check then confirmed."""
-    out: list[Candidate] = []
+    held: list[_Pending] = []
     pending: _Pending | None = None
     failure: tuple[str, Turn] | None = None
     if episode.by == "user" and _FAILURE_WORDS.search(episode.request_text):
@@ -125,7 +128,9 @@ def bug_fixes(episode: Episode) -> list[Candidate]:
             if failure is None:
                 failure = said_failure(episode, turn)
             sym, sym_turn = failure if failure else ("", None)
-            pending = _Pending(causes, turn, sym, sym_turn, {})
+            pending = _Pending(causes, turn, sym, sym_turn, {}, [])
+        elif pending is not None:
+            pending.after += [(s, turn) for s in said]
         for call in turn.tools:
             if not call.name:
                 continue
@@ -144,14 +149,51 @@ def bug_fixes(episode: Episode) -> list[Candidate]:
                     pending = None  # the fix did not hold: that cause was an attempt
             elif call.status == "ok":
                 if pending is not None and pending.edited:
-                    out.append(bugfix_candidate(pending))
+                    held.append(pending)
                     pending = None
                 failure = None
     if pending is not None and pending.edited:
         closing = " ".join(t.text for t in episode.replies)
         if _FIXED.search(closing):
-            out.append(bugfix_candidate(pending))
-    return out
+            held.append(pending)
+    told = [(s, t) for t in episode.replies for s in split_sentences(clean_text(t.text))]
+    return [bugfix_candidate(p, fix_sentence([*p.after, *told], p.sentences)) for p in held]
+
+
+_FIX_TOLD = re.compile(
+    r"\b(?:fix(?:ed)? (?:it |this |that )?by|fix:|now (?:uses?|passes|sets?|wraps?|skips?"
+    r"|returns?|checks?)\b|(?:added|changed|replaced|switched|removed|moved|wrapped|renamed"
+    r"|extracted|set|kept)\b|^use\b)",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[A-Za-z_][\w.-]{3,}")
+
+
+_COMMON_WORDS = (
+    "that this with from when what which there their they them have were because into does"
+    " doesn't issue problem error bug cause code file files test tests"
+)
+_COMMON = frozenset(_COMMON_WORDS.split())
+"""Words of a cause too common to say what a fix is about."""
+_DIFF_LEAD = re.compile(r"^[+-]\s*(?://|#)?\s*")
+
+
+def fix_sentence(said: list[tuple[str, Turn]], cause: list[str]) -> tuple[str, Turn] | None:
+    """The first sentence after a cause that tells what was changed and names a piece of code,
+    on a word of the cause ("Added `--no-verify` to the `GitMerge` helper."), not the cause
+    again, not narration: a closing recap's first change is another fix's."""
+    about = {w.lower() for c in cause for w in _WORD.findall(c)} - _COMMON
+    for s, turn in said:
+        s = _DIFF_LEAD.sub("", s.strip().lstrip("-*• ").strip())
+        if len(s) < 20 or s in cause or is_narration(s) or s.endswith((":", "?")):
+            continue
+        if _SCRATCH.search(s) or s.startswith(("(", "If ", "if ")):
+            continue  # a scratch build, an aside, a plan
+        if not (_FIX_TOLD.search(s) and _ENTITY.search(s)) or _CAUSE.search(s):
+            continue
+        if len(about & {w.lower() for w in _WORD.findall(s)}) >= 1:
+            return _BOLD.sub("", s), turn  # on the cause's subject ("hooks", `GitMerge`)
+    return None
 
 
 _REFERS_BACK = re.compile(
@@ -189,12 +231,14 @@ def said_failure(episode: Episode, before: Turn) -> tuple[str, Turn] | None:
     return found
 
 
-def bugfix_candidate(p: _Pending) -> Candidate:
+def bugfix_candidate(p: _Pending, fix: tuple[str, Turn] | None = None) -> Candidate:
     cause = " ".join(p.sentences)
     files = ", ".join(f"`{f}`" for f in list(p.edited)[:4])
     text = cause if not p.symptom else f"{p.symptom}: {cause}"
     text = clip(text, 360) + (f" (fixed in {files})" if files else "")
-    uuids = [p.turn.uuid, *p.edited.values()]
+    if fix is not None:
+        text += f" Fix: {clip(fix[0], 200)}"
+    uuids = [p.turn.uuid, *p.edited.values(), *([fix[1].uuid] if fix else [])]
     if p.symptom_turn is not None:
         uuids.insert(0, p.symptom_turn.uuid)
     return Candidate(
