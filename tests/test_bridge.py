@@ -272,6 +272,7 @@ def test_a_chinese_word_is_carried_by_its_synonyms_in_the_glossary() -> None:
     assert "部署" not in bridge.synonyms("上线")  # "deploy" first: a word of its own
     assert "释放" not in bridge.synonyms("发版")  # "free" first: a memory's release
     assert bridge.synonyms("不在词表里") == ()
+    assert "例会" in bridge.synonyms("周会") and "堡垒机" in bridge.synonyms("跳板机")
     question = "这周的版本哪天上线？"
     assert coverage(question, "新流程是每周二发版。") > coverage(question, "新流程是每周二部署。")
     assert coverage(question, "我们去爬山了。") == 0.0

@@ -831,6 +831,8 @@ def test_a_version_is_carried_only_by_a_version() -> None:
         ("iOS 提审现在找谁？", "iOS 提审和 App Store Connect 后台是王磊在管。"),
         ("Who is on call for the billing service this week?", "The billing service on-call is Dana (@dana-r) until Friday."),
         ("我们装 npm 包走的是哪个源？", "`npm ci` 报 E401：私有源 npm.acme-inc.cn 需要认证。"),
+        ("连内网服务器要经过哪台中转机？", "运维说统一走新的堡垒机 bastion-sh.corp.example。"),
+        ("热数据和归档数据分别放在哪里？", "超过 90 天的订单快照归档到 OSS 的 archive/ 前缀。"),
     ],
 )  # fmt: skip
 def test_a_tool_or_fact_the_prompt_asks_for_answers_it(prompt: str, memory: str) -> None:

@@ -174,6 +174,7 @@ def asks_for(query: str) -> bool:
         or DAY_ASKED.search(query)
         or WHO_ASKED.search(query)
         or REGISTRY_ASKED.search(query)
+        or JUMP_ASKED.search(query)
     )
 
 
@@ -210,12 +211,24 @@ _REGISTRY_GIVEN = re.compile(
     r"(?=.*(?:registry|index-url|mirror|源))(?=.*\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b)",
     re.IGNORECASE | re.DOTALL,
 )
-"""A prompt that asks for a day ("哪天上线？"), a person ("上架找谁？") or a package registry
-("装 npm 包走的是哪个源？"), and a text that gives one (a weekday; someone who owns or is on
-call for something; a host beside a registry's word)."""
+_JUMP = r"跳板机|堡垒机|中转机|jump ?(?:host|box|server)s?|bastion|proxyjump"
+JUMP_ASKED = re.compile(rf"(?<![a-z0-9_-])(?:{_JUMP})", re.IGNORECASE)
+_JUMP_GIVEN = re.compile(
+    rf"(?=.*(?:{_JUMP}))(?=.*\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{{2,}}\b)",
+    re.IGNORECASE | re.DOTALL,
+)
+"""A prompt that asks for a day ("哪天上线？"), a person ("上架找谁？"), a package registry
+("装 npm 包走的是哪个源？") or a jump host ("要经过哪台中转机？"), and a text that gives one
+(a weekday; someone who owns or is on call for something; a host beside a registry's word or a
+jump host's)."""
 
 
-_GIVEN = ((DAY_ASKED, _DAY_GIVEN), (WHO_ASKED, _OWNER_GIVEN), (REGISTRY_ASKED, _REGISTRY_GIVEN))
+_GIVEN = (
+    (DAY_ASKED, _DAY_GIVEN, False),
+    (WHO_ASKED, _OWNER_GIVEN, False),
+    (REGISTRY_ASKED, _REGISTRY_GIVEN, False),
+    (JUMP_ASKED, _JUMP_GIVEN, True),  # (the jump host is the whole subject)
+)
 
 
 def _gives_on_subject(
@@ -262,8 +275,10 @@ def answers(
     if VERSION_ASKED.search(query) and _names_version(text, query):
         return True  # "哪个 Python 版本？": "python:3.12-slim"
     words = have if carried is None else carried
-    for asked, given in _GIVEN:
-        if asked.search(query) and _gives_on_subject(given, asked, query, text, words):
+    for asked, given, alone in _GIVEN:
+        if asked.search(query) and (
+            given.search(text) if alone else _gives_on_subject(given, asked, query, text, words)
+        ):
             return True  # "这周的版本哪天上线？": "每周二发版"
     return bool(_jobs_named_in(text, query))
 

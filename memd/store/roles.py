@@ -212,9 +212,9 @@ _ASKED = {
     "database": (
         r"(?:databases?|\bdb\b)(?! (?:migrations?|schemas?|backups?|connections?|urls?|dumps?"
         r"|tables?|queries|query|credentials|passwords?|users?|pool|drivers?|tests?|locks?))"
-        r"|data ?stores?|数据库|数据存储"
+        r"|data ?stores?|数据库|数据存储|(?:放|存)在哪(?:里|儿)?"
     ),
-    "cache": r"cach(?:e|es|ing)|缓存",
+    "cache": r"cach(?:e|es|ing)|缓存|(?:放|存)在哪(?:里|儿)?",
     "message queue": r"message (?:queue|broker|bus)(?:es|s)?|queues?|消息队列|消息中间件|消息总线",
     "ci": r"\bci\b|continuous integration|持续集成|流水线|构建结果|build (?:results?|status)",
     "containers": r"containers?|container runtime|orchestrat(?:ion|or)|容器|编排",
@@ -242,6 +242,7 @@ _ASKED = {
     "search engine": r"search engines?|full[- ]text search|搜索引擎|全文检索|商品搜索|搜索服务",
     "object storage": (
         r"object stor(?:age|es?)|(?:s3|storage) buckets?|对象存储|云存储|存储桶|存在哪(?:些|个)?云"
+        r"|(?:放|存)在哪(?:里|儿)?"
     ),
     "container registry": r"(?:image|container|docker) registr(?:y|ies)|镜像仓库|镜像.{0,12}仓库",
     "runtime": (
