@@ -371,6 +371,8 @@ def test_secrets_never_reach_candidates() -> None:
         ("assistant", "Out of scope for `/simplify`; worth a follow-up if you want it."),  # offer
         ("assistant", "Committing as a follow-up to the review findings."),  # what it does now
         ("user", "The TODO List component renders every item twice."),
+        ("assistant", "That's now decided — against."),  # a decision that says nothing alone
+        ("assistant", "Now the tasks file — replace section 4 with what was actually decided."),
     ],
 )
 def test_questions_hedges_and_narration_are_not_memories(role: str, sentence: str) -> None:
@@ -891,3 +893,25 @@ def test_a_bug_fix_says_the_fix_told_on_the_causes_subject() -> None:
     recap = seg(*segment.turns[:2], replace(segment.turns[2], text=""), *segment.turns[3:])
     (bug,) = by_kind(HeuristicExtractor().extract(recap), "bugfix")
     assert "Fix:" not in bug.text, bug.text
+
+
+def test_a_users_choice_and_the_work_done_on_it_is_a_decision() -> None:
+    def edit(n: int, path: str) -> Turn:
+        call = ToolCall("Edit", path, args={"file_path": f"{CWD}/{path}"}, status="ok")
+        return replace(turn(n, "assistant", ""), tools=[call])
+
+    reply = "Changed the hooks handling to keep unknown hook types: `InstallHooks` now uses a map."
+    chosen = seg(
+        turn(1, "user", "ok, I think we should change that to not be strict, we don't want to "
+             "play catch up with new hook types"),
+        edit(2, "cmd/agent/hooks.go"),
+        turn(3, "assistant", reply),
+    )  # fmt: skip
+    (decision,) = by_kind(HeuristicExtractor().extract(chosen), "decision")
+    assert decision.text.startswith("I think we should change that to not be strict")
+    assert decision.text.endswith(reply)
+    asked = seg(
+        turn(1, "user", "Please keep unknown hook types in the settings."), *chosen.turns[1:]
+    )
+    assert not by_kind(HeuristicExtractor().extract(asked), "decision")
+    assert by_kind(HeuristicExtractor().extract(asked), "progress")

@@ -359,6 +359,18 @@ def finding_score(sentence: str) -> float:
     return score
 
 
+_CHOICE = re.compile(
+    r"\bI think we should\b|\bI(?:'ve| have)? changed my mind\b|\bI(?:'d| would)? rather\b"
+    r"|\blet'?s (?:do (?:this|that|it|option|\d|the (?:first|second|third|latter|former|other))"
+    r"|go with|ignore|drop|skip|keep|not)\b|\binstead,? let'?s\b"
+    r"|我觉得(?:我们|还是)?(?:应该|还是)|还是用|就按|就这么(?:办|做|定)|改主意",
+    re.IGNORECASE,
+)
+"""A user's request that makes a choice among what was on the table ("let's do 2. Or better:
+remove the starting checkpoint", "I think we should change that to not be strict"): the work
+done on it is a decision, in the user's words and the reply's."""
+
+
 def outcome_candidate(
     episode: Episode, topic: str, edited: bool, committed: bool
 ) -> Candidate | None:
@@ -384,6 +396,8 @@ def outcome_candidate(
     )
     if buggy and edited and (_CAUSE.search(body) or _FIXED.search(body)):
         kind = "bugfix"
+    elif episode.by == "user" and (edited or committed) and _CHOICE.search(episode.request_text):
+        kind = "decision"  # "ok, let's do this fix then, ignore the existing PR" and what was done
     elif edited or committed:
         kind = "progress"
     else:

@@ -135,7 +135,8 @@ _DECISION_EXPLICIT = _rx(
     r"|we(?:'ll| will) use)\b",
     r"决定|定为|选用|采用|选择了",
 )
-"""What an assistant must say for a decision: it narrates "switched to X" for every edit."""
+"""What an assistant must say, whole, for a decision (it narrates "switched to X" every edit)."""
+_SAYS_ALONE = _rx(r"^(?!(?:now|next|then|that'?s|this is|it'?s)\b).{40,}").search  # "Now the…"
 PREFERENCE = _rx(
     r"\bI (?:really |strongly )?(?:prefer|like to|want you to|don't want|do not want|hate|dislike"
     r"|always|never)\b",
@@ -391,7 +392,7 @@ def classify(sentence: str, role: str, work: bool | None = None) -> str | None:
         return "preference"
     if len(s) >= 25 and _PERSONAL.search(s) and not _DEICTIC.search(s) and not is_work():
         return "fact"
-    if role == "assistant" and not narration and _DECISION_EXPLICIT.search(s):
+    if role == "assistant" and not narration and _DECISION_EXPLICIT.search(s) and _SAYS_ALONE(s):
         return "decision"
     if not narration and _STRUCTURE.search(s):
         return "fact"
