@@ -360,15 +360,17 @@ def finding_score(sentence: str) -> float:
 
 
 _CHOICE = re.compile(
-    r"\bI think we should\b|\bI(?:'ve| have)? changed my mind\b|\bI(?:'d| would)? rather\b"
+    r"\bI think we should\b|\bI(?:'d| would)? rather\b"
     r"|\blet'?s (?:do (?:this|that|it|option|\d|the (?:first|second|third|latter|former|other))"
     r"|go with|ignore|drop|skip|keep|not)\b|\binstead,? let'?s\b"
-    r"|我觉得(?:我们|还是)?(?:应该|还是)|还是用|就按|就这么(?:办|做|定)|改主意",
+    r"|我觉得(?:我们|还是)?(?:应该|还是)|还是用|就按|就这么(?:办|做|定)",
     re.IGNORECASE,
 )
 """A user's request that makes a choice among what was on the table ("let's do 2. Or better:
 remove the starting checkpoint", "I think we should change that to not be strict"): the work
-done on it is a decision, in the user's words and the reply's."""
+done on it is a decision, in the user's words and the reply's, kept short for the brief's
+"Decisions:" (:data:`DECISION_CHARS`)."""
+DECISION_CHARS = 300
 
 
 def outcome_candidate(
@@ -403,12 +405,13 @@ def outcome_candidate(
     else:
         kind = "fact"
     lead = f"{topic}: " if topic else ""
+    room = DECISION_CHARS if kind == "decision" else 480
     uuids = ([episode.request.uuid] if episode.request is not None else []) + [
         t.uuid for _, t in picked
     ]
     return Candidate(
         kind=kind,
-        text=clip(lead + body, 480),
+        text=clip(lead + body, room),
         topic=topic[:80],
         importance=0.55 if kind != "progress" else 0.5,
         source_uuids=list(dict.fromkeys(uuids)),
