@@ -16,7 +16,8 @@ from minilm_app import minilm_app
 
 from memd.daemon.app import App
 from memd.ingest.transcript import MEMD_CONTEXT_HEADER, strip_injected
-from memd.models import USER_SCOPE, Memory
+from memd.models import USER_SCOPE, Memory, Source
+from memd.names import STOPPED_TOPIC
 from memd.recall.block import CLOSE_TAG, HEADER, OPEN_TAG, BlockSize, Item, render, spoken
 from memd.recall.choose import choose
 from memd.recall.hits import Hit
@@ -288,6 +289,35 @@ def test_a_prompt_shows_an_older_summary_under_sessions_not_last_session(
     assert "Last session:" not in text
     brief = inj.session_context({"cwd": p, "session_id": "b1", "source": "startup"}).text
     assert "Last session:\n- Asked: write the OpenAPI schema" in brief
+
+
+def test_the_brief_says_where_the_work_stopped_instead_of_what_was_asked(
+    app: App, tmp_path: Path
+) -> None:
+    """Where a session's work stopped says more than its "Asked: …; Files: …" line: the brief
+    shows the one and leaves the other of the same session out, for the room it takes."""
+    p = make_project(tmp_path, "stopped")
+    sources = [Source(session_id="s-9", uuid="u1", timestamp="2026-03-02T10:00:00Z")]
+    summary = "Asked: keep unknown hook types; Files: cmd/agent/hooks.go, cmd/agent/hooks_test.go"
+    stopped = (
+        "Last worked on: deduplicating the hook code. Ended with: parseHookType can be shared."
+    )
+    app.store.write(
+        [
+            Memory(text=summary, kind="summary", project=p, sources=sources),
+            Memory(text=stopped, kind="progress", project=p, topic=STOPPED_TOPIC, sources=sources),
+        ],
+        {},
+    )
+    text = Injector(app, app.settings).session_context({"cwd": p, "session_id": "w1"}).text
+    assert "Last session:\n- Last worked on: deduplicating" in text and "Asked:" not in text
+    other = [Source(session_id="s-8", uuid="u0", timestamp="2026-03-01T10:00:00Z")]
+    app.store.write([Memory(text=stopped, kind="progress", project=p, topic=STOPPED_TOPIC,
+                            sources=other, id="x")], {})  # fmt: skip
+    app.store.delete([m.id for m in app.store.query(match(project=p, kind="progress"))
+                      if m.id != "x"])  # fmt: skip
+    text = Injector(app, app.settings).session_context({"cwd": p, "session_id": "w2"}).text
+    assert "Asked: keep unknown hook types" in text  # another session's stop: both shown
 
 
 def test_the_brief_says_how_the_checks_run(app: App, tmp_path: Path) -> None:

@@ -223,7 +223,14 @@ class Injector:
             if m.kind == "progress" and not m.pinned:
                 result = replace(result, section="summary")  # shown under "Last session"
             out.append(result)
-        return out
+        stopped = {s.session_id for h in out if h.kind == "progress" for s in h.sources}
+        return [  # where the work stopped says more than what was asked, in the same room
+            h
+            for h in out
+            if h.kind != "summary"
+            or h.pinned
+            or stopped.isdisjoint(s.session_id for s in h.sources)
+        ]
 
     def finish(
         self,
