@@ -644,6 +644,8 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         # tool that "now reports" a count
         ("The alternative is a **server-side bump/bypass** for trusted internal relay (mirroring the existing `pushSizeLimit=0` trusted-caller path).", "- Exit code is non-zero, but partial application on the target is exactly what happens."),
         ("What I verified before changing anything (all seven claims held): - H1 split is real and exactly 10/10, with no chronological trend.", "Verified live end-to-end with the real binary: `init` → collection created;"),
+        # another file is no new value of a file (resume_test.go / json.RawMessage, hooks.go)
+        ("`cmd/agent/hooks.go` - `InstallHooks`: Now uses `map[string]json.RawMessage` for hooks instead of the struct.", "(fixed in `resume_test.go`) Fix: Use --no-verify to skip hooks - the hooks use local_dev paths that don't work"),
         ("I verified the lint effect rather than assuming it: `npx markdownlint-cli2 \"docs/adr/*.md\"` now reports 4 issues across 21 files.", "- Updated/rewrote the affected unit and CLI integration tests (16 across `test_qmd_service.py` and `test_qmd_cli.py`);"),
     ],
 )  # fmt: skip

@@ -393,8 +393,9 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     noun_after(old.text, o) & noun_after(new.text, f)
                 ):
                     continue  # "one transaction" / "PR 94": not one thing counted twice
-                if "/" in o and "://" not in o and stem_of(o) != stem_of(f):
-                    continue  # another file, not the same one moved ("/data/exports")
+                filed = ("/" in o and "://" not in o) or _FILE.match(o)
+                if filed and stem_of(o) != stem_of(f):  # another file, not this one moved
+                    continue  # ("/data/exports"; resume_test.go / claude/settings.json)
                 if cues.CORRECTION.search(new.text) and shared - {o}:
                     return "a correction of the value"  # "我说错了，上限是 300"
                 if cues.joined(new.text, old.anchors) or (
@@ -422,6 +423,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     return ""
 
 
+_FILE = re.compile(r"^(?!\w+://)[\w./-]+\.(?:go|py|tsx?|jsx?|json|ya?ml|toml|md|rs|rb|exs?)$")
 RESTATED = "the same subject, another value"
 RESTATED_SUBJECT = 3
 """Subject words (not values) two sentences share when a later one restates the subject with
