@@ -587,6 +587,11 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         # a diff's removed line gives the key its old value no more (an excerpt keeps it flat)
         ("Proposed change in gateway.yaml: ``` - requests_per_minute: 100 + requests_per_minute: 250 ``` It applies to all keys.", "Added a token bucket in the gateway: `rate_limit.search.requests_per_minute: 100` per API key."),
         ("Updated gateway.yaml:\n```\n-    requests_per_minute: 100\n+    requests_per_minute: 250\n```", "Set `requests_per_minute: 100` per API key."),
+        # a key changed "to" itself, a plan's arrow, a branch renamed, "used to use", 以前用
+        ("Changed `line-length = 100` to `line-length = 120` in pyproject.toml.", "Added to pyproject.toml: `line-length = 100` under [tool.ruff]."),
+        ("Applied: ~ region = \"us-east-1\" -> \"eu-central-1\" # forces replacement", "Added the exports bucket with the default provider, which is us-east-1."),
+        ("Done: git branch -m master trunk, then the default branch became trunk.", "Opened the PR against `master`, the repo's default branch."),
+        ("那是以前用 webpack 时留下的，现在已经用不上了。", "活动页的 webpack 5 配置里开启了 filesystem cache。"),
         # a secret store, a CDN: moved to, switched ("since the April CDN switch")
         ("Since the move to AWS Secrets Manager the worker role needs GetSecretValue on prod/worker/*.", "The worker reads the DB password from HashiCorp Vault at secret/data/worker/db."),
         ("The Fastly service has fronted static.lumen.app since the April CDN switch.", "I put Cloudflare in front: static.lumen.app is now proxied through Cloudflare."),

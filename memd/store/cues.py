@@ -94,6 +94,17 @@ RETIRED = [
         rf"(?:^|\s)-\s*(?P<k>[A-Za-z_][\w.-]*)\s*[:=]\s*[`'\"]?(?P<v>{V})[`'\"]?\s+\+\s*(?P=k)\s*[:=]",
         re.M,
     ),
+    re.compile(  # "Changed `line-length = 100` to `line-length = 120`"
+        rf"\bchang(?:ed|e|ing)\s+[`'\"]?(?P<k>[A-Za-z_][\w.-]*)\s*[:=]\s*[`'\"]?(?P<v>{V})[`'\"]?"
+        r"\s+to\s+[`'\"]?(?P=k)\b",
+        re.I,
+    ),
+    re.compile(  # a plan's `region = "us-east-1" -> "eu-central-1"`
+        rf"\b[A-Za-z_][\w.-]*\s*[:=]\s*[\"']?(?P<v>{V})[\"']?\s*(?:->|→|=>)\s*[\"']?\w"
+    ),
+    re.compile(rf"\bgit branch -[mM]\s+(?P<v>{V})\s+\S"),  # a branch renamed
+    re.compile(rf"\bused to (?:use|run|be on|deploy (?:on|to))\s+`?(?P<v>{V})", re.I),
+    re.compile(rf"以前(?:用|是|跑在)的?\s*(?P<v>{LATIN_V})"),  # "以前用 webpack 时留下的"
 ]
 """Where a sentence names a value that is no longer current."""
 RETIRE_HINT = re.compile(
@@ -101,7 +112,8 @@ RETIRE_HINT = re.compile(
     r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried|old\b"
     r"|gone|uninstall|decommission|\bI said\b|I meant|\boff\b|ditched|dumped|abandoned|swapped"
     r"|traded|cancell?ed|shut down|turned off|stale|outdated|obsolete|wrong"
-    r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是|\s\+\s*[A-Za-z_]",
+    r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是|\s\+\s*[A-Za-z_]"
+    r"|\bchang|->|→|=>|branch -[mM]|used to|以前",
     re.I,
 )
 """What every pattern of :data:`RETIRED` holds: one search rules most sentences out."""
@@ -132,6 +144,11 @@ _HINTS = [
     r"cancell?ed|shut down|turned off|decommissioned",
     r"stale|outdated|obsolete|wrong",
     r"\s\+\s*[A-Za-z_]",
+    r"\bchang",
+    r"->|→|=>",
+    r"branch -[mM]",
+    r"used to",
+    r"以前",
 ]
 RETIRED_HINTED = list(zip([re.compile(h, re.I) for h in _HINTS], RETIRED, strict=True))
 """Each pattern of :data:`RETIRED` behind the words it cannot match without: the patterns that
