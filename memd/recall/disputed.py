@@ -206,7 +206,7 @@ def _values(
                 out.append((c.text, value, kinds, current.slot(c.text, value)))
         for m in _OWNER_ZH.finditer(c.text):  # "王磊是这块的负责人", "负责人：陈思远"
             name = m.group("before") or m.group("after") or m.group("at")
-            out.append((c.text, name, frozenset(["person"]), current.slot(c.text, name)))
+            out.append((c.text, name, _PERSON, current.slot(c.text, name)))
         for m in _OWNER_EN.finditer(c.text):  # "Priya's on call", "shows Marcus as on-call"
             name = m.group("before") or m.group("after")
             if name.lower() not in stopwords.STATEMENT:  # not "The owner"

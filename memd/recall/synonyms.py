@@ -208,13 +208,13 @@ REGISTRY_ASKED = re.compile(
     re.IGNORECASE,
 )
 _REGISTRY_GIVEN = re.compile(
-    r"(?=.*(?:registry|index-url|mirror|源))(?=.*\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b)",
+    r"\A(?=.*(?:registry|index-url|mirror|源))(?=.*\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b)",
     re.IGNORECASE | re.DOTALL,
 )
 _JUMP = r"跳板机|堡垒机|中转机|jump ?(?:host|box|server)s?|bastion|proxyjump"
 JUMP_ASKED = re.compile(rf"(?<![a-z0-9_-])(?:{_JUMP})", re.IGNORECASE)
 _JUMP_GIVEN = re.compile(
-    rf"(?=.*(?:{_JUMP}))(?=.*\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{{2,}}\b)",
+    rf"\A(?=.*(?:{_JUMP}))(?=.*\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{{2,}}\b)",
     re.IGNORECASE | re.DOTALL,
 )
 """A prompt that asks for a day ("哪天上线？"), a person ("上架找谁？"), a package registry

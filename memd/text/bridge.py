@@ -389,8 +389,8 @@ def _covering_forms(g: Lexicon, d: Lexicon | None, words: list[str]) -> Clause:
     for word in words:
         if g.has(word):
             forms.update(dict.fromkeys(g.terms_of(word)))
-            forms.update(dict.fromkeys(synonyms(word)))  # (glossary words only: the dictionary's
-            # senses are too broad to call two words one)
+            # its synonyms too (the glossary's only: the dictionary's senses are too broad)
+            forms.update(dict.fromkeys(synonyms(word)))
             if d is not None:  # after the glossary's: more forms carry it, none replaced
                 forms.update(dict.fromkeys(d.terms_of(word)))
         elif d is not None and d.has(word):
