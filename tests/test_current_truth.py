@@ -622,6 +622,8 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("Staging has `rollout_percent: 50`; prod keeps `rollout_percent: 10`.", "Set `rollout_percent: 10`."),
         ("Should I try Zed for the Rust work?", "How do I set keybindings in VS Code?"),
         ("不是迁移，是新增：海外版部署在 AWS 新加坡的 EKS 集群，国内业务还在阿里云不动。", "国内业务全部在阿里云华东2（上海），ACK 集群 `prod-sh`。"),
+        ("为了华南用户的延迟，现在也部署在 cn-shenzhen 了，杭州那边照常跑。", "服务部署在阿里云 cn-hangzhou，帮我写下 ACK 的部署脚本。"),
+        ("@acme/ui now comes from npm.pkg.github.com and the rest from registry.npmjs.org.", "Added .npmrc with `registry=https://registry.npmjs.org/` so the project ignores your global mirror."),
         # one more beside the older's: listed with "or", joined by 和, added (加了), besides (除了…还)
         ("The script now takes --region with us-west-2 (prod-main) or ap-southeast-1 (prod-apac).", "Added scripts/kube-login.sh, which runs aws eks update-kubeconfig --region us-west-2 --name prod-main."),
         ("CODEOWNERS 里加了 @wangfang，审批规则改成需要 2 个 Code Owner 批准，张磊和王芳都要通过。", "在 .gitlab/CODEOWNERS 里给根目录配了 @zhanglei，并开启了 MR 需要 Code Owner 审批。"),

@@ -217,7 +217,7 @@ def only_instead(sentence: str) -> bool:
 
 ALSO = re.compile(
     r"\b(?:also|as well|in addition|alongside|along with|together with)\b|\bboth\b(?=[^.;]*\band\b)|\btoo\b(?=\s*(?:[.,;!?)]|$))|同时|另外|分别"
-    r"|不是迁移|是新增"
+    r"|不是迁移|是新增|\band the rest (?:from|on|in|via)\b|也(?:部署|放|用|跑|接入|加|支持)"
 )
 """A second thing beside the first ("we use Prettier too"); "too small" is no such word."""
 CUE_BIGRAMS = listed(
