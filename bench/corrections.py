@@ -15,8 +15,8 @@ first commit; ``corrections_heldout10.jsonl`` written blind in session 24, after
 baseline taken on the session's first commit; ``corrections_heldout11.jsonl`` written blind
 in session 25, its baseline taken on the session's first commit; ``corrections_heldout12.jsonl``
 written blind at the end of session 25, its baseline taken on session 26's first commit, read
-there; ``corrections_heldout13.jsonl`` written blind at the start of session 26, run once at its
-end;
+there; ``corrections_heldout13.jsonl`` written blind at the start of session 26, run once before
+its last two changes, then read;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
