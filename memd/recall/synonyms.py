@@ -235,20 +235,11 @@ def _gives_on_subject(
     given: re.Pattern[str], asked: re.Pattern[str], query: str, text: str, have: frozenset[str]
 ) -> bool:
     """Whether ``text`` gives what ``asked`` asks for (``given``) on a subject of ``query``
-    beside it: its terms (``have``, with those it carries in other words) share one of the
-    prompt's other terms."""
+    beside it: its terms (``have``) share one of the prompt's other terms ("Which port does
+    the frontend come up on?": a frontend's "localhost:5173", not the admin API's port)."""
     if not given.search(text):
         return False
     return not have.isdisjoint(searchterms.term_set(asked.sub(" ", query)))
-
-
-def _gives_port(have: frozenset[str], query: str, text: str) -> bool:
-    """Whether ``text`` gives a port on a subject of ``query`` beside the port itself ("Which
-    localhost port does the frontend come up on?": "Local: http://localhost:5173/")."""
-    if not _PORT_GIVEN.search(text):
-        return False
-    subject = searchterms.term_set(PORT_ASKED.sub(" ", query))
-    return not have.isdisjoint(subject)
 
 
 def answers(
@@ -270,7 +261,7 @@ def answers(
         named = roles.tools_named(text.casefold())
         if any(not named.isdisjoint(tools) for _, tools, _ in jobs):
             return True
-    if PORT_ASKED.search(query) and _gives_port(have, query, text):
+    if PORT_ASKED.search(query) and _gives_on_subject(_PORT_GIVEN, PORT_ASKED, query, text, have):
         return True
     if VERSION_ASKED.search(query) and _names_version(text, query):
         return True  # "哪个 Python 版本？": "python:3.12-slim"
