@@ -125,6 +125,8 @@ _NOT_A_SECRET_SUFFIX = {
     "budget", "file", "path", "dir", "env", "name", "names", "id", "ttl", "expiry", "expires",
     "in", "out", "usage", "field", "header", "prefix", "regex", "pattern", "min", "max", "policy",
     "provider", "method", "mode", "required", "enabled", "version", "format", "kind", "hash_alg",
+    "seconds", "secs", "sec", "ms", "minutes", "mins", "hours", "days", "timeout", "lifetime",
+    "interval", "size", "bytes",
 }  # fmt: skip
 _PLACEHOLDERS = {
     "", "none", "null", "nil", "true", "false", "str", "string", "int", "bool", "bytes", "any",
@@ -134,7 +136,7 @@ _PLACEHOLDERS = {
 _ASSIGNMENT = re.compile(
     r"(?P<key>(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_.\-]{0,80})"
     r"(?P<q1>[\"']?)(?P<sep>[ \t]*(?:=>|:=|=|:)[ \t]*|[ \t]+(?=[\"']))"
-    r"(?P<val>\"[^\"\n]*\"|'[^'\n]*'|[^\s,;'\"}\]\)]+)",
+    r"(?P<val>\"[^\"\n]*\"|'[^'\n]*'|[^\s,;'\"}\]\)`（），。；]+)",
     re.IGNORECASE,
 )
 _FLAG = re.compile(

@@ -143,6 +143,8 @@ NON_SECRETS = [
     "我们决定把缓存从 Redis 改成本地 LRU，因为部署更简单。",
     "The root cause was a missing await in the retry loop.",
     "max_tokens: 4096",
+    "配置里设了 `ACCESS_TOKEN_EXPIRE_SECONDS=7200`（2 小时）和 `REFRESH_TOKEN_EXPIRE_DAYS=7`。",
+    "SESSION_TOKEN_TIMEOUT=1800 AUTH_TOKEN_LIFETIME_MINUTES=30",
     "getUserProfileByIdentifier",
 ]
 
