@@ -589,6 +589,9 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("Updated gateway.yaml:\n```\n-    requests_per_minute: 100\n+    requests_per_minute: 250\n```", "Set `requests_per_minute: 100` per API key."),
         # a key changed "to" itself, a plan's arrow, a branch renamed, "used to use", 以前用
         ("Changed `line-length = 100` to `line-length = 120` in pyproject.toml.", "Added to pyproject.toml: `line-length = 100` under [tool.ruff]."),
+        ("我已经把 ACCESS_TOKEN_TTL 从 2 小时改成 30 分钟（1800 秒），refresh token 保持 7 天不变。", "已在 auth/tokens.py 实现签发：access token 有效期 2小时，refresh token 7 天。"),
+        # "still" about another thing, beside a move: the older's value is replaced
+        ("user: terraform plan fails on the analytics stack. / claude: Your profile still defaults to us-east-1, but the stack was migrated to eu-central-1 for the GDPR work.", 'user: Which AWS region is the analytics stack in? / claude: Everything is in us-east-1; the Terraform provider block sets `region = "us-east-1"`.'),
         ("Applied: ~ region = \"us-east-1\" -> \"eu-central-1\" # forces replacement", "Added the exports bucket with the default provider, which is us-east-1."),
         ("Done: git branch -m master trunk, then the default branch became trunk.", "Opened the PR against `master`, the repo's default branch."),
         ("那是以前用 webpack 时留下的，现在已经用不上了。", "活动页的 webpack 5 配置里开启了 filesystem cache。"),
@@ -636,6 +639,11 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("Added Kofi Mensah as a required reviewer alongside Ingrid Solberg.", "Production releases need sign-off from Ingrid, our eng manager."),
         ("We also test on an iPhone 15 now.", "I test on a Pixel 7."),
         ("The gateway now listens on 3001 and the frontend stays on 3000.", "The web frontend runs on port 3000 in dev."),
+        # the older's value named again as kept (保持不变, 仍是, 保留, "stays"), one more beside it
+        ("加了 Caffeine 本地缓存，现在读取顺序是 Caffeine → Redis → MySQL，Redis 那层保持不变。", "商品详情接口给加个 Redis 缓存。"),
+        ("CODEOWNERS 里 `gateway/` 指向黄涛，`services/order/` 仍是刘洋，`services/inventory/` 是周敏。", "已经在 PR #352 上请求刘洋 review，并在 CODEOWNERS 里把 `services/order/` 指给他。"),
+        ('矩阵现在是 `python-version: ["3.9", "3.12"]`，3.9 保留。', '`pyproject.toml` 里设了 `requires-python = ">=3.9"`，测试矩阵先加了 3.9。'),
+        ("The read path is now Caffeine, then Redis, then MySQL; the Redis layer stays as it was.", "Added a Redis cache to the product detail endpoint."),
         ("现在 lint job 有三步：golangci-lint、hadolint、markdownlint。", "ci.yml 新增 lint job，跑 golangci-lint，修了 12 个告警后通过。"),
         ("claude: I started at the top of the file and worked down.", "user: I work at Brightwave Labs on the data team."),
         ("Melanie: I started at Northpeak Analytics this week.", "Caroline: I work at Brightwave Labs."),

@@ -272,6 +272,15 @@ def test_a_weekday_asked_for_is_one_answer_and_devices_asked_for_are_several() -
     assert "[may be outdated: 2026-02-12 says Galaxy" in out["old"], out["old"]
     question = "Which Android devices does the smoke test run on?"
     assert marked(disputed.mark_disputed(results(old, new), question)) == {"old": old, "new": new}
+    old = "claude: Added .npmrc with `registry=https://registry.npmjs.org/` for the frontend."
+    new = "claude: The frontend's .npmrc now sets `registry=https://npm.pkg.github.com`."
+    question = "Which npm registry does the frontend install packages from?"
+    assert (
+        "[may be outdated: 2026-02-12 says"
+        in marked(disputed.mark_disputed(results(old, new), question))["old"]
+    )
+    question = "Which npm registries does the frontend install packages from?"
+    assert marked(disputed.mark_disputed(results(old, new), question)) == {"old": old, "new": new}
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,8 @@ _LIST = re.compile(
     r"(?:ports|regions|linters|tools|databases|channels|queues|instances|checkers|checks|topics"
     r"|services|buckets|hosts|servers|libraries|frameworks|stores|teams|owners|people"
     r"|reviewers|versions|branches|environments|devices|phones|machines|providers|clusters"
-    r"|platforms|browsers|languages)\b"
+    r"|platforms|browsers|languages|registries|mirrors|caches|images|runners|packages|plugins"
+    r"|dependencies|endpoints|domains|nodes|workers|repos|repositories|accounts|zones)\b"
     r"(?!\s+(?:the|a|an|our|my|this|its|your)\b)"  # "which region hosts the ...": a verb
     r"|哪些|分别|各自|各个|都|和|以及|跟",
     re.IGNORECASE,

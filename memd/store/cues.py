@@ -254,6 +254,15 @@ def switched_to(sentence: str, value: str, place: bool = False) -> bool:
     return m is not None
 
 
+def changed_to(sentence: str, value: str) -> bool:
+    """Whether ``sentence`` names ``value`` as the target of a change, in English
+    (:func:`switched_to`) or Chinese ("从 2 小时改成 30 分钟", "换成 Caffeine")."""
+    zh = (
+        r"(?:改成|改为|换成|换到|调成|调到|降到|提到|迁到|迁移到|切到|切换到|升级到|升到|搬到)\s*`?"
+    )
+    return switched_to(sentence, value) or re.search(zh + re.escape(value), sentence) is not None
+
+
 def now_is(sentence: str, value: str) -> bool:
     """Whether ``sentence`` says ``value`` is what holds now ("our account manager is Tomás
     Ferreira now", "the owner is now Inês")."""

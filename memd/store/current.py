@@ -333,7 +333,9 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             if shared - {value} or len(value) > 3 or swapped or dotted or named:
                 # ("5 retries instead of 3": another number, no retirement)
                 return f"retires {value!r}"
-    if new.also:
+    moved = any(cues.changed_to(new.text, f) for f in new.values - old.values)  # "改成 X"
+    kept = old.values & new.values if cues.KEPT.search(new.text) and not moved else frozenset()
+    if new.also or (old.values and kept == old.values):  # "Redis 那层保持不变": it holds
         return ""
     mine = personal.changed(new.text, old.text, shared)  # one value at a time
     if mine:
@@ -351,7 +353,6 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
         if numbers and numbers <= new.anchors and not any(shape(f) in unsaid for f in fresh):
             fresh = frozenset()  # it says the older's numbers again ("back to JDK 17")
         latin = {x for x in shared if not _CJK_RUN.fullmatch(x)}
-        kept = old.values & new.values if cues.KEPT.search(new.text) else frozenset()  # "stays"
         listed = {  # "golangci-lint、hadolint、markdownlint": one more, not another
             f
             for f in fresh
@@ -403,7 +404,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 ):
                     continue  # "张磊和王芳都要通过" after "需要张磊 review", "加了 @wangfang": one more
                 if shape(o) == "name":  # a person, a tool: on two words of subject
-                    if o not in new.anchors and len(shared) >= 2 and latin:
+                    if o not in new.anchors and len(shared) >= 2 and latin and not kept:
                         return "a change to a new value"
                 # A number or a path on one subject word; a #channel on two ("posts releases
                 # to #ship-log" / "posts incidents to #inc-bridge": two channels), or on one
