@@ -16,7 +16,8 @@ baseline taken on the session's first commit; ``corrections_heldout11.jsonl`` wr
 in session 25, its baseline taken on the session's first commit; ``corrections_heldout12.jsonl``
 written blind at the end of session 25, its baseline taken on session 26's first commit, read
 there; ``corrections_heldout13.jsonl`` written blind at the start of session 26, run once before
-its last two changes, then read;
+its last two changes, then read; ``corrections_heldout14.jsonl`` written blind at the start of
+session 27, run once near its end, then read;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -74,6 +75,7 @@ SPLITS = {
     "heldout11": ROOT / "tests" / "labelled" / "corrections_heldout11.jsonl",
     "heldout12": ROOT / "tests" / "labelled" / "corrections_heldout12.jsonl",
     "heldout13": ROOT / "tests" / "labelled" / "corrections_heldout13.jsonl",
+    "heldout14": ROOT / "tests" / "labelled" / "corrections_heldout14.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
