@@ -20,7 +20,7 @@ from memd.extract.excerpts import WINDOW_CHARS
 from memd.extract.heuristic import HeuristicExtractor
 from memd.extract.redact import redact_turn
 from memd.extract.rules import clean_text
-from memd.extract.vocabulary import FAMILY_TEXT, command_family
+from memd.extract.vocabulary import FAMILY_TEXT, check_of
 from memd.ingest.backfill import backfill
 from memd.models import Candidate, Segment, Turn
 from memd.settings import Settings
@@ -89,7 +89,7 @@ def strip_command_frame(text: str) -> tuple[str, str | None]:
         prefix = f"{frame} with `"
         if text.startswith(prefix) and text.endswith("`"):
             command = text[len(prefix) : -1]
-            if command_family(command) != family:
+            if check_of(command) != family:
                 return text, f"{command!r} is not a {family} command"
             return command, None
     return text, None

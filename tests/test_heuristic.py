@@ -638,6 +638,25 @@ def test_command_families_only_where_the_command_says_it(command: str, family: s
     assert command_family(command) == family
 
 
+@pytest.mark.parametrize(
+    ("command", "check"),
+    [
+        ("mise run test:integration", "test:integration"),
+        ("go test -tags=integration ./cmd/entire/cli/integration_test/...", "test:integration"),
+        ("npm run test:e2e", "test:e2e"),
+        ("pytest -m smoke", "test:smoke"),
+        ("go test ./...", "test"),
+        ("pytest tests/test_integration_db.py", "test"),  # one file, not a kind of tests
+        ("mise run lint", "lint"),
+    ],
+)
+def test_integration_and_end_to_end_tests_are_checks_of_their_own(command: str, check: str) -> None:
+    from memd.extract.vocabulary import FAMILY_TEXT, check_of
+
+    assert check_of(command) == check
+    assert check in FAMILY_TEXT
+
+
 def test_migrations_deploys_and_local_ci_runs_that_worked_are_how_to_do_it() -> None:
     """#30: commands that migrate or deploy and succeeded say how it is done in this project,
     like tests and builds; a failed deploy is not offered as the way to deploy."""
@@ -812,6 +831,21 @@ def test_a_check_run_on_one_part_does_not_replace_the_whole_projects() -> None:
     assert texts == [
         "Tests run with `go test ./internal/gitproto/`",
         "The build runs with `go build ./...`",
+    ]
+
+
+def test_integration_tests_are_kept_beside_the_unit_tests() -> None:
+    """Read on the real entire CLI sessions: `mise run test` and `mise run test:integration`
+    were both run; only one of them was kept, as "how tests run"."""
+    from memd.extract.records import Commands
+
+    commands = Commands()
+    first, later = turn(1, "assistant", ""), turn(2, "assistant", "")
+    commands.see(first, "mise run test", "ok")
+    commands.see(later, "mise run test:integration", "ok")
+    assert sorted(c.text for c in commands.candidates()) == [
+        "Integration tests run with `mise run test:integration`",
+        "Tests run with `mise run test`",
     ]
 
 

@@ -367,7 +367,7 @@ class Commands:
         if status not in ("ok", ""):  # "": no result recorded (it did not fail)
             return
         for cmd in shell_commands(_HEREDOC.sub(" ", command)):
-            family = vocab.command_family(cmd)
+            family = vocab.check_of(cmd)
             if family:
                 kept, uuids = self.found.get(family, ("", []))
                 if kept and _depth(cmd) > _depth(kept):
@@ -398,7 +398,7 @@ class Commands:
                 kind="fact",
                 text=f"{vocab.FAMILY_TEXT[family]} with `{cmd}`",
                 topic=COMMANDS_TOPIC,
-                keywords=[family, cmd.split()[0]],
+                keywords=[family.split(":")[0], cmd.split()[0]],
                 importance=0.5,
                 source_uuids=uuids[:5],
             )

@@ -155,7 +155,13 @@ FAMILY_TEXT = {
     "migrate": "Migrations run",
     "deploy": "Deploys run",
     "ci": "The CI workflow runs locally",
+    "test:integration": "Integration tests run",
+    "test:e2e": "End-to-end tests run",
+    "test:smoke": "Smoke tests run",
 }
+_TEST_KIND = re.compile(r"\b(?:integration|(e2e|end-to-end)|(smoke))\b", re.I)
+"""A test command that runs one kind of tests (``mise run test:integration``, ``go test
+-tags=integration``, ``npm run test:e2e``): a check of its own beside the unit tests."""
 
 
 _TASK_RUNNER = re.compile(
@@ -179,6 +185,16 @@ def command_family(cmd: str) -> str | None:
             return family
     task = _TASK_RUNNER.match(line)
     return _TASKS.get(task.group("task")) if task else None
+
+
+def check_of(cmd: str) -> str | None:
+    """The check ``cmd`` runs: its :func:`command_family`, with integration, end-to-end and
+    smoke tests told apart from the other tests (a key of :data:`FAMILY_TEXT`)."""
+    family = command_family(cmd)
+    kind = _TEST_KIND.search(cmd) if family == "test" else None
+    if kind is None:
+        return family
+    return "test:e2e" if kind.group(1) else "test:smoke" if kind.group(2) else "test:integration"
 
 
 _EXT_TECH = {
