@@ -590,6 +590,9 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         # a key changed "to" itself, a plan's arrow, a branch renamed, "used to use", 以前用
         ("Changed `line-length = 100` to `line-length = 120` in pyproject.toml.", "Added to pyproject.toml: `line-length = 100` under [tool.ruff]."),
         ("我已经把 ACCESS_TOKEN_TTL 从 2 小时改成 30 分钟（1800 秒），refresh token 保持 7 天不变。", "已在 auth/tokens.py 实现签发：access token 有效期 2小时，refresh token 7 天。"),
+        # a rollback told as done, whatever else it names (the newer version in a comment)
+        ("Rolled back: requirements.txt is back to `pydantic==2.7.1`, with a comment `# 2.8.0 rejects None for Optional[Decimal] with our validator, see #431`.", "Merged. requirements.txt now has `pydantic==2.8.0`."),
+        ("为了先止血，我执行了 `kubectl -n prod rollout undo deploy/user-center`，现在镜像是 harbor.xcorp.cn/base/user-center:1.8.3。", "已发布：镜像 `harbor.xcorp.cn/base/user-center:1.9.0`，滚动更新完成。"),
         # "still" about another thing, beside a move: the older's value is replaced
         ("user: terraform plan fails on the analytics stack. / claude: Your profile still defaults to us-east-1, but the stack was migrated to eu-central-1 for the GDPR work.", 'user: Which AWS region is the analytics stack in? / claude: Everything is in us-east-1; the Terraform provider block sets `region = "us-east-1"`.'),
         ("Applied: ~ region = \"us-east-1\" -> \"eu-central-1\" # forces replacement", "Added the exports bucket with the default provider, which is us-east-1."),

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from memd.store import clock, cues, personal, roles, similar
-from memd.store.families import VERSION, family, stem_of
+from memd.store.families import VERSION, family, rolled_back, stem_of
 from memd.text import searchterms, stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
@@ -331,8 +331,9 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             swapped = any(shape(v) == shape(value) for v in new.values - old.values)
             named = _CJK_RUN.fullmatch(value) is not None  # "钉钉那个群解散了": a name
             if shared - {value} or len(value) > 3 or swapped or dotted or named:
-                # ("5 retries instead of 3": another number, no retirement)
-                return f"retires {value!r}"
+                return f"retires {value!r}"  # (not "5 retries instead of 3": another number)
+    if rolled_back(new.text, new.values, old.values, shared):
+        return "rolled back to another version"
     moved = any(cues.changed_to(new.text, f) for f in new.values - old.values)  # "改成 X"
     kept = old.values & new.values if cues.KEPT.search(new.text) and not moved else frozenset()
     if new.also or (old.values and kept == old.values):  # "Redis 那层保持不变": it holds
@@ -430,8 +431,7 @@ RESTATED_SUBJECT = 3
 """Subject words (not values) two sentences share when a later one restates the subject with
 another value and no change word ("the rotation job runs on Sundays at 23:00")."""
 _KEY = re.compile(r"[_./]")
-"""A value both sentences name that is a setting's key or a file (``client_max_body_size``,
-``nginx/site.conf``): it says what the sentence is about, as two subject words do."""
+"""A value both name that is a key or a file (``client_max_body_size``): it says the subject."""
 
 
 def _restated(new: Claim, old: Claim, shared: frozenset[str]) -> bool:

@@ -48,6 +48,33 @@ _IMAGE = re.compile(r"^([a-z][\w.-]*(?:/[\w.-]+)*):[\w][\w.-]*$")
 """A container image and its tag ("python:3.12-alpine"): the tags of one image are one family."""
 
 
+ROLLED_BACK = re.compile(
+    r"\b(?:rolled back|reverted|rollout undo|(?:is|are|went|got) back (?:to|on))\b"
+    r"|回滚了|已回滚|回滚后|已经回滚|退回了|退回到了",
+    re.I,
+)
+"""A rollback told as done (not planned: "roll back if it fails")."""
+
+
+def rolled_back(
+    text: str, new: frozenset[str], old: frozenset[str], shared: frozenset[str]
+) -> bool:
+    """Whether ``text`` (with values ``new``) tells a rollback to another version of one of
+    the ``old`` values: "Rolled back: … is back to `pydantic==2.7.1`" after "now has
+    `pydantic==2.8.0`" (a version on a shared word), `kubectl rollout undo` printing an image's
+    older tag; whatever else it names (the newer version in a comment)."""
+    if not ROLLED_BACK.search(text):
+        return False
+    for f in new - old:
+        for o in old - {f}:
+            kin = family(f) & family(o)
+            if any(k.startswith("img:") for k in kin) or (
+                any(re.fullmatch(r"v\d+", k) for k in kin) and shared - {o, f}
+            ):
+                return True
+    return False
+
+
 def stem_of(path: str) -> str:
     """A path's last part without its extension ("app" of "config/app.yaml"); a URL's host
     ("localhost" of "http://localhost:8088/api")."""
