@@ -110,6 +110,10 @@ _OWNER_ZH = re.compile(
     rf"(?P<before>[{RANGES}]{{2,3}})(?=是(?:这块|这个|这边|该模块)?的?{_ROLE_ZH})"
     rf"|{_ROLE_ZH}(?:人)?[：:是为]?\s*(?P<after>[{RANGES}]{{2,3}})(?=[，,。；;、\s）)]|$)"
     rf"|@(?P<at>[{RANGES}]{{2,3}})(?![{RANGES}])"
+    rf"|(?:是|由|归|(?<=[，,。；;：:\s])|^)(?P<by>[{RANGES}]{{2,3}}?)(?:下周|本周|明天|今天)?(?:开始)?"
+    r"(?:负责(?!人)|接手|来管)"
+    rf"|{_ROLE_ZH}[^，,。；;]{{0,16}}?(?:更新成|改成|换成|指向|写上)了?(?P<to>[{RANGES}]{{2,3}})"
+    rf"(?![{RANGES}])"
 )
 """A person a Chinese sentence names as the owner or the one on call (Chinese names are no
 claim values: nothing else tells one from a word)."""
@@ -206,7 +210,7 @@ def _values(
             if kinds:
                 out.append((c.text, value, kinds, current.slot(c.text, value)))
         for m in _OWNER_ZH.finditer(c.text):  # "王磊是这块的负责人", "负责人：陈思远"
-            name = m.group("before") or m.group("after") or m.group("at")
+            name = next(n for n in m.group("before", "after", "at", "by", "to") if n)
             out.append((c.text, name, _PERSON, current.slot(c.text, name)))
         for m in _OWNER_EN.finditer(c.text):  # "Priya's on call", "shows Marcus as on-call"
             name = m.group("before") or m.group("after")
