@@ -157,7 +157,11 @@ def bug_fixes(episode: Episode) -> list[Candidate]:
         if _FIXED.search(closing):
             held.append(pending)
     told = [(s, t) for t in episode.replies for s in split_sentences(clean_text(t.text))]
-    return [bugfix_candidate(p, fix_sentence([*p.after, *told], p.sentences)) for p in held]
+    fixes: list[tuple[str, Turn] | None] = []
+    for p in reversed(held):  # the closing reply's fix is the latest cause's it fits, not all
+        fix = fix_sentence(p.after, p.sentences) or fix_sentence(told, p.sentences)
+        fixes.insert(0, None if fix and any(f and f[0] == fix[0] for f in fixes) else fix)
+    return [bugfix_candidate(p, fix) for p, fix in zip(held, fixes, strict=True)]
 
 
 _FIX_TOLD = re.compile(
@@ -182,7 +186,7 @@ def fix_sentence(said: list[tuple[str, Turn]], cause: list[str]) -> tuple[str, T
     """The first sentence after a cause that tells what was changed and names a piece of code,
     on a word of the cause ("Added `--no-verify` to the `GitMerge` helper."), not the cause
     again, not narration: a closing recap's first change is another fix's."""
-    about = {w.lower() for c in cause for w in _WORD.findall(c)} - _COMMON
+    about = {w.lower().rstrip(".-") for c in cause for w in _WORD.findall(c)} - _COMMON
     for s, turn in said:
         s = _DIFF_LEAD.sub("", s.strip().lstrip("-*• ").strip())
         if len(s) < 20 or s in cause or is_narration(s) or s.endswith((":", "?")):
@@ -191,8 +195,8 @@ def fix_sentence(said: list[tuple[str, Turn]], cause: list[str]) -> tuple[str, T
             continue  # a scratch build, an aside, a plan
         if not (_FIX_TOLD.search(s) and _ENTITY.search(s)) or _CAUSE.search(s):
             continue
-        if len(about & {w.lower() for w in _WORD.findall(s)}) >= 1:
-            return _BOLD.sub("", s), turn  # on the cause's subject ("hooks", `GitMerge`)
+        if about & {w.lower().rstrip(".-") for w in _WORD.findall(s)}:  # "hooks", `GitMerge`
+            return re.sub(r"^fix:\s*", "", _BOLD.sub("", s), flags=re.I), turn
     return None
 
 
