@@ -929,6 +929,61 @@ def test_a_bug_fix_says_the_fix_told_on_the_causes_subject() -> None:
     assert "Fix:" not in bug.text, bug.text
 
 
+def test_a_version_or_a_flag_opening_a_sentence_is_no_list_marker() -> None:
+    """ "1.9.0 测试过了，上生产吧。" was summarised as "Said: 9.0 测试过了": "1." read as a list's
+    number. A list marker is followed by a space."""
+    from memd.extract.rules import sentences
+
+    assert sentences("1.9.0 测试过了，上生产吧。") == ["1.9.0 测试过了，上生产吧。"]
+    assert sentences("--force-blind replaces the old flag.") == [
+        "--force-blind replaces the old flag."
+    ]
+    assert sentences("1. First, pin the registry.\n- Then run the build.") == [
+        "First, pin the registry.",
+        "Then run the build.",
+    ]
+
+
+def test_a_topic_ends_without_its_colon() -> None:
+    """A topic of "can you help me understand again how this happens:" showed "happens::"."""
+    from memd.extract.episodes import build
+    from memd.extract.heuristic import episode_topic
+
+    segment = seg(
+        turn(1, "user", "can you help me understand again how this happens:"),
+        turn(2, "assistant", "It happens when the shadow branch has checkpoints."),
+    )
+    (episode,) = build(segment)
+    assert episode_topic(episode) == "can you help me understand again how this happens"
+
+
+def test_the_closing_replys_fix_goes_to_the_latest_cause_only() -> None:
+    """Read on the real entire CLI session: two causes stated in turn, each edited and tested,
+    both ended "Fix: Use --no-verify to skip hooks", and the brief showed that fix twice."""
+
+    def call(n: int, text: str, name: str, summary: str) -> Turn:
+        args = {"command": summary} if name == "Bash" else {"file_path": summary}
+        tool = ToolCall(name, summary, args=args, status="ok")
+        return replace(turn(n, "assistant", text), tools=[tool])
+
+    path = f"{CWD}/integration_test/resume_test.go"
+    segment = seg(
+        turn(1, "user", "TestResume_AfterMergingMain fails: stat ./cmd/entire/main.go"),
+        call(2, "The issue is that `GitMerge` triggers the git hooks without the test env.", "Edit", path),
+        call(3, "", "Bash", "go test ./integration_test/..."),
+        call(4, "The issue is that the hooks use `go run` with a relative main.go path.", "Edit", path),
+        call(5, "", "Bash", "go test ./integration_test/..."),
+        turn(6, "assistant", "Fixed. Fix: Use --no-verify so `GitMerge` skips the hooks."),
+    )  # fmt: skip
+    from memd.extract.episodes import build
+    from memd.extract.findings import bug_fixes
+
+    (episode,) = build(segment)
+    first, last = [b.text for b in bug_fixes(episode)]
+    assert first.endswith("(fixed in `resume_test.go`)"), first
+    assert last.endswith("Fix: Use --no-verify so `GitMerge` skips the hooks."), last
+
+
 def test_a_users_choice_and_the_work_done_on_it_is_a_decision() -> None:
     def edit(n: int, path: str) -> Turn:
         call = ToolCall("Edit", path, args={"file_path": f"{CWD}/{path}"}, status="ok")

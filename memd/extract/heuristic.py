@@ -353,7 +353,7 @@ def episode_topic(ep: Episode) -> str:
         usable.append(sentence)
     asks = [s for s in usable if _REQUEST.search(s)]
     best = asks[0] if asks else usable[0] if usable else ""
-    return clip_words(best.rstrip(".?!。？！"), 100)
+    return clip_words(best.rstrip(".?!:。？！："), 100)
 
 
 def stopped_candidate(episodes: list[Episode]) -> Candidate | None:

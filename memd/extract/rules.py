@@ -29,7 +29,7 @@ _CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _INTERRUPTED = re.compile(r"\[Request interrupted by user[^\]]*\]")
 _CJK = CJK_CHAR
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
-_BULLET = re.compile(r"^\s*(?:[-*•>]+|\d+[.)]|#+)\s*")
+_BULLET = re.compile(r"^\s*(?:[-*•>]+|\d+[.)]|#+)(?:\s+|$)")  # not "1.9.0", "--force"
 _FILLER = re.compile(
     r"^(?:ok(?:ay)?|so|well|alright|right|yes|yeah|great|sure|hmm|好的|好|嗯|那么|那|行)[,，.。!！\s]+",
     re.IGNORECASE,
