@@ -647,6 +647,7 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("CODEOWNERS 里 `gateway/` 指向黄涛，`services/order/` 仍是刘洋，`services/inventory/` 是周敏。", "已经在 PR #352 上请求刘洋 review，并在 CODEOWNERS 里把 `services/order/` 指给他。"),
         ('矩阵现在是 `python-version: ["3.9", "3.12"]`，3.9 保留。', '`pyproject.toml` 里设了 `requires-python = ">=3.9"`，测试矩阵先加了 3.9。'),
         ("The read path is now Caffeine, then Redis, then MySQL; the Redis layer stays as it was.", "Added a Redis cache to the product detail endpoint."),
+        ("我加了 Redis pub/sub 广播，收到消息的实例会清掉自己 Caffeine 里的这条。", "大促时热点商品 QPS 太高，Redis 单分片也扛不住，再加一层本地缓存吧。"),  # a measure
         ("现在 lint job 有三步：golangci-lint、hadolint、markdownlint。", "ci.yml 新增 lint job，跑 golangci-lint，修了 12 个告警后通过。"),
         ("claude: I started at the top of the file and worked down.", "user: I work at Brightwave Labs on the data team."),
         ("Melanie: I started at Northpeak Analytics this week.", "Caroline: I work at Brightwave Labs."),

@@ -157,7 +157,7 @@ def claim(sentence: str) -> Claim | None:
     if not sentence or len(sentence) > MAX_CLAIM or _QUESTION.search(sentence):
         return None
     f = similar.features(_APOSTROPHE.sub(" ", _POSSESSIVE.sub("", sentence)))
-    values = {v for v in f.values if v not in similar._UNIT_NAMES}
+    values = {v for v in f.values if v not in similar._UNIT_NAMES | stopwords.MEASURES}
     values.update(
         fold(m.group(0))
         for m in re.finditer(r"[#@][\w-]+|(?<![\w.:-])[A-Za-z]\w*(?:[-_]\w+)+\b", sentence)

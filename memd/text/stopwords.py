@@ -212,6 +212,8 @@ SUBJECT_GENERIC = frozenset(
     )
 )
 """Stems too common in coding talk to say two sentences are about the same subject."""
+MEASURES = frozenset({"qps", "tps", "rps", "p50", "p95", "p99", "cpu", "ram", "sla", "slo", "oom"})
+"""What is measured, never a value of it ("QPS 太高" and "加了 Caffeine" name no two caches)."""
 
 # ---- TODOs (what a later memory must share with a TODO to close it)
 
