@@ -590,6 +590,12 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         # a key changed "to" itself, a plan's arrow, a branch renamed, "used to use", 以前用
         ("Changed `line-length = 100` to `line-length = 120` in pyproject.toml.", "Added to pyproject.toml: `line-length = 100` under [tool.ruff]."),
         ("我已经把 ACCESS_TOKEN_TTL 从 2 小时改成 30 分钟（1800 秒），refresh token 保持 7 天不变。", "已在 auth/tokens.py 实现签发：access token 有效期 2小时，refresh token 7 天。"),
+        ("日志保留天数从 30 天改成了 14 天。", "日志保留 30 天。"),  # 从 X 天改成: a number on its subject
+        # a change called off: the value it would have brought is retired
+        ("The Kafka migration is cancelled; we stay on RabbitMQ.", "We're migrating the order events from RabbitMQ to Kafka next sprint."),
+        ("We're not moving to Kafka after all.", "We're migrating the order events from RabbitMQ to Kafka next sprint."),
+        ("We decided against Vitest; Jest stays.", "Let's switch the unit tests from Jest to Vitest."),
+        ("迁移 Kafka 的计划取消了，继续用 RabbitMQ。", "下个迭代把订单事件从 RabbitMQ 迁到 Kafka。"),
         # a rollback told as done, whatever else it names (the newer version in a comment)
         ("Rolled back: requirements.txt is back to `pydantic==2.7.1`, with a comment `# 2.8.0 rejects None for Optional[Decimal] with our validator, see #431`.", "Merged. requirements.txt now has `pydantic==2.8.0`."),
         ("为了先止血，我执行了 `kubectl -n prod rollout undo deploy/user-center`，现在镜像是 harbor.xcorp.cn/base/user-center:1.8.3。", "已发布：镜像 `harbor.xcorp.cn/base/user-center:1.9.0`，滚动更新完成。"),
@@ -647,6 +653,7 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("CODEOWNERS 里 `gateway/` 指向黄涛，`services/order/` 仍是刘洋，`services/inventory/` 是周敏。", "已经在 PR #352 上请求刘洋 review，并在 CODEOWNERS 里把 `services/order/` 指给他。"),
         ('矩阵现在是 `python-version: ["3.9", "3.12"]`，3.9 保留。', '`pyproject.toml` 里设了 `requires-python = ">=3.9"`，测试矩阵先加了 3.9。'),
         ("The read path is now Caffeine, then Redis, then MySQL; the Redis layer stays as it was.", "Added a Redis cache to the product detail endpoint."),
+        ("把重试次数从 3 次改成 5 次。", "接口超时设成 3 秒。"),  # another number's subject
         ("我加了 Redis pub/sub 广播，收到消息的实例会清掉自己 Caffeine 里的这条。", "大促时热点商品 QPS 太高，Redis 单分片也扛不住，再加一层本地缓存吧。"),  # a measure
         ("现在 lint job 有三步：golangci-lint、hadolint、markdownlint。", "ci.yml 新增 lint job，跑 golangci-lint，修了 12 个告警后通过。"),
         ("claude: I started at the top of the file and worked down.", "user: I work at Brightwave Labs on the data team."),

@@ -930,7 +930,7 @@ def test_a_bug_fix_says_the_fix_told_on_the_causes_subject() -> None:
 
 
 def test_a_version_or_a_flag_opening_a_sentence_is_no_list_marker() -> None:
-    """ "1.9.0 测试过了，上生产吧。" was summarised as "Said: 9.0 测试过了": "1." read as a list's
+    """The summary of "1.9.0 测试过了，上生产吧。" said "9.0 测试过了": "1." was read as a list's
     number. A list marker is followed by a space."""
     from memd.extract.rules import sentences
 

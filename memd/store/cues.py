@@ -48,7 +48,8 @@ RETIRED = [
     re.compile(rf"\bdropped\s+(?:the\s+)?`?(?P<v>{V})", re.I),
     re.compile(rf"`?(?P<v>{V})`?\s+(?:belongs to|is|was)\s+(?:the|an?|our)\s+old\b", re.I),
     re.compile(
-        rf"(?:从|由)\s*(?P<v>{V}|[{CJK}]{{2,4}}?)\s*(?:迁到|迁移到|改成|改为|换成|换到|切换到|调到|降到|提到|搬到|到)"
+        rf"(?:从|由)\s*(?P<v>{V}|[{CJK}]{{2,4}}?)\s*(?:天|小时|分钟|秒|个|条|次|台|核)?\s*"
+        r"(?:迁到|迁移到|改成|改为|换成|换到|切换到|调到|降到|提到|搬到|到)"
     ),
     re.compile(
         rf"(?P<v>{LATIN_V}|[{CJK}]{{2,3}}?)\s*(?:集群|服务|实例|系统|那套|这套)?\s*(?:已经|已|也)?"
@@ -80,10 +81,20 @@ RETIRED = [
         r"(?:for|with)\b",
         re.I,
     ),
-    re.compile(  # "the Papertrail plan is cancelled at month end"
-        rf"\b(?P<v>{V})\s+(?:plan|subscription|account|cluster|instance|inbox)\s+(?:is|was|gets?"
-        r"|got|has been)\s+(?:being\s+)?(?:cancell?ed|shut down|turned off|decommissioned)",
+    re.compile(  # "the Papertrail plan is cancelled at month end", "the Kafka migration is off"
+        rf"\b(?P<v>{V})\s+(?:plan|subscription|account|cluster|instance|inbox|migration|switch"
+        r"|move|upgrade|rollout)\s+(?:is|was|gets?|got|has been)\s+(?:being\s+)?(?:cancell?ed"
+        r"|shut down|turned off|decommissioned|called off|scrapped|shelved|abandoned|off)\b",
         re.I,
+    ),
+    re.compile(  # "we decided against Vitest", "we're not moving to Kafka after all"
+        rf"\b(?:decided against|(?:not|n't|never) (?:switching|moving|migrating|upgrading|going)"
+        rf" (?:over )?to)\s+(?:the\s+)?`?(?P<v>{V})",
+        re.I,
+    ),
+    re.compile(  # "迁移 Kafka 的计划取消了", "换成 Vitest 的方案放弃了"
+        rf"(?:迁移|迁|切换|切|升级|换)(?:到|成)?\s*`?(?P<v>{V})`?\s*(?:的)?(?:计划|方案|迁移)?\s*"
+        r"(?:已经|已)?(?:取消|作废|搁置|放弃|不做)"
     ),
     re.compile(  # "the Thursday line in RELEASING.md is stale"
         rf"\bthe\s+(?P<v>{V})\s+(?:line|wording|entry|value|setting)\b[^;]{{0,40}}?\s+(?:is|was)"
@@ -113,7 +124,8 @@ RETIRE_HINT = re.compile(
     r"|gone|uninstall|decommission|\bI said\b|I meant|\boff\b|ditched|dumped|abandoned|swapped"
     r"|traded|cancell?ed|shut down|turned off|stale|outdated|obsolete|wrong"
     r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是|\s\+\s*[A-Za-z_]"
-    r"|\bchang|->|→|=>|branch -[mM]|used to|以前",
+    r"|\bchang|->|→|=>|branch -[mM]|used to|以前|called off|scrapped|shelved|decided against|n't"
+    r"|never|取消|作废|搁置|放弃|不做",
     re.I,
 )
 """What every pattern of :data:`RETIRED` holds: one search rules most sentences out."""
@@ -141,7 +153,9 @@ _HINTS = [
     r"\boff\b",
     r"\btried\b",
     r"ditched|dumped|abandoned|swapped|traded",
-    r"cancell?ed|shut down|turned off|decommissioned",
+    r"cancell?ed|shut down|turned off|decommissioned|called off|scrapped|shelved|abandoned|\boff\b",
+    r"decided against|\bnot\b|n't|never",
+    r"取消|作废|搁置|放弃|不做",
     r"stale|outdated|obsolete|wrong",
     r"\s\+\s*[A-Za-z_]",
     r"\bchang",

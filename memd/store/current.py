@@ -326,6 +326,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 and not dotted
                 and not cues.CORRECTION.search(new.text)  # "I said 8080 but it's 8081"
                 and not slot(old.text, value) & slot(new.text, value)
+                and not (_CJK_RUN.search(old.text) and len(shared - {value}) >= 2)  # 日志保留
             ):
                 continue  # "instead of 2" against a list's "2.": another number
             swapped = any(shape(v) == shape(value) for v in new.values - old.values)
@@ -338,8 +339,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     kept = old.values & new.values if cues.KEPT.search(new.text) and not moved else frozenset()
     if new.also or (old.values and kept == old.values):  # "Redis 那层保持不变": it holds
         return ""
-    mine = personal.changed(new.text, old.text, shared)  # one value at a time
-    if mine:
+    if mine := personal.changed(new.text, old.text, shared):  # one value at a time
         return f"a change of {mine}"  # "I work at Brightwave" / "I started at Northpeak"
     if new.who and old.who:  # a chat: only a value retired by name or a one-value fact
         return ""  # changes ("Yeah actually - creating gaming content" / "my main hobbies")
