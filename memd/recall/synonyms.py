@@ -175,6 +175,7 @@ def asks_for(query: str) -> bool:
         or WHO_ASKED.search(query)
         or REGISTRY_ASKED.search(query)
         or JUMP_ASKED.search(query)
+        or REGION_ASKED.search(query)
     )
 
 
@@ -199,7 +200,8 @@ _DAY_GIVEN = re.compile(
 )
 WHO_ASKED = re.compile(r"(?<![\w-])who(?:m|se)?(?![\w-])|谁", re.IGNORECASE)
 _OWNER_GIVEN = re.compile(
-    r"负责|在管|维护|值班|对接|(?<![\w-])(?:owners?|owns|owned|maintainers?|on[- ]call"
+    r"负责|在管|维护|值班|对接|接手|(?<![\w-])(?:owners?|owns|owned|maintainers?|on[- ]call"
+    r"|takes over|took over|taken over"
     r"|approvers?)(?![\w-])",
     re.IGNORECASE,
 )
@@ -217,10 +219,16 @@ _JUMP_GIVEN = re.compile(
     rf"\A(?=.*(?:{_JUMP}))(?=.*\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{{2,}}\b)",
     re.IGNORECASE | re.DOTALL,
 )
+REGION_ASKED = re.compile(
+    r"(?<![\w-])regions?(?![\w-])|地域|哪个区|哪些区|哪个可用区|(?:哪个|哪些)机房", re.IGNORECASE
+)
+_REGION_GIVEN = re.compile(
+    r"(?<![\w-])(?:[a-z]{2}-[a-z]+-\d|cn-[a-z]+(?:-\d)?)(?![\w-])", re.IGNORECASE
+)
 """A prompt that asks for a day ("哪天上线？"), a person ("上架找谁？"), a package registry
-("装 npm 包走的是哪个源？") or a jump host ("要经过哪台中转机？"), and a text that gives one
-(a weekday; someone who owns or is on call for something; a host beside a registry's word or a
-jump host's)."""
+("装 npm 包走的是哪个源？"), a jump host ("要经过哪台中转机？") or a region ("部署在哪些地域？"), and
+a text that gives one (a weekday; someone who owns or is on call for something; a host beside a
+registry's word or a jump host's; a cloud region, ``cn-hangzhou``, ``eu-central-1``)."""
 
 
 _GIVEN = (
@@ -228,6 +236,7 @@ _GIVEN = (
     (WHO_ASKED, _OWNER_GIVEN, False),
     (REGISTRY_ASKED, _REGISTRY_GIVEN, False),
     (JUMP_ASKED, _JUMP_GIVEN, True),  # (the jump host is the whole subject)
+    (REGION_ASKED, _REGION_GIVEN, False),
 )
 
 

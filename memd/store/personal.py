@@ -153,7 +153,8 @@ def changed(new: str, old: str, keys: frozenset[str]) -> str:
 ASKED: dict[str, str] = {
     "employer": r"where (?:do|does|did) \w+ work|employer|(?:which|what) company"
     r"(?:(?: \w+){0,3}? work(?:ing)?(?: for| at)?)?|哪家公司|什么公司|在哪(?:里|儿)?(?:上班|工作)",
-    "home": r"where (?:do|does) \w+ live|(?:which|what) city|住在哪|哪个城市|什么城市",
+    "home": r"where (?:do|does) \w+ live|(?:which|what) city|\bmy (?:city|hometown|home town)\b"
+    r"|住在哪|哪个城市|什么城市|我(?:所在)?的城市",
     "role": r"\b(?:my|his|her) (?:role|position|title|job title)\b|职位|岗位|职务|什么角色",
     "manager": r"\b(?:my|his|her) (?:manager|boss)\b|\breport to\b|领导|上级|向谁汇报",
     "phone": r"\b(?:phone|mobile|cell)(?: number)?\b|\bmy number\b|电话|手机",

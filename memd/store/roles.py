@@ -31,7 +31,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "test runner": _listed("pytest jest vitest mocha rspec unittest playwright cypress nose2"),
     "database": _listed(
         "postgres postgresql mysql mariadb sqlite mongodb cassandra dynamodb clickhouse tidb "
-        "cockroachdb lancedb"
+        "cockroachdb lancedb milvus qdrant weaviate pinecone chroma pgvector"
     ),
     "cache": _listed("redis memcached valkey"),
     "message queue": _listed(
@@ -41,7 +41,10 @@ ROLES: dict[str, tuple[str, ...]] = {
     "containers": _listed("docker podman kubernetes helm nomad"),
     "bundler": _listed("vite webpack esbuild rollup parcel turbopack"),
     "build tool": _listed("gradle gradlew maven mvn mvnw bazel sbt cmake"),
-    "hosting": _listed("heroku fly fly.io render vercel netlify railway digitalocean"),
+    "hosting": _listed(
+        "heroku fly fly.io render vercel netlify railway digitalocean fargate ecs hetzner"
+        " ec2 eks gke aks"
+    ),
     "merge method": _listed("squash rebase"),
     "monitoring": _listed(
         "sentry datadog prometheus grafana rollbar newrelic loki jaeger tempo zipkin skywalking "
@@ -202,7 +205,7 @@ _ASKED = {
         r"|add(?:ing)? (?:a |new )?dependenc(?:y|ies)|加(?:个|一个)?依赖|添加依赖"
         r"|包管理|装依赖|安装依赖|依赖管理|管依赖"
     ),
-    "linter": r"linters?|linting|lint",
+    "linter": r"linters?|linting|lint|(?:跑|做)(?:什么|哪些)检查|代码检查",
     "formatter": r"formatters?|formatting|code style|格式化",
     "type checker": r"type[- ]?check(?:er|ers|ing)?|typing|type checks|类型检查",
     "test runner": (
@@ -212,7 +215,7 @@ _ASKED = {
     "database": (
         r"(?:databases?|\bdb\b)(?! (?:migrations?|schemas?|backups?|connections?|urls?|dumps?"
         r"|tables?|queries|query|credentials|passwords?|users?|pool|drivers?|tests?|locks?))"
-        r"|data ?stores?|数据库|数据存储|(?:放|存)在哪(?:里|儿)?"
+        r"|data ?stores?|数据库|数据存储|(?:放|存)在哪(?:里|儿)?|哪些存储|什么存储|存储依赖"
     ),
     "cache": r"cach(?:e|es|ing)|缓存|(?:放|存)在哪(?:里|儿)?",
     "message queue": r"message (?:queue|broker|bus)(?:es|s)?|queues?|消息队列|消息中间件|消息总线",
@@ -221,7 +224,10 @@ _ASKED = {
     "feature flags": r"feature[- ](?:flags?|toggles?)|功能开关|灰度开关",
     "bundler": r"bundlers?|bundl(?:es|ed|ing)|build tool|打包工具",
     "build tool": r"build (?:tool|system)s?|构建工具|构建系统|什么工具构建|用什么构建",
-    "hosting": r"hosted|hosting|host(?:ed)? on|deployed (?:on|to)|部署在|托管",
+    "hosting": (
+        r"hosted|hosting|host(?:ed)? on|deployed (?:on|to)|(?:gets?|is|are) deployed|deploys? to"
+        r"|部署在|部署到|托管"
+    ),
     "merge method": (
         r"merge (?:method|strategy|policy|button)s?|(?:prs?|pull requests?|branch(?:es)?) "
         r"(?:get |are |be )?merged|合并方式|合并策略|什么方式合并|怎么合并"
