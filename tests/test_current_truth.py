@@ -592,6 +592,8 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("我已经把 ACCESS_TOKEN_TTL 从 2 小时改成 30 分钟（1800 秒），refresh token 保持 7 天不变。", "已在 auth/tokens.py 实现签发：access token 有效期 2小时，refresh token 7 天。"),
         ("日志保留天数从 30 天改成了 14 天。", "日志保留 30 天。"),  # 从 X 天改成: a number on its subject
         # a change called off: the value it would have brought is retired
+        ("Arch review outcome: Kafka for notifications is rejected.", "Dan suggested moving notifications to Kafka since the data team runs a cluster."),
+        ("评审结论：不换 Dragonfly，继续用 Redis。", "架构组有人提议把缓存换成 Dragonfly，你帮忙压测对比一下。"),
         ("The Kafka migration is cancelled; we stay on RabbitMQ.", "We're migrating the order events from RabbitMQ to Kafka next sprint."),
         ("We're not moving to Kafka after all.", "We're migrating the order events from RabbitMQ to Kafka next sprint."),
         ("We decided against Vitest; Jest stays.", "Let's switch the unit tests from Jest to Vitest."),
@@ -654,6 +656,7 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ('矩阵现在是 `python-version: ["3.9", "3.12"]`，3.9 保留。', '`pyproject.toml` 里设了 `requires-python = ">=3.9"`，测试矩阵先加了 3.9。'),
         ("The read path is now Caffeine, then Redis, then MySQL; the Redis layer stays as it was.", "Added a Redis cache to the product detail endpoint."),
         ("把重试次数从 3 次改成 5 次。", "接口超时设成 3 秒。"),  # another number's subject
+        ("是 rerank 之后没带回 chunk_id 顺序，我改成按 rerank 后的结果组装，测试了 30 个问题。", "召回 top 20 后再 rerank。"),  # two counts
         ("我加了 Redis pub/sub 广播，收到消息的实例会清掉自己 Caffeine 里的这条。", "大促时热点商品 QPS 太高，Redis 单分片也扛不住，再加一层本地缓存吧。"),  # a measure
         ("现在 lint job 有三步：golangci-lint、hadolint、markdownlint。", "ci.yml 新增 lint job，跑 golangci-lint，修了 12 个告警后通过。"),
         ("claude: I started at the top of the file and worked down.", "user: I work at Brightwave Labs on the data team."),
@@ -861,6 +864,13 @@ def test_a_version_is_carried_only_by_a_version() -> None:
         ("我们装 npm 包走的是哪个源？", "`npm ci` 报 E401：私有源 npm.acme-inc.cn 需要认证。"),
         ("连内网服务器要经过哪台中转机？", "运维说统一走新的堡垒机 bastion-sh.corp.example。"),
         ("热数据和归档数据分别放在哪里？", "超过 90 天的订单快照归档到 OSS 的 archive/ 前缀。"),
+        # a region, a host, a store, a check and a city asked for in everyday words
+        ("订单服务部署在哪些地域？", "订单服务的 ACK 集群在 cn-hangzhou，两个可用区。"),
+        ("Where does the billing API get deployed?", "Billing API staging runs on a Hetzner box with docker compose."),
+        ("问答服务都依赖哪些存储？", "问答服务的向量存在 Milvus 的 collection `qa_chunks` 里。"),
+        ("Python 代码提交前应该跑什么检查？", "pre-commit 里现在是 ruff 和 ruff-format。"),
+        ("Put my city in the sample config.", "Personal update: I moved to Porto last month."),
+        ("Who owns the search service these days?", "Marcus takes over the search service, including CODEOWNERS."),
     ],
 )  # fmt: skip
 def test_a_tool_or_fact_the_prompt_asks_for_answers_it(prompt: str, memory: str) -> None:

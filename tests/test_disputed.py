@@ -295,6 +295,10 @@ def test_a_weekday_asked_for_is_one_answer_and_devices_asked_for_are_several() -
         ("user: 支付服务现在是刘洋负责，线上问题直接 @ 他。 / claude: 已在 README 的「负责人」一栏写上刘洋。",
          "user: 陈静下周开始接手支付服务。 / claude: README 的负责人和 on-call 配置也更新成了陈静。",
          "支付服务出了线上问题应该找谁？", "陈静"),
+        ("user: Priya owns search-service, loop her in on the reindex PR.",
+         "user: Heads up: Priya is going on parental leave and won't come back to search. Marcus"
+         " takes over search-service, including CODEOWNERS and the on-call rotation.",
+         "Who should I ping about search-service relevance problems?", "Marcus"),
         ("claude: CI 里加了 `npm config set registry https://registry.npmmirror.com`。",
          "claude: 私有源 npm.acme-inc.cn 需要认证，我在 CI 变量里加了 NPM_TOKEN。",
          "我们装 npm 包走的是哪个源？", "npm.acme-inc.cn"),

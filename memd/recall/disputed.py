@@ -54,7 +54,8 @@ _PAST = re.compile(
 _KINDED = re.compile(
     r"(?<![\w.])\d+(?:[.:]\d+)*\s?[a-z%]|\b[a-z]{2}-[a-z]+-\d\b|\b(?:cn|ap|us|eu)-[a-z]+"
     r"|\w\.[\w-]+\.[a-z]{2,}\b|\w:\w|\b[a-z][a-z0-9]*(?:[-_][a-z][a-z0-9]*)*[-_]\d|\bport|端口"
-    r"|(?<![\w.])@[a-z]|负责人|值班|对接人|on[- ]call|\bowner\b|in charge",
+    r"|(?<![\w.])@[a-z]|负责人|值班|对接人|on[- ]call|\bowner\b|in charge|\bowns\b|\b(?:takes|took|taken) over"
+    r"|负责|接手|更新成",
     re.IGNORECASE,
 )
 """What a text with a value of a kind holds: a number with a unit or a time, a region, a host,
@@ -117,7 +118,7 @@ _OWNER_ZH = re.compile(
 )
 """A person a Chinese sentence names as the owner or the one on call (Chinese names are no
 claim values: nothing else tells one from a word)."""
-_DUTY_EN = r"(?:on[- ]call|the owner|owner|in charge)"
+_DUTY_EN = r"(?:on[- ]call|the owner|owner|in charge|owns|takes over|took over|has taken over)"
 _OWNER_EN = re.compile(
     rf"\b(?P<before>[A-Z][a-z]+)(?=(?:'s| is| was| as)? (?:now )?{_DUTY_EN}\b)"
     rf"|\b{_DUTY_EN}(?: is| now is|:)? (?P<after>[A-Z][a-z]+)\b(?! [A-Z])"
@@ -295,6 +296,8 @@ def _names(text: str, value: str) -> bool:
     runner beside Vitest."""
     if not current.mentions(text, value):
         return False
+    if any(current.fold(v) == current.fold(value) for v in cues.retired(text)):
+        return False  # "Priya is going on parental leave…Marcus takes over": not beside it
     calls = len(re.findall(rf"(?<![\w#@-]){re.escape(value)}\.[a-z_]\w*\(", text, re.I))
     return (
         calls == 0

@@ -37,7 +37,10 @@ RETIRED = [
         re.I,
     ),
     re.compile(rf"\b(?P<v>{V})\s+(?:has|have)\s+(?:left|gone|moved on)\b", re.I),
-    re.compile(rf"\b(?P<v>{V})\s+(?:left the|went on|is on leave|handed)\b", re.I),
+    re.compile(
+        rf"\b(?P<v>{V})\s+(?:left the|went on|is on leave|handed|is (?:going|away) on (?:\w+ )?leave)\b",
+        re.I,
+    ),
     re.compile(
         rf"\b(?:no longer (?:use|uses|run|runs|need)|stop(?:ped)? using)\s+`?(?P<v>{V})", re.I
     ),
@@ -92,8 +95,14 @@ RETIRED = [
         rf" (?:over )?to)\s+(?:the\s+)?`?(?P<v>{V})",
         re.I,
     ),
+    re.compile(  # "Kafka for notifications is rejected", "the Kafka proposal was turned down"
+        rf"\b(?P<v>{V})(?:\s+(?:for|proposal|idea|option|plan)(?:\s+[\w-]+)?)?\s+(?:is|was|got"
+        r"|has been)\s+(?:rejected|turned down|vetoed|off the table)\b",
+        re.I,
+    ),
+    re.compile(rf"不(?:换|迁|切|上)(?:成|到)?\s*`?(?P<v>{LATIN_V})"),  # "评审结论：不换 Dragonfly"
     re.compile(  # "迁移 Kafka 的计划取消了", "换成 Vitest 的方案放弃了"
-        rf"(?:迁移|迁|切换|切|升级|换)(?:到|成)?\s*`?(?P<v>{V})`?\s*(?:的)?(?:计划|方案|迁移)?\s*"
+        rf"(?:迁移|迁|切换|切|升级|换)(?:到|成)?\s*`?(?P<v>{LATIN_V})`?\s*(?:的)?(?:计划|方案|迁移)?\s*"
         r"(?:已经|已)?(?:取消|作废|搁置|放弃|不做)"
     ),
     re.compile(  # "the Thursday line in RELEASING.md is stale"
@@ -125,7 +134,7 @@ RETIRE_HINT = re.compile(
     r"|traded|cancell?ed|shut down|turned off|stale|outdated|obsolete|wrong"
     r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是|\s\+\s*[A-Za-z_]"
     r"|\bchang|->|→|=>|branch -[mM]|used to|以前|called off|scrapped|shelved|decided against|n't"
-    r"|never|取消|作废|搁置|放弃|不做",
+    r"|never|取消|作废|搁置|放弃|不做|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上",
     re.I,
 )
 """What every pattern of :data:`RETIRED` holds: one search rules most sentences out."""
@@ -138,7 +147,7 @@ _HINTS = [
     r"不是",
     r"archived|deleted|removed|retired|dropped|deprecated|gone|rolled back|renamed",
     r"\b(?:has|have)\s+(?:left|gone|moved on)",
-    r"left the|went on|is on leave|handed",
+    r"left the|went on|is on leave|handed|on (?:\w+ )?leave",
     r"no longer|stop",
     r"don't|do not",
     r"no longer|doesn't|does not",
@@ -155,6 +164,8 @@ _HINTS = [
     r"ditched|dumped|abandoned|swapped|traded",
     r"cancell?ed|shut down|turned off|decommissioned|called off|scrapped|shelved|abandoned|\boff\b",
     r"decided against|\bnot\b|n't|never",
+    r"rejected|turned down|vetoed|off the table",
+    r"不(?:换|迁|切|上)",
     r"取消|作废|搁置|放弃|不做",
     r"stale|outdated|obsolete|wrong",
     r"\s\+\s*[A-Za-z_]",
@@ -275,6 +286,16 @@ def changed_to(sentence: str, value: str) -> bool:
         r"(?:改成|改为|换成|换到|调成|调到|降到|提到|迁到|迁移到|切到|切换到|升级到|升到|搬到)\s*`?"
     )
     return switched_to(sentence, value) or re.search(zh + re.escape(value), sentence) is not None
+
+
+_UNITS = {"time": "秒分钟小时天周月年", "count": "个条次台核人件"}
+
+
+def unit(sentence: str, value: str) -> str:
+    """What the number ``value`` counts in ``sentence``, by the Chinese unit right after it:
+    "time" ("14 天", "2 小时"), "count" ("30 个问题"), or "" (none)."""
+    m = re.search(rf"(?<![\w.]){re.escape(value)}\s*([{CJK}])", sentence)
+    return next((k for k, chars in _UNITS.items() if m and m.group(1) in chars), "")
 
 
 def now_is(sentence: str, value: str) -> bool:

@@ -382,6 +382,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                         return "a correction of the value"  # "我说错了，上限是 300"
                     if cues.lead(old.text, o) & cues.lead(new.text, f):
                         return "a change to a new value"  # "上限 10MB" / "上限改为 50MB"
+                    if shape(o) == "number" and cues.unit(old.text, o) != cues.unit(new.text, f):
+                        continue  # "召回 top 20 后" / "测试了 30 个问题": two things counted
                 target = cues.switched_to(new.text, f, place=o.startswith("#")) or (
                     shape(o) in ("name", "channel") and cues.now_is(new.text, f)
                 )  # "... to #radar", "our account manager is Tomás now"
@@ -438,12 +440,10 @@ def _restated(new: Claim, old: Claim, shared: frozenset[str]) -> bool:
     """Whether ``new`` says the same thing as ``old`` with another value in its place: on at
     least :data:`RESTATED_SUBJECT` shared subject words (a shared key or file counts two; or
     twice as many Chinese bigrams), a value of ``old`` that ``new`` does not say, where ``new``
-    says one of the same shape that ``old`` does not, with two words around each in common,
-    and no other setting's key before either. The values are numbers, paths or
-    channels (a time, a port, a host), never names or counted words: a story told twice in
-    conversation names other days, people and counts without replacing anything. Read only
-    where it is shown (marked, never superseded on insert): a restatement can be a second
-    thing of one kind."""
+    says one of the same shape that ``old`` does not, with two words around each in common, and
+    no other setting's key before either. The values are numbers, paths or channels, never
+    names or counted words (a story told twice names other days and people). Read only where
+    it is shown (marked, never superseded on insert): it can be a second thing of one kind."""
     words = shared - new.values - old.values
     latin = sum(1 for x in words if not _CJK_RUN.fullmatch(x))
     keys = sum(1 for x in shared - words if _KEY.search(x))  # `client_max_body_size`, a path
