@@ -54,8 +54,8 @@ _PAST = re.compile(
 _KINDED = re.compile(
     r"(?<![\w.])\d+(?:[.:]\d+)*\s?[a-z%]|\b[a-z]{2}-[a-z]+-\d\b|\b(?:cn|ap|us|eu)-[a-z]+"
     r"|\w\.[\w-]+\.[a-z]{2,}\b|\w:\w|\b[a-z][a-z0-9]*(?:[-_][a-z][a-z0-9]*)*[-_]\d|\bport|端口"
-    r"|(?<![\w.])@[a-z]|负责人|值班|对接人|on[- ]call|\bowner\b|in charge|\bowns\b|\b(?:takes|took|taken) over"
-    r"|负责|接手|更新成",
+    r"|(?<![\w.])@[a-z]|负责人|值班|对接人|on[- ]call|\bowner\b|in charge|\bowns\b"
+    r"|\b(?:takes|took|taken) over|负责|接手|更新成",
     re.IGNORECASE,
 )
 """What a text with a value of a kind holds: a number with a unit or a time, a region, a host,
@@ -118,9 +118,11 @@ _OWNER_ZH = re.compile(
 )
 """A person a Chinese sentence names as the owner or the one on call (Chinese names are no
 claim values: nothing else tells one from a word)."""
-_DUTY_EN = r"(?:on[- ]call|the owner|owner|in charge|owns|takes over|took over|has taken over)"
+_DUTY_EN = r"(?:on[- ]call|the owner|owner|in charge)"
+_TAKES_EN = r"owns|takes over|took over|has taken over"
+"""Verbs after an owner's name only ("Marcus takes over", not "takes over Billing")."""
 _OWNER_EN = re.compile(
-    rf"\b(?P<before>[A-Z][a-z]+)(?=(?:'s| is| was| as)? (?:now )?{_DUTY_EN}\b)"
+    rf"\b(?P<before>[A-Z][a-z]+)(?=(?:'s| is| was| as)? (?:now )?{_DUTY_EN}\b| (?:{_TAKES_EN})\b)"
     rf"|\b{_DUTY_EN}(?: is| now is|:)? (?P<after>[A-Z][a-z]+)\b(?! [A-Z])"
 )
 """A person an English sentence names as the owner or the one on call."""
