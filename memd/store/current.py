@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from memd.store import clock, cues, personal, roles, similar
+from memd.store import clock, cues, personal, restated, roles, similar
 from memd.store.families import VERSION, family, rolled_back, stem_of
 from memd.text import searchterms, stopwords
 from memd.text.chinese import RANGES
@@ -418,8 +418,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             if cues.joined(new.text, old.anchors):
                 return ""  # "审批人现在是周涛和林晓": one more beside the older's
             return "a change on the same subject"
-    if short and counted <= MAX_VALUES and _restated(new, old, shared):
-        return RESTATED
+    if short and counted <= MAX_VALUES and restated.restated(new, old, shared):
+        return restated.RESTATED
     if not (cue and short and counted <= MAX_VALUES // 2):
         return ""
     if similar.conflict(new.text, old.text, cosine, model_id).sure:
@@ -428,65 +428,6 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
 
 
 _FILE = re.compile(r"^(?!\w+://)[\w./-]+\.(?:go|py|tsx?|jsx?|json|ya?ml|toml|md|rs|rb|exs?)$")
-RESTATED = "the same subject, another value"
-RESTATED_SUBJECT = 3
-"""Subject words (not values) two sentences share when a later one restates the subject with
-another value and no change word ("the rotation job runs on Sundays at 23:00")."""
-_KEY = re.compile(r"[_./]")
-"""A value both name that is a key or a file (``client_max_body_size``): it says the subject."""
-
-
-def _restated(new: Claim, old: Claim, shared: frozenset[str]) -> bool:
-    """Whether ``new`` says the same thing as ``old`` with another value in its place: on at
-    least :data:`RESTATED_SUBJECT` shared subject words (a shared key or file counts two; or
-    twice as many Chinese bigrams), a value of ``old`` that ``new`` does not say, where ``new``
-    says one of the same shape that ``old`` does not, with two words around each in common, and
-    no other setting's key before either. The values are numbers, paths or channels, never
-    names or counted words (a story told twice names other days and people). Read only where
-    it is shown (marked, never superseded on insert): it can be a second thing of one kind."""
-    words = shared - new.values - old.values
-    latin = sum(1 for x in words if not _CJK_RUN.fullmatch(x))
-    keys = sum(1 for x in shared - words if _KEY.search(x))  # `client_max_body_size`, a path
-    if _same_key(new, old):
-        return True
-    if latin + 2 * keys < RESTATED_SUBJECT and len(words) - latin < 2 * RESTATED_SUBJECT:
-        return False
-    for o in old.values - new.anchors:
-        if shape(o) == "name" or o in _NUMBER_WORDS:
-            continue  # "two children" / "three children", "Friday" / "Sunday": events, not states
-        near_old = slot(old.text, o)
-        for f in new.values - old.anchors:
-            if shape(f) != shape(o) or f in _NUMBER_WORDS or roles.different_jobs({f}, {o}):
-                continue
-            if len(near_old & slot(new.text, f)) < 2:
-                continue
-            key_old, key_new = _key_before(old.text, o), _key_before(new.text, f)
-            if key_old and key_new and key_old != key_new:
-                continue  # `work_mem 64MB` / `max_connections 100`: two settings
-            return True
-    return False
-
-
-def _same_key(new: Claim, old: Claim) -> bool:
-    """Whether ``new`` gives a setting's key another value of the same shape right after it
-    (``rollout_percent: 10`` / ``rollout_percent: 50``), whatever else the sentences say."""
-    for o in old.values - new.anchors:
-        key = _key_before(old.text, o)
-        if key and any(
-            shape(f) == shape(o) and _key_before(new.text, f) == key
-            for f in new.values - old.anchors
-        ):
-            return True
-    return False
-
-
-def _key_before(sentence: str, value: str) -> str:
-    """The setting's key written just before ``value`` (``client_max_body_size`` of
-    ``client_max_body_size 12m``, ``global.index-url`` of ``pip config set global.index-url
-    https://…``), or ""."""
-    key = r"[A-Za-z]\w*(?:_\w+|(?:[.-][A-Za-z]\w*)*\.[A-Za-z]\w*-\w+)"
-    m = re.search(rf"({key})[\s:=`'\"]+{re.escape(value)}(?![\w.-])", sentence, re.I)
-    return m.group(1).casefold() if m else ""
 
 
 def replaced_claim(
@@ -499,22 +440,6 @@ def replaced_claim(
     for old in claims(old_text):
         for new in new_claims:
             why = replaces(new, old, cosine, model_id)
-            if why and not (why == RESTATED and _keeps(new_text, old)):
+            if why and not (why == restated.RESTATED and restated.keeps(new_text, old)):
                 return Replacement(old.text, new.text, why)
     return None
-
-
-_ADDED = re.compile(r"^\s*\+(?!\+)", re.M)
-_REMOVED = re.compile(r"^\s*-(?!-).*$", re.M)
-"""A diff's added and removed lines."""
-
-
-def _keeps(text: str, old: Claim) -> bool:
-    """Whether ``text`` still gives a key of ``old`` its old value ("staging has
-    `rollout_percent: 50`; prod keeps `rollout_percent: 10`": two places, two values); a
-    diff's removed line (``-  key: 100`` beside ``+  key: 250``) gives it no more."""
-    if _ADDED.search(text):
-        text = _REMOVED.sub("", text)
-    return any(
-        (key := _key_before(old.text, o)) and _key_before(text, o) == key for o in old.values
-    )

@@ -1,0 +1,90 @@
+"""A later sentence that restates an older one's subject with another value and no change word
+("the rotation job runs on Sundays at 23:00"), and a setting's key given another value
+(``rollout_percent: 10`` / ``rollout_percent: 50``): read by :func:`memd.store.current.replaces`
+last, after the cues of a change."""
+
+from __future__ import annotations
+
+import re
+
+from memd.store import current, roles
+
+RESTATED = "the same subject, another value"
+RESTATED_SUBJECT = 3
+"""Subject words (not values) two sentences share when a later one restates the subject with
+another value and no change word ("the rotation job runs on Sundays at 23:00")."""
+_KEY = re.compile(r"[_./]")
+"""A value both name that is a key or a file (``client_max_body_size``): it says the subject."""
+
+
+def restated(new: current.Claim, old: current.Claim, shared: frozenset[str]) -> bool:
+    """Whether ``new`` says the same thing as ``old`` with another value in its place: on at
+    least :data:`RESTATED_SUBJECT` shared subject words (a shared key or file counts two; or
+    twice as many Chinese bigrams), a value of ``old`` that ``new`` does not say, where ``new``
+    says one of the same shape that ``old`` does not, with two words around each in common, and
+    no other setting's key before either. The values are numbers, paths or channels, never
+    names or counted words (a story told twice names other days and people). Read only where
+    it is shown (marked, never superseded on insert): it can be a second thing of one kind."""
+    words = shared - new.values - old.values
+    latin = sum(1 for x in words if not current._CJK_RUN.fullmatch(x))
+    keys = sum(1 for x in shared - words if _KEY.search(x))  # `client_max_body_size`, a path
+    if _same_key(new, old):
+        return True
+    if latin + 2 * keys < RESTATED_SUBJECT and len(words) - latin < 2 * RESTATED_SUBJECT:
+        return False
+    for o in old.values - new.anchors:
+        if current.shape(o) == "name" or o in current._NUMBER_WORDS:
+            continue  # "two children" / "three children", "Friday" / "Sunday": events, not states
+        near_old = current.slot(old.text, o)
+        for f in new.values - old.anchors:
+            if (
+                current.shape(f) != current.shape(o)
+                or f in current._NUMBER_WORDS
+                or roles.different_jobs({f}, {o})
+            ):
+                continue
+            if len(near_old & current.slot(new.text, f)) < 2:
+                continue
+            key_old, key_new = _key_before(old.text, o), _key_before(new.text, f)
+            if key_old and key_new and key_old != key_new:
+                continue  # `work_mem 64MB` / `max_connections 100`: two settings
+            return True
+    return False
+
+
+def _same_key(new: current.Claim, old: current.Claim) -> bool:
+    """Whether ``new`` gives a setting's key another value of the same shape right after it
+    (``rollout_percent: 10`` / ``rollout_percent: 50``), whatever else the sentences say."""
+    for o in old.values - new.anchors:
+        key = _key_before(old.text, o)
+        if key and any(
+            current.shape(f) == current.shape(o) and _key_before(new.text, f) == key
+            for f in new.values - old.anchors
+        ):
+            return True
+    return False
+
+
+def _key_before(sentence: str, value: str) -> str:
+    """The setting's key written just before ``value`` (``client_max_body_size`` of
+    ``client_max_body_size 12m``, ``global.index-url`` of ``pip config set global.index-url
+    https://…``), or ""."""
+    key = r"[A-Za-z]\w*(?:_\w+|(?:[.-][A-Za-z]\w*)*\.[A-Za-z]\w*-\w+)"
+    m = re.search(rf"({key})[\s:=`'\"]+{re.escape(value)}(?![\w.-])", sentence, re.I)
+    return m.group(1).casefold() if m else ""
+
+
+_ADDED = re.compile(r"^\s*\+(?!\+)", re.M)
+_REMOVED = re.compile(r"^\s*-(?!-).*$", re.M)
+"""A diff's added and removed lines."""
+
+
+def keeps(text: str, old: current.Claim) -> bool:
+    """Whether ``text`` still gives a key of ``old`` its old value ("staging has
+    `rollout_percent: 50`; prod keeps `rollout_percent: 10`": two places, two values); a
+    diff's removed line (``-  key: 100`` beside ``+  key: 250``) gives it no more."""
+    if _ADDED.search(text):
+        text = _REMOVED.sub("", text)
+    return any(
+        (key := _key_before(old.text, o)) and _key_before(text, o) == key for o in old.values
+    )
