@@ -20,6 +20,14 @@ V = r"(?:--?|[#@])?[\w][\w.+/:#@-]*[\w+#]|[#@]?\w"
 """A value as written: a name, a number, a version, a path, a host, a #channel."""
 LATIN_V = r"(?:--?|[#@])?[A-Za-z0-9][\w.+/:#@-]*[A-Za-z0-9_+#]|[#@]?[A-Za-z0-9]"
 """A value written in Latin letters and digits ("Elasticsearch" of "Elasticsearch 集群已下线")."""
+ZH_TO = "迁到|迁移到|改成|改为|换成|换到|切到|切换到|调成|调到|降到|提到|升到|升级到|搬到"
+"""Chinese verbs that name the value a change goes to ("从 2 小时改成 30 分钟", "换成 Caffeine")."""
+ROLLED_BACK = re.compile(
+    r"\b(?:rolled back|reverted|rollout undo|(?:is|are|went|got) back (?:to|on))\b"
+    r"|回滚了|已回滚|回滚后|已经回滚|退回了|退回到了",
+    re.I,
+)
+"""A rollback told as done (not planned: "roll back if it fails")."""
 RETIRED = [
     re.compile(rf"\bfrom\s+(?:`)?(?P<v>{V})(?:`)?\s+(?:to|over to)\b", re.I),
     re.compile(
@@ -52,7 +60,7 @@ RETIRED = [
     re.compile(rf"`?(?P<v>{V})`?\s+(?:belongs to|is|was)\s+(?:the|an?|our)\s+old\b", re.I),
     re.compile(
         rf"(?:从|由)\s*(?P<v>{V}|[{CJK}]{{2,4}}?)\s*(?:天|小时|分钟|秒|个|条|次|台|核)?\s*"
-        r"(?:迁到|迁移到|改成|改为|换成|换到|切换到|调到|降到|提到|搬到|到)"
+        rf"(?:{ZH_TO}|到)"
     ),
     re.compile(
         rf"(?P<v>{LATIN_V}|[{CJK}]{{2,3}}?)\s*(?:集群|服务|实例|系统|那套|这套)?\s*(?:已经|已|也)?"
@@ -282,10 +290,8 @@ def switched_to(sentence: str, value: str, place: bool = False) -> bool:
 def changed_to(sentence: str, value: str) -> bool:
     """Whether ``sentence`` names ``value`` as the target of a change, in English
     (:func:`switched_to`) or Chinese ("从 2 小时改成 30 分钟", "换成 Caffeine")."""
-    zh = (
-        r"(?:改成|改为|换成|换到|调成|调到|降到|提到|迁到|迁移到|切到|切换到|升级到|升到|搬到)\s*`?"
-    )
-    return switched_to(sentence, value) or re.search(zh + re.escape(value), sentence) is not None
+    zh = rf"(?:{ZH_TO})\s*`?{re.escape(value)}"
+    return switched_to(sentence, value) or re.search(zh, sentence) is not None
 
 
 _UNITS = {"time": "秒分钟小时天周月年", "count": "个条次台核人件"}

@@ -102,7 +102,7 @@ class Claim:
 _NUMBER_WORD = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|single|double)\b(?= \w)"
 )
-_NUMBER_WORDS = cues.listed("one two three four five six seven eight nine ten twelve single double")
+NUMBER_WORDS = cues.listed("one two three four five six seven eight nine ten twelve single double")
 _ASIDE = re.compile(r"[(（][^()（）]*[)）]")
 _REF = re.compile(r"(?:#|\b(?:pr|issue|pull request|bead|ticket)s? #?)(\d+)\b")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]+")
@@ -111,7 +111,7 @@ _NUMBER = re.compile(r"[v~^<>=]*\d[\d.,:x/_-]*[a-z%]{0,3}")
 
 def shape(value: str) -> str:
     """number (a time, a version, a size), path (a file, a host), channel, or name."""
-    if _NUMBER.fullmatch(value) or value in _NUMBER_WORDS:
+    if _NUMBER.fullmatch(value) or value in NUMBER_WORDS:
         return "number"
     if "/" in value or "." in value.strip("."):
         return "path"
@@ -393,7 +393,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     and not slot(old.text, o) & slot(new.text, f)
                 ):
                     continue  # two values in different places ("port 8080" / "3 retries")
-                if (o in _NUMBER_WORDS or f in _NUMBER_WORDS) and not (
+                if (o in NUMBER_WORDS or f in NUMBER_WORDS) and not (
                     noun_after(old.text, o) & noun_after(new.text, f)
                 ):
                     continue  # "one transaction" / "PR 94": not one thing counted twice

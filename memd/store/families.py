@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from memd.store import roles
+from memd.store import cues, roles
 
 VERSION = re.compile(r"^v?(\d+)\.\d+(?:\.\d+)*$")
 """A version number (its major is group 1): "3.12", "v18.19.0"."""
@@ -48,14 +48,6 @@ _IMAGE = re.compile(r"^([a-z][\w.-]*(?:/[\w.-]+)*):[\w][\w.-]*$")
 """A container image and its tag ("python:3.12-alpine"): the tags of one image are one family."""
 
 
-ROLLED_BACK = re.compile(
-    r"\b(?:rolled back|reverted|rollout undo|(?:is|are|went|got) back (?:to|on))\b"
-    r"|回滚了|已回滚|回滚后|已经回滚|退回了|退回到了",
-    re.I,
-)
-"""A rollback told as done (not planned: "roll back if it fails")."""
-
-
 def rolled_back(
     text: str, new: frozenset[str], old: frozenset[str], shared: frozenset[str]
 ) -> bool:
@@ -63,7 +55,7 @@ def rolled_back(
     the ``old`` values: "Rolled back: … is back to `pydantic==2.7.1`" after "now has
     `pydantic==2.8.0`" (a version on a shared word), `kubectl rollout undo` printing an image's
     older tag; whatever else it names (the newer version in a comment)."""
-    if not ROLLED_BACK.search(text):
+    if not cues.ROLLED_BACK.search(text):
         return False
     for f in new - old:
         for o in old - {f}:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from memd.store import current, roles
+from memd.text.chinese import CJK_RUN
 
 RESTATED = "the same subject, another value"
 RESTATED_SUBJECT = 3
@@ -26,20 +27,20 @@ def restated(new: current.Claim, old: current.Claim, shared: frozenset[str]) -> 
     names or counted words (a story told twice names other days and people). Read only where
     it is shown (marked, never superseded on insert): it can be a second thing of one kind."""
     words = shared - new.values - old.values
-    latin = sum(1 for x in words if not current._CJK_RUN.fullmatch(x))
+    latin = sum(1 for x in words if not CJK_RUN.fullmatch(x))
     keys = sum(1 for x in shared - words if _KEY.search(x))  # `client_max_body_size`, a path
     if _same_key(new, old):
         return True
     if latin + 2 * keys < RESTATED_SUBJECT and len(words) - latin < 2 * RESTATED_SUBJECT:
         return False
     for o in old.values - new.anchors:
-        if current.shape(o) == "name" or o in current._NUMBER_WORDS:
+        if current.shape(o) == "name" or o in current.NUMBER_WORDS:
             continue  # "two children" / "three children", "Friday" / "Sunday": events, not states
         near_old = current.slot(old.text, o)
         for f in new.values - old.anchors:
             if (
                 current.shape(f) != current.shape(o)
-                or f in current._NUMBER_WORDS
+                or f in current.NUMBER_WORDS
                 or roles.different_jobs({f}, {o})
             ):
                 continue
