@@ -17,7 +17,8 @@ in session 25, its baseline taken on the session's first commit; ``corrections_h
 written blind at the end of session 25, its baseline taken on session 26's first commit, read
 there; ``corrections_heldout13.jsonl`` written blind at the start of session 26, run once before
 its last two changes, then read; ``corrections_heldout14.jsonl`` written blind at the start of
-session 27, run once near its end, then read;
+session 27, run once near its end, then read; ``corrections_heldout15.jsonl`` written blind at
+the start of session 28, its baseline taken on the session's first commit;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -76,6 +77,7 @@ SPLITS = {
     "heldout12": ROOT / "tests" / "labelled" / "corrections_heldout12.jsonl",
     "heldout13": ROOT / "tests" / "labelled" / "corrections_heldout13.jsonl",
     "heldout14": ROOT / "tests" / "labelled" / "corrections_heldout14.jsonl",
+    "heldout15": ROOT / "tests" / "labelled" / "corrections_heldout15.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
