@@ -761,3 +761,25 @@ def test_near_misses_fill_the_room_left_only_after_a_relevant_memory() -> None:
     assert not out["c"].relevant and not out["u"].relevant
     alone = second_tier([result("b", near, 0.9)], "p")
     assert not alone[0].relevant
+
+
+def test_a_long_memory_that_matches_nowhere_is_clipped_not_cut_to_its_head() -> None:
+    """A long memory is cut to its first piece and the pieces matching the prompt; when no
+    piece matched (the words were in a path, or it was relevant by meaning) the first piece
+    alone ("…would like to combine…: `/Users/dain/workspace/project/subdir` (4 parts);") was
+    all the block showed of the sentence that answered."""
+    from memd.recall.block import MAX_ITEM_CHARS, cut_item
+
+    text = (
+        "Please have a look at this patch diff, I changed my mind a bit about it: "
+        "`/a/project/subdir` (4 parts, index 0); `/a/project` (3 parts, index 1); "
+        "`/a/other-project` (3 parts, index 2); It will choose `/a/project` because it has "
+        "fewer parts than the first path, and while it has the same depth as the third path, "
+        "it appears earlier in the list, which is the more recent working directory of all "
+        "the directories the sessions of this project were started in."
+    )
+    assert len(text) > MAX_ITEM_CHARS
+    shown = cut_item(text, {"gizmo": 1.0})
+    assert "fewer parts" in shown and len(shown) <= MAX_ITEM_CHARS
+    matched = cut_item(text, {"fewer": 1.0})  # a piece matches: the head and that piece
+    assert matched.startswith("Please have a look") and "… It will choose" in matched

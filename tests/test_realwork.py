@@ -152,6 +152,21 @@ def test_a_subagents_report_gives_a_finding_per_named_section(
     assert not any(t.startswith("Check OTEL hex package versions: Example") for t in facts)
 
 
+def test_a_fix_told_as_a_list_keeps_its_items(
+    real_candidates: list[tuple[Segment, Candidate]],
+) -> None:
+    """The CI session's reply said "Fixed all 17 type errors in `converter.py` by:" and then
+    listed how; the bug fix stopped at "by:" (four sentences were picked, the items not among
+    them). The items follow their colon, as clauses the block can cut between."""
+    bugs = [c.text for _, c in real_candidates if c.kind == "bugfix" and "17 type errors" in c.text]
+    assert len(bugs) == 1, bugs
+    assert (
+        "by: Adding proper type annotations for `project_dirs: List[Path]`; Using `cast()`"
+        in (bugs[0])
+    )
+    assert not bugs[0].rstrip().endswith(("by:", ";")), bugs
+
+
 def test_first_start_backfills_the_transcripts_already_there(tmp_path: Path) -> None:
     """A first start with history on disk: the daemon reads it as finished sessions in the
     background, `memd status` shows the progress and then what it learned."""

@@ -176,6 +176,37 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
+_LIST_ITEM = re.compile(r"^(?:[-*•]|\d+[.)])\s")
+
+
+def with_their_items(sentences: list[str], picked: list[int]) -> list[int]:
+    """``picked`` (indices into ``sentences``) with the list items that follow a picked
+    sentence ending in a colon: "Fixed all 17 type errors by:" says nothing without them."""
+    out: list[int] = []
+    for i in picked:
+        if i in out:
+            continue
+        out.append(i)
+        if not sentences[i].rstrip("*_ ").endswith(":"):
+            continue
+        j = i + 1
+        while j < len(sentences) and _LIST_ITEM.match(sentences[j]):
+            if j not in out:
+                out.append(j)
+            j += 1
+    return out
+
+
+def as_prose(sentence: str) -> str:
+    """A list item as a clause of a sentence ("- Using `cast()` for JSON" -> "Using `cast()`
+    for JSON;"), so that the block can cut a memory between its items; other text as it is."""
+    m = _LIST_ITEM.match(sentence)
+    if not m:
+        return sentence
+    item = sentence[m.end() :].strip()
+    return item if item[-1:] in ".;:!?" else f"{item};"
+
+
 def heading(line: str) -> str:
     """A Markdown heading as a line of content ("### 5. opentelemetry_phoenix" ->
     "opentelemetry_phoenix"), or "" when it is only structure ("## Summary of changes")."""

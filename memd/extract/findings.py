@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memd.extract import episodes as ep
 from memd.extract import vocabulary as vocab
 from memd.extract.episodes import Episode, informative, is_narration, split_sentences
 from memd.extract.evidence import shell_commands
@@ -391,10 +392,11 @@ def outcome_candidate(
         ]
     if not said:
         return None
-    picked = [(s, t) for s, t in said if _ENTITY.search(s) and len(s) > 20][:4]
-    if not picked:
-        picked = said[:2]
-    body = clip(" ".join(_BOLD.sub("", s).strip("*_ ") for s, _ in picked), 420)
+    chosen = [i for i, (s, _) in enumerate(said) if _ENTITY.search(s) and len(s) > 20][:4]
+    chosen = ep.with_their_items([s for s, _ in said], chosen or [0, 1][: len(said)])
+    picked = [said[i] for i in chosen]
+    body = " ".join(ep.as_prose(_BOLD.sub("", s).strip("*_ ")) for s, _ in picked)
+    body = clip(body[:-1] + "." if body.endswith(";") else body, 420)
     if len(body) < 40:
         return None
     buggy = bool(_FAILURE_WORDS.search(episode.request_text)) or any(

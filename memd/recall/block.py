@@ -285,6 +285,8 @@ def cut_item(text: str, weights: dict[str, float]) -> str:
     pieces = _PIECE_END.split(text)
     scores = [lexical.weighted_match(weights, p) for p in pieces]
     best = max(scores[1:], default=0.0)
+    if best <= 0:
+        return clip(text)  # nothing matches: its first piece alone might say nothing
     keep = [0, *(i for i, sc in enumerate(scores) if i and sc > 0 and sc >= KEEP_SHARE * best)]
     shown = ""
     last = -1
