@@ -609,6 +609,10 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         # a secret store, a CDN: moved to, switched ("since the April CDN switch")
         ("Since the move to AWS Secrets Manager the worker role needs GetSecretValue on prod/worker/*.", "The worker reads the DB password from HashiCorp Vault at secret/data/worker/db."),
         ("The Fastly service has fronted static.lumen.app since the April CDN switch.", "I put Cloudflare in front: static.lumen.app is now proxied through Cloudflare."),
+        # a stance taken back (fixtures/transcripts, claude-code-log 03eb5929), both ways
+        ("I actually don't like much this idea, and I somewhat struggled with it in the clmail project.", "I very much like this idea, and I used it already with some success in the clmail project"),
+        ("Actually we do want the nightly export in the sales dashboard after all.", "We don't want the nightly export in the sales dashboard."),
+        ("其实我们不再推荐 ESLint 的 airbnb 规则集给新项目了。", "我们推荐 ESLint 的 airbnb 规则集给新项目。"),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
@@ -676,6 +680,9 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         # another file is no new value of a file (resume_test.go / json.RawMessage, hooks.go)
         ("`cmd/agent/hooks.go` - `InstallHooks`: Now uses `map[string]json.RawMessage` for hooks instead of the struct.", "(fixed in `resume_test.go`) Fix: Use --no-verify to skip hooks - the hooks use local_dev paths that don't work"),
         ("I verified the lint effect rather than assuming it: `npx markdownlint-cli2 \"docs/adr/*.md\"` now reports 4 issues across 21 files.", "- Updated/rewrote the affected unit and CLI integration tests (16 across `test_qmd_service.py` and `test_qmd_cli.py`);"),
+        # a "don't" about something else, or with no change of mind, takes nothing back
+        ("I don't like the new dashboard colours.", "I like the new dashboard layout a lot."),
+        ("Actually I don't use the staging cluster for load tests.", "I like the staging cluster's new dashboards."),
     ],
 )  # fmt: skip
 def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:

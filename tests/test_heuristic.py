@@ -1004,3 +1004,23 @@ def test_a_users_choice_and_the_work_done_on_it_is_a_decision() -> None:
     )
     assert not by_kind(HeuristicExtractor().extract(asked), "decision")
     assert by_kind(HeuristicExtractor().extract(asked), "progress")
+
+
+def test_the_summary_leaves_out_what_the_user_took_back() -> None:
+    """A real session (claude-code-log 03eb5929) opened with "I very much like this idea, and
+    I used it already with some success in the clmail project" and later said "I actually
+    don't like much this idea, and I somewhat struggled with it in the clmail project"; the
+    next session's brief said "Last session: Said: … I very much like this idea…"."""
+    cands = HeuristicExtractor().extract(
+        seg(
+            turn(1, "user", "One idea about organizing the docs folder of generated notes. "
+                 "I very much like this idea, and I used it already in the clmail project."),
+            turn(2, "assistant", "It splits reference docs from work in progress."),
+            turn(3, "user", "I actually don't like much this idea, and I somewhat struggled "
+                 "with it in the clmail project. What are its weak points?"),
+            turn(4, "assistant", "Files end up in the wrong folder and are never moved."),
+        )
+    )  # fmt: skip
+    (summary,) = by_kind(cands, "summary")
+    assert "organizing the docs folder" in summary.text
+    assert "very much like" not in summary.text, summary.text

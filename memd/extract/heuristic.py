@@ -69,6 +69,7 @@ from memd.extract.rules import (
 )
 from memd.models import Candidate, Segment, Turn
 from memd.names import STOPPED_TOPIC
+from memd.store import current
 from memd.text import stopwords
 from memd.text.chinese import RANGES, has_chinese
 
@@ -478,22 +479,24 @@ def summary_candidate(
     keywords: list[str],
 ) -> Candidate | None:
     """What the session worked on, in one short line: the user's first requests (greetings,
-    small talk and sentences already stored as typed memories left out) and the files edited.
-
-    Only the user's own words count as "Asked": a subagent's prompt is the agent's. It never
-    restates the decisions, fixes and TODOs stored as their own memories: the session brief
-    prints those below it."""
+    small talk, sentences stored as typed memories and what the user took back later left out)
+    and the files edited. Only the user's own words count as "Asked": a subagent's prompt is
+    the agent's. It never restates the decisions, fixes and TODOs stored as their own
+    memories: the session brief prints those below it."""
     stored = [n for n in (_norm(c.text) for c in typed) if n]
     asked: list[tuple[Turn, str]] = []
-    for ep in episodes:
+    for n, ep in enumerate(episodes):
         if ep.by != "user" or ep.request is None or len(asked) >= 2:
             continue
+        later = " ".join(prose_text(e.request_text) for e in episodes[n + 1 :] if e.by == "user")
         for sentence in sentences(prose_text(ep.request_text)):
             norm = _norm(sentence)
             if is_small_talk(sentence) or any(norm in s or s in norm for s in stored):
                 continue
-            if any(same_statement(sentence, c.text) for c in typed):
-                continue
+            if any(same_statement(sentence, c.text) for c in typed) or (
+                later and current.replaced_claim(later, sentence, 0.5, "")
+            ):
+                continue  # "I like this idea", taken back later
             asked.append((ep.request, sentence))
             if len(asked) >= 2:
                 break
