@@ -609,6 +609,8 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         # a secret store, a CDN: moved to, switched ("since the April CDN switch")
         ("Since the move to AWS Secrets Manager the worker role needs GetSecretValue on prod/worker/*.", "The worker reads the DB password from HashiCorp Vault at secret/data/worker/db."),
         ("The Fastly service has fronted static.lumen.app since the April CDN switch.", "I put Cloudflare in front: static.lumen.app is now proxied through Cloudflare."),
+        # a commit message in a code block, inside one long line of an excerpt
+        ("claude: Done, here is what I ran and what it printed, for the record, so that the next person who looks at the backup job knows what changed and why it changed: ```bash git commit -m \"Move the nightly backup window from 02:00 to 03:30 UTC to avoid the ETL load\" [main 4f2a9c1] Move the nightly backup window from 02:00 to 03:30 UTC 1 file changed, 1 insertion(+) ``` and the cron file has the new line.", "The nightly backup window starts at 02:00 UTC."),
         # a stance taken back (fixtures/transcripts, claude-code-log 03eb5929), both ways
         ("I actually don't like much this idea, and I somewhat struggled with it in the clmail project.", "I very much like this idea, and I used it already with some success in the clmail project"),
         ("Actually we do want the nightly export in the sales dashboard after all.", "We don't want the nightly export in the sales dashboard."),

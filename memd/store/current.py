@@ -213,7 +213,7 @@ def claims(text: str) -> tuple[Claim, ...]:
     asked: frozenset[str] = frozenset()
     correction = ""
     agent, who = False, ""  # who says it: Claude's "I" is not the user's
-    for raw in _SENTENCE.split(_unnumbered(text[:MAX_TEXT])):
+    for raw in _pieces(_unnumbered(text[:MAX_TEXT])):
         turn = _SPEAKER.match(raw.strip())
         if turn is not None and ":" in turn.group(0):
             agent = turn.group(0).strip(" -*•:").lower().endswith(("claude", "agent", "assistant"))
@@ -253,6 +253,18 @@ def claims(text: str) -> tuple[Claim, ...]:
         asked = frozenset()
     last = claim(correction) if correction else None
     return (*out, last) if last is not None else tuple(out)
+
+
+def _pieces(text: str) -> list[str]:
+    """``text``'s sentences; one too long to be a statement is cut at its code fences (a
+    commit message in a code block of an excerpt's one line is a statement of its own)."""
+    out: list[str] = []
+    for raw in _SENTENCE.split(text):
+        if len(raw) <= MAX_CLAIM or "```" not in raw:
+            out.append(raw)
+        else:
+            out += [p for p in raw.split("```") if p.strip()]
+    return out
 
 
 _SLOT_TOKEN = re.compile(r"[\w#@][\w.:/#@+-]*")
