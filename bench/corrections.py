@@ -18,7 +18,9 @@ written blind at the end of session 25, its baseline taken on session 26's first
 there; ``corrections_heldout13.jsonl`` written blind at the start of session 26, run once before
 its last two changes, then read; ``corrections_heldout14.jsonl`` written blind at the start of
 session 27, run once near its end, then read; ``corrections_heldout15.jsonl`` written blind at
-the start of session 28, its baseline taken on the session's first commit;
+the start of session 28, its baseline taken on the session's first commit, run once near its
+end, then read; ``corrections_heldout16.jsonl`` written blind in session 28 after the
+fifteenth was read, its baseline taken on the session's first commit (``8d3c90b``);
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -78,6 +80,7 @@ SPLITS = {
     "heldout13": ROOT / "tests" / "labelled" / "corrections_heldout13.jsonl",
     "heldout14": ROOT / "tests" / "labelled" / "corrections_heldout14.jsonl",
     "heldout15": ROOT / "tests" / "labelled" / "corrections_heldout15.jsonl",
+    "heldout16": ROOT / "tests" / "labelled" / "corrections_heldout16.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
