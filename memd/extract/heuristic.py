@@ -69,9 +69,9 @@ from memd.extract.rules import (
 )
 from memd.models import Candidate, Segment, Turn
 from memd.names import STOPPED_TOPIC
-from memd.store import current
 from memd.text import stopwords
 from memd.text.chinese import RANGES, has_chinese
+from memd.text.stance import taken_back
 
 MAX_PER_KIND = 12
 
@@ -488,13 +488,13 @@ def summary_candidate(
     for n, ep in enumerate(episodes):
         if ep.by != "user" or ep.request is None or len(asked) >= 2:
             continue
-        later = " ".join(prose_text(e.request_text) for e in episodes[n + 1 :] if e.by == "user")
+        later = [prose_text(e.request_text) for e in episodes[n + 1 :] if e.by == "user"]
         for sentence in sentences(prose_text(ep.request_text)):
             norm = _norm(sentence)
             if is_small_talk(sentence) or any(norm in s or s in norm for s in stored):
                 continue
-            if any(same_statement(sentence, c.text) for c in typed) or (
-                later and current.replaced_claim(later, sentence, 0.5, "")
+            if any(same_statement(sentence, c.text) for c in typed) or any(
+                taken_back(s, sentence) for text in later for s in sentences(text)
             ):
                 continue  # "I like this idea", taken back later
             asked.append((ep.request, sentence))

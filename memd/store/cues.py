@@ -389,23 +389,3 @@ KEPT = re.compile(
     re.I,
 )
 """Words that say a value said again still holds ("the frontend stays on 3000")."""
-
-
-_STANCE = r"like|love|enjoy|prefer|want|need|use|trust|recommend|support"
-_STANCE_SAID = re.compile(rf"\b(?:{_STANCE})\b|喜欢|推荐|想用|在用", re.I)
-_STANCE_DENIED = re.compile(
-    rf"\b(?:don'?t|doesn'?t|do not|does not|no longer|never|not|won'?t)\s+(?:\w+\s+){{0,2}}?"
-    rf"(?:{_STANCE})\b|不(?:再|太|怎么)?(?:喜欢|推荐|想用|用)",
-    re.I,
-)
-
-
-def flipped(new: str, old: str) -> bool:
-    """Whether ``new`` takes back the stance ``old`` states ("I very much like this idea" /
-    "I actually don't like much this idea"; "我们在用 Poetry" / "我们不再用 Poetry"), or the
-    other way round, told as a change of mind (actually, no longer, 其实, 不再)."""
-    denied_new, denied_old = _STANCE_DENIED.search(new), _STANCE_DENIED.search(old)
-    if bool(denied_new) == bool(denied_old) or (not CUE.search(new) and "其实" not in new):
-        return False
-    said = old if denied_new else new
-    return _STANCE_SAID.search(said) is not None

@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from memd.store import clock, cues, personal, restated, roles, similar
 from memd.store.families import VERSION, family, rolled_back, stem_of
-from memd.text import searchterms, stopwords
+from memd.text import searchterms, stance, stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
 
@@ -356,7 +356,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     if new.who and old.who:  # a chat: only a value retired by name or a one-value fact
         return ""  # changes ("Yeah actually - creating gaming content" / "my main hobbies")
     short = max(len(new.text), len(old.text)) <= MAX_CHANGE
-    if short and cues.flipped(new.text, old.text) and 2 * len(shared) >= len(old.anchors) >= 4:
+    if short and stance.flipped(new.text, old.text) and 2 * len(shared) >= len(old.anchors) >= 4:
         return "a change of mind"  # "I like this idea" / "I actually don't like this idea"
     counted = max(new.counted, old.counted)
     other = new.retired and new.retired.isdisjoint(old.values)  # "instead of defaulting"
