@@ -611,6 +611,13 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("The Fastly service has fronted static.lumen.app since the April CDN switch.", "I put Cloudflare in front: static.lumen.app is now proxied through Cloudflare."),
         # a commit message in a code block, inside one long line of an excerpt
         ("claude: Done, here is what I ran and what it printed, for the record, so that the next person who looks at the backup job knows what changed and why it changed: ```bash git commit -m \"Move the nightly backup window from 02:00 to 03:30 UTC to avoid the ETL load\" [main 4f2a9c1] Move the nightly backup window from 02:00 to 03:30 UTC 1 file changed, 1 insertion(+) ``` and the cron file has the new line.", "The nightly backup window starts at 02:00 UTC."),
+        # a diff's removed and added lines of one key, other lines between them
+        ("Diff of `deploy/prod.env`: ```diff -SMS_GATEWAY=twilio -TWILIO_TOKEN=${vault:twilio} +SMS_GATEWAY=vonage +VONAGE_KEY=${vault:vonage} ```", "Added `SMS_GATEWAY=twilio` to the deployment secrets and wrote `send_code()` with the Twilio client."),
+        ("改了 `.pre-commit-config.yaml`： ```diff - - repo: https://github.com/psf/black - rev: 24.1.0 - hooks: - - id: black + - repo: https://github.com/astral-sh/ruff-pre-commit + hooks: + - id: ruff-format ``` 提交前快多了。", "项目的格式化用 black，配置在 pre-commit 里。"),
+        # a name in code (`jan_novak`) retires the same name in words; "the old X bucket"
+        ("The escalation policy now has `users = [pagerduty_user.ana_silva.id]` instead of `jan_novak`.", "The current escalation contact is Jan Novak, with Ana Silva as backup."),
+        ("The old media-uploads-us bucket is read-only now and goes away next month.", "Uploads are written to `s3://media-uploads-us/{tenant}` by the upload worker."),
+        ("王强生病请假了，这周的发布值班换成刘洋。", "这周发布值班是王强，有问题找他。"),
         # a stance taken back (fixtures/transcripts, claude-code-log 03eb5929), both ways
         ("I actually don't like much this idea, and I somewhat struggled with it in the clmail project.", "I very much like this idea, and I used it already with some success in the clmail project"),
         ("Actually we do want the nightly export in the sales dashboard after all.", "We don't want the nightly export in the sales dashboard."),
@@ -682,6 +689,9 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         # another file is no new value of a file (resume_test.go / json.RawMessage, hooks.go)
         ("`cmd/agent/hooks.go` - `InstallHooks`: Now uses `map[string]json.RawMessage` for hooks instead of the struct.", "(fixed in `resume_test.go`) Fix: Use --no-verify to skip hooks - the hooks use local_dev paths that don't work"),
         ("I verified the lint effect rather than assuming it: `npx markdownlint-cli2 \"docs/adr/*.md\"` now reports 4 issues across 21 files.", "- Updated/rewrote the affected unit and CLI integration tests (16 across `test_qmd_service.py` and `test_qmd_cli.py`);"),
+        # a diff that adds a line beside the old value, or changes another key
+        ("```diff -LOG_LEVEL=info +LOG_LEVEL=info +LOG_FORMAT=json ```", "The worker logs at `LOG_LEVEL=info`."),
+        ("The old dashboard is still the one the on-call team opens first.", "Grafana hosts the old dashboard for the payments team."),
         # a "don't" about something else, or with no change of mind, takes nothing back
         ("I don't like the new dashboard colours.", "I like the new dashboard layout a lot."),
         ("Actually I don't use the staging cluster for load tests.", "I like the staging cluster's new dashboards."),

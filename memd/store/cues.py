@@ -118,10 +118,14 @@ RETIRED = [
         r"\s+(?:stale|outdated|obsolete|wrong)",
         re.I,
     ),
-    re.compile(  # a diff: "- requests_per_minute: 100 + requests_per_minute: 250"
-        rf"(?:^|\s)-\s*(?P<k>[A-Za-z_][\w.-]*)\s*[:=]\s*[`'\"]?(?P<v>{V})[`'\"]?\s+\+\s*(?P=k)\s*[:=]",
-        re.M,
+    re.compile(  # "The old acme-uploads-prod bucket is read-only now"
+        rf"\bthe old\s+`?(?P<v>{V})`?\s+(?:bucket|host|server|cluster|instance|database|db|repo"
+        r"|domain|url|endpoint|queue|topic|channel|account|project|service|box|machine|image)\b",
+        re.I,
     ),
+    re.compile(
+        rf"(?P<v>[{CJK}]{{2,3}}?)(?:家里有事|生病了?|临时)?(?:请假|休假|请了假)"
+    ),  # 张伟请假了
     re.compile(  # "Changed `line-length = 100` to `line-length = 120`"
         rf"\bchang(?:ed|e|ing)\s+[`'\"]?(?P<k>[A-Za-z_][\w.-]*)\s*[:=]\s*[`'\"]?(?P<v>{V})[`'\"]?"
         r"\s+to\s+[`'\"]?(?P=k)\b",
@@ -142,7 +146,8 @@ RETIRE_HINT = re.compile(
     r"|traded|cancell?ed|shut down|turned off|stale|outdated|obsolete|wrong"
     r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是|\s\+\s*[A-Za-z_]"
     r"|\bchang|->|→|=>|branch -[mM]|used to|以前|called off|scrapped|shelved|decided against|n't"
-    r"|never|取消|作废|搁置|放弃|不做|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上",
+    r"|never|取消|作废|搁置|放弃|不做|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上"
+    r"|请假|休假|请了假",
     re.I,
 )
 """What every pattern of :data:`RETIRED` holds: one search rules most sentences out."""
@@ -176,7 +181,8 @@ _HINTS = [
     r"不(?:换|迁|切|上)",
     r"取消|作废|搁置|放弃|不做",
     r"stale|outdated|obsolete|wrong",
-    r"\s\+\s*[A-Za-z_]",
+    r"\bthe old\b",
+    r"请假|休假|请了假",
     r"\bchang",
     r"->|→|=>",
     r"branch -[mM]",
@@ -190,14 +196,37 @@ start with a value try every position of a sentence (0.1 ms each on a long one).
 
 def retired(sentence: str) -> set[str]:
     """The values ``sentence`` says are no longer current, as written (not folded)."""
+    out = diff_removed(sentence) if _DIFF_HINT.search(sentence) else set()
     if not RETIRE_HINT.search(sentence):
-        return set()
-    return {
+        return out
+    return out | {
         m.group("v")
         for hint, pattern in RETIRED_HINTED
         if hint.search(sentence)
         for m in pattern.finditer(sentence)
     }
+
+
+_DIFF_HINT = re.compile(r"(?:^|\s)\+\s*(?:-\s+)?[A-Za-z_]", re.M)
+_DIFF_LINE = re.compile(
+    rf"(?:^|\s)(?P<s>[-+])\s*(?:-\s+)?(?P<k>[A-Za-z_][\w.-]*)\s*[:=]\s*[`'\"]?(?P<v>{V})[`'\"]?",
+    re.M,
+)
+
+
+def diff_removed(text: str) -> set[str]:
+    """The values a diff's removed lines give a key that its added lines give another
+    ("-EMAIL_PROVIDER=sendgrid -SENDGRID_API_KEY=… +EMAIL_PROVIDER=postmark": sendgrid;
+    "- - id: pylint + - repo: … + - id: ruff": pylint)."""
+    removed: dict[str, str] = {}
+    out: set[str] = set()
+    for m in _DIFF_LINE.finditer(text):
+        key, value = m.group("k"), m.group("v")
+        if m.group("s") == "-":
+            removed.setdefault(key, value)
+        elif key in removed and removed[key] != value:
+            out.add(removed[key])
+    return out
 
 
 SELF_CORRECTION = (

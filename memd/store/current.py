@@ -77,6 +77,8 @@ _NAME = re.compile(
 _SUBJECT_VERB = cues.listed("is was owns has are runs uses handles leads manages")
 _POSSESSIVE = re.compile(r"(?<=\w)'s\b")
 _APOSTROPHE = re.compile(r"(?<=\w)'(?=\w)")
+_TYPE_EXPR = re.compile(r"\b[A-Z]\w*\[[\w\s,.|\[\]]*\]")
+"""A type in code (`List[Path]`, `Dict[str, Any]`): its words are no values."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ def claim(sentence: str) -> Claim | None:
     """What ``sentence`` states, or None for a question or a sentence of a word or two."""
     if not sentence or len(sentence) > MAX_CLAIM or _QUESTION.search(sentence):
         return None
-    f = similar.features(_APOSTROPHE.sub(" ", _POSSESSIVE.sub("", sentence)))
+    f = similar.features(_APOSTROPHE.sub(" ", _POSSESSIVE.sub("", _TYPE_EXPR.sub(" ", sentence))))
     values = {v for v in f.values if v not in similar._UNIT_NAMES | stopwords.MEASURES}
     values.update(
         fold(m.group(0))
@@ -331,7 +333,13 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
         return ""  # Melanie's "seven years now" is not Caroline's "for 4 years"
     shared = new.anchors & old.anchors
     for value in new.retired - old.retired:
-        if (value in old.values or _CJK_RUN.fullmatch(value)) and mentions(old.text, value):
+        if "_" in value and value not in old.values and mentions(old.text, value.replace("_", " ")):
+            value = value.replace("_", " ")  # `priya_raman` in code, "Priya Raman" in words
+            if not all(part in old.values for part in value.split()):
+                continue
+        elif not (value in old.values or _CJK_RUN.fullmatch(value)):
+            continue
+        if mentions(old.text, value):
             dotted = VERSION.match(value) is not None  # "5.1": no list number
             if (
                 shape(value) == "number"
