@@ -482,6 +482,23 @@ def test_a_claim_said_again_after_a_change_is_current() -> None:
     assert out["c"].relevant and out["c"].score > out["b"].score
 
 
+def test_of_two_replacements_said_at_once_the_mark_quotes_the_closer_one() -> None:
+    """Two newer statements of one time replace an older one: the mark quotes the one on the
+    older's subject (the config line), not the one that happens to come first; the choice was
+    made by the order of a set of strings, so it changed from one run to the next."""
+    results = [
+        {"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "sources": [{"timestamp": "2026-04-07T10:00:00Z"}],
+         "text": "claude: config/db.py 里 DB_POOL_SIZE=20，max_overflow=5。"},
+        {"id": "b", "project": "p", "kind": "decision", "score": 0.8, "sources": [{"timestamp": "2026-04-21T10:00:00Z"}],
+         "text": "DBA 把数据库连接上限调到 400 了，我们这边 DB_POOL_SIZE 改成 50，已经上线。"},
+        {"id": "c", "project": "p", "kind": "excerpt", "score": 0.7, "sources": [{"timestamp": "2026-04-21T10:00:00Z"}],
+         "text": "claude: 收到，config/db.py 现在是 DB_POOL_SIZE=50。"},
+    ]  # fmt: skip
+    for order in (results, results[::-1]):
+        out = {r.id: r for r in stale.mark_replaced([hit(r) for r in order], {}, MINILM)}
+        assert "[until 2026-04-21; now: 收到，config/db.py 现在是 DB_POOL_SIZE=50]" in out["a"].text
+
+
 def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> None:
     """SMTP on 2525 instead of 1025 retires 1025 alone: a later line saying the web UI is
     still on 8025 does not make the older statement current again."""

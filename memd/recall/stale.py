@@ -187,15 +187,18 @@ def _replacements(
     for oc in current.claims(old.text):
         best: tuple[int, current.Claim, str] | None = None
         seen: set[tuple[int, str]] = set()
-        for key in oc.anchors | oc.families:
+        for key in sorted(oc.anchors | oc.families):  # (sorted: the same answer every run)
             for n, nc in index.get(key, ()):
                 if (n, nc.text) in seen or said[n] <= said[o] or n == o:
                     continue
                 seen.add((n, nc.text))
                 if active[n].project != old.project:
                     continue
-                if best is not None and said[n] <= said[best[0]]:
-                    continue
+                if best is not None and (said[n], len(nc.anchors & oc.anchors)) <= (
+                    said[best[0]],
+                    len(best[1].anchors & oc.anchors),
+                ):
+                    continue  # the newest; of two said at once, the one closer to the older
                 cos = round(_cosine(vectors, active[n].id, old.id), 2)
                 why = current.replaces(nc, oc, cos, model_id)
                 explicit = why.startswith(("retires", "a correction"))  # said as such
