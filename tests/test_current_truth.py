@@ -706,6 +706,8 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         # another file is no new value of a file (resume_test.go / json.RawMessage, hooks.go)
         ("`cmd/agent/hooks.go` - `InstallHooks`: Now uses `map[string]json.RawMessage` for hooks instead of the struct.", "(fixed in `resume_test.go`) Fix: Use --no-verify to skip hooks - the hooks use local_dev paths that don't work"),
         ("I verified the lint effect rather than assuming it: `npx markdownlint-cli2 \"docs/adr/*.md\"` now reports 4 issues across 21 files.", "- Updated/rewrote the affected unit and CLI integration tests (16 across `test_qmd_service.py` and `test_qmd_cli.py`);"),
+        # "to actually push" is no correction (fixtures/realwork, git-sync): another flag
+        ("Notes: - `--all-refs` mirrors every `refs/*` (branches, tags, notes, pulls, custom namespaces) — needed to actually push all 55k.", "`git push --mirror` by itself is not atomic."),
         # a diff that adds a line beside the old value, or changes another key
         ("```diff -LOG_LEVEL=info +LOG_LEVEL=info +LOG_FORMAT=json ```", "The worker logs at `LOG_LEVEL=info`."),
         ("The old dashboard is still the one the on-call team opens first.", "Grafana hosts the old dashboard for the payments team."),

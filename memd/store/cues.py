@@ -248,7 +248,7 @@ CUE = re.compile(
     r"(?<!before )(?<!without )chang(?:ed|ing)(?! (?:anything|nothing))|renam(?:ed|ing)|replac(?:ed|ing)|bump(?:ed)?|upgrad(?:ed|ing)|"
     r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back (?:to|on)|"
     r"(?:is|are) \S+ again|"
-    r"has left|took over|handed|from now on|these days|actually|made|make the|set to|"
+    r"has left|took over|handed|from now on|these days|(?<!\bto )actually|made|make the|set to|"
     r"(?:updated|set|raised|lowered|changed) (?:the |its |our )?\S+(?: \S+){0,2} to|"
     r"(?:updated|changed|moved|pointed|switched) (?:[^.;:!?]|\.(?=\S)){0,80}? to\b|"
     r"as of|started at|joined|is at|are at|agreed|decided|settled on"
