@@ -1024,3 +1024,27 @@ def test_the_summary_leaves_out_what_the_user_took_back() -> None:
     (summary,) = by_kind(cands, "summary")
     assert "organizing the docs folder" in summary.text
     assert "very much like" not in summary.text, summary.text
+
+
+def test_a_cause_under_a_root_cause_heading_is_filed_without_it() -> None:
+    """A real report (git-sync) said "## Root cause" and, on the next line, "The error is the
+    **server** (`entiredb`) rejecting a push: …"; the bug fix read "## Root cause The error is
+    the **server** …", heading and bold marks included."""
+
+    def call(n: int, text: str, name: str, summary: str, status: str = "ok") -> Turn:
+        args = {"command": summary} if name == "Bash" else {"file_path": summary}
+        return replace(
+            turn(n, "assistant", text), tools=[ToolCall(name, summary, args=args, status=status)]
+        )
+
+    segment = seg(
+        turn(1, "user", "Mirroring the big repo fails with 'too many ref updates'."),
+        call(2, "## Root cause\n\nThe server is **rejecting** the push: `receive_pack.go` caps a "
+             "request at 25,000 ref updates.", "Edit", f"{CWD}/internal/gitproto/push.go"),
+        call(3, "", "Bash", "go test ./..."),
+        turn(4, "assistant", "Fixed: pushes are sent in batches of 10,000 ref updates."),
+    )  # fmt: skip
+    bugs = [c.text for c in by_kind(HeuristicExtractor().extract(segment), "bugfix")]
+    (bug,) = [b for b in bugs if "caps a request" in b]
+    assert "The server is rejecting the push: `receive_pack.go` caps" in bug, bugs
+    assert "#" not in bug and "**" not in bug, bugs

@@ -209,14 +209,15 @@ _REFERS_BACK = re.compile(
 
 def cause_sentences(said: list[str]) -> list[str]:
     """The sentences of a turn that state a cause, each with the sentence before when it
-    refers back to it ("X returns Y directly. That's the bug - ...")."""
+    refers back to it ("X returns Y directly. That's the bug - ..."), or after "## Root cause"."""
     out: list[str] = []
     for i, s in enumerate(said):
-        if not _CAUSE.search(s) or s.rstrip().endswith("?") or is_tentative(s):
+        named = i > 0 and said[i - 1].startswith("#") and _CAUSE.search(said[i - 1])
+        if not (named or _CAUSE.search(s)) or s.rstrip().endswith("?") or is_tentative(s):
             continue
         if i > 0 and _REFERS_BACK.match(s) and said[i - 1] not in out:
             out.append(said[i - 1])
-        if s not in out:
+        if s not in out and not s.startswith("#"):
             out.append(s)
         if len(out) >= 3:
             break
@@ -237,7 +238,7 @@ def said_failure(episode: Episode, before: Turn) -> tuple[str, Turn] | None:
 
 
 def bugfix_candidate(p: _Pending, fix: tuple[str, Turn] | None = None) -> Candidate:
-    cause = " ".join(p.sentences)
+    cause = _BOLD.sub("", " ".join(p.sentences))
     files = ", ".join(f"`{f}`" for f in list(p.edited)[:4])
     text = cause if not p.symptom else f"{p.symptom}: {cause}"
     text = clip(text, 360) + (f" (fixed in {files})" if files else "")
