@@ -635,6 +635,11 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("The escalation policy now has `users = [pagerduty_user.ana_silva.id]` instead of `jan_novak`.", "The current escalation contact is Jan Novak, with Ana Silva as backup."),
         ("The old media-uploads-us bucket is read-only now and goes away next month.", "Uploads are written to `s3://media-uploads-us/{tenant}` by the upload worker."),
         ("王强生病请假了，这周的发布值班换成刘洋。", "这周发布值班是王强，有问题找他。"),
+        # done with X; an arrow after a change word; 退役, 不用了, 把 X 换掉
+        ("We're done with Buildkite, every pipeline is on GitHub Actions.", "The deploy pipeline runs on Buildkite agents in the build VPC."),
+        ("Bumped the base image python 3.11 → 3.12 in the Dockerfile.", "The Dockerfile base image is python 3.11."),
+        ("日志检索的 ES 集群已经退役了，都在 Loki 上查。", "日志检索用的是 ES 集群，Kibana 在内网。"),
+        ("把 Sentry 换掉了，报错都进 Bugsnag。", "前端报错上报到 Sentry，项目叫 web-prod。"),
         # a stance taken back (fixtures/transcripts, claude-code-log 03eb5929), both ways
         ("I actually don't like much this idea, and I somewhat struggled with it in the clmail project.", "I very much like this idea, and I used it already with some success in the clmail project"),
         ("Actually we do want the nightly export in the sales dashboard after all.", "We don't want the nightly export in the sales dashboard."),
@@ -711,6 +716,9 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         # a diff that adds a line beside the old value, or changes another key
         ("```diff -LOG_LEVEL=info +LOG_LEVEL=info +LOG_FORMAT=json ```", "The worker logs at `LOG_LEVEL=info`."),
         ("The old dashboard is still the one the on-call team opens first.", "Grafana hosts the old dashboard for the payments team."),
+        # "3.12 去掉了 distutils": 3.12 removed something; "done with my exams": no name
+        ("3.12 去掉了 distutils，我把 setup.py 里的 distutils 换成了 setuptools。", "镜像里的 Python 是 3.12，CI 也用 3.12。"),
+        ("I'm done with the exams, finally some free time.", "The exams start on Monday, three of them this week."),
         # a "don't" about something else, or with no change of mind, takes nothing back
         ("I don't like the new dashboard colours.", "I like the new dashboard layout a lot."),
         ("Actually I don't use the staging cluster for load tests.", "I like the staging cluster's new dashboards."),

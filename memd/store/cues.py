@@ -64,7 +64,7 @@ RETIRED = [
     ),
     re.compile(
         rf"(?P<v>{LATIN_V}|[{CJK}]{{2,3}}?)\s*(?:集群|服务|实例|系统|那套|这套)?\s*(?:已经|已|也)?"
-        r"(?:离职|离开|不在了|停用|下线|废弃)"
+        r"(?:离职|离开|不在了|停用|下线|废弃|弃用|退役|淘汰|不用了)"
     ),
     re.compile(
         r"(?<!never )(?<!not )(?<!n't )(?<!was )(?<!were )(?<!been )(?<!be )(?<!is )"
@@ -137,6 +137,18 @@ RETIRED = [
     re.compile(rf"\bgit branch -[mM]\s+(?P<v>{V})\s+\S"),  # a branch renamed
     re.compile(rf"\bused to (?:use|run|be on|deploy (?:on|to))\s+`?(?P<v>{V})", re.I),
     re.compile(rf"以前(?:用|是|跑在)的?\s*(?P<v>{LATIN_V})"),  # "以前用 webpack 时留下的"
+    re.compile(  # "we're done with CircleCI", "finished with `yarn`": a name, not "my exams"
+        r"\b(?:done|finished|through) with\s+(?:the\s+)?(?P<v>[A-Z][\w.+-]*[\w+]|`[^`\s]+`)"
+    ),
+    re.compile(  # "bumped Node 18 → 20", "renamed ci.yml -> build.yml": an arrow after a change
+        rf"\b(?:bump|upgrad|downgrad|chang|mov|switch|migrat|renam)\w*\b[^.;]{{0,40}}?"
+        rf"`?(?P<v>{V})`?\s*(?:->|→|=>)\s*\S",
+        re.I,
+    ),
+    re.compile(  # "把 Jenkins 换掉了", "Jenkins 已经被替换掉"
+        rf"(?:把\s*)?`?(?P<v>{LATIN_V})`?\s*(?:已经|已)?被?(?:换掉|替换掉|干掉|下掉|去掉)了?"
+        r"(?=\s*(?:[，,。；;！!]|$))"  # (not "3.12 去掉了 distutils": 3.12 did it)
+    ),
 ]
 """Where a sentence names a value that is no longer current."""
 RETIRE_HINT = re.compile(
@@ -147,7 +159,7 @@ RETIRE_HINT = re.compile(
     r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是|\s\+\s*[A-Za-z_]"
     r"|\bchang|->|→|=>|branch -[mM]|used to|以前|called off|scrapped|shelved|decided against|n't"
     r"|never|取消|作废|搁置|放弃|不做|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上"
-    r"|请假|休假|请了假",
+    r"|请假|休假|请了假|done with|finished with|through with|换掉|替换掉|干掉|下掉|去掉|退役|淘汰|不用了",
     re.I,
 )
 """What every pattern of :data:`RETIRED` holds: one search rules most sentences out."""
@@ -167,7 +179,7 @@ _HINTS = [
     r"\bdropped\b",
     r"\bold\b",
     r"从|由",
-    r"离职|离开|不在了|停用|下线|废弃",
+    r"离职|离开|不在了|停用|下线|废弃|弃用|退役|淘汰|不用了",
     r"removed|deleted|dropped|uninstalled|decommissioned",
     r"解散|停用|下线|废弃|关停|弃用|停掉",
     r"不再",
@@ -188,6 +200,9 @@ _HINTS = [
     r"branch -[mM]",
     r"used to",
     r"以前",
+    r"(?:done|finished|through) with",
+    r"->|→|=>",
+    r"换掉|替换掉|干掉|下掉|去掉",
 ]
 RETIRED_HINTED = list(zip([re.compile(h, re.I) for h in _HINTS], RETIRED, strict=True))
 """Each pattern of :data:`RETIRED` behind the words it cannot match without: the patterns that
