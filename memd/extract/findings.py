@@ -212,12 +212,12 @@ def cause_sentences(said: list[str]) -> list[str]:
     refers back to it ("X returns Y directly. That's the bug - ..."), or after "## Root cause"."""
     out: list[str] = []
     for i, s in enumerate(said):
-        named = i > 0 and said[i - 1].startswith("#") and _CAUSE.search(said[i - 1])
+        named = i > 0 and re.match(r"#+\s", said[i - 1]) and _CAUSE.search(said[i - 1])
         if not (named or _CAUSE.search(s)) or s.rstrip().endswith("?") or is_tentative(s):
             continue
         if i > 0 and _REFERS_BACK.match(s) and said[i - 1] not in out:
             out.append(said[i - 1])
-        if s not in out and not s.startswith("#"):
+        if s not in out and not re.match(r"#+\s", s):  # (a heading; "#47 was…" is no heading)
             out.append(s)
         if len(out) >= 3:
             break
