@@ -20,7 +20,8 @@ its last two changes, then read; ``corrections_heldout14.jsonl`` written blind a
 session 27, run once near its end, then read; ``corrections_heldout15.jsonl`` written blind at
 the start of session 28, its baseline taken on the session's first commit, run once near its
 end, then read; ``corrections_heldout16.jsonl`` written blind in session 28 after the
-fifteenth was read, its baseline taken on the session's first commit (``8d3c90b``);
+fifteenth was read, its baseline taken on the session's first commit (``8d3c90b``), run once
+at the session's end, then read;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
