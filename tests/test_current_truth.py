@@ -635,6 +635,8 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
         ("The escalation policy now has `users = [pagerduty_user.ana_silva.id]` instead of `jan_novak`.", "The current escalation contact is Jan Novak, with Ana Silva as backup."),
         ("The old media-uploads-us bucket is read-only now and goes away next month.", "Uploads are written to `s3://media-uploads-us/{tenant}` by the upload worker."),
         ("王强生病请假了，这周的发布值班换成刘洋。", "这周发布值班是王强，有问题找他。"),
+        # a setting's key given another value in a longer line of command output
+        ("claude: Updated the pin and recreated the hook: ``` $ grep -rn \"api_version\" app/payments/ app/payments/client.py:12:    adyen.api_version = \"v71\" $ adyen webhooks list | jq '.data[0].api_version' \"v71\" ``` Integration tests against the test account pass; the only other change was the refund payload.", "claude: Added `app/payments/client.py`, which pins `adyen.api_version = \"v68\"` so behaviour doesn't drift."),
         # done with X; an arrow after a change word; 退役, 不用了, 把 X 换掉
         ("We're done with Buildkite, every pipeline is on GitHub Actions.", "The deploy pipeline runs on Buildkite agents in the build VPC."),
         ("Bumped the base image python 3.11 → 3.12 in the Dockerfile.", "The Dockerfile base image is python 3.11."),

@@ -440,7 +440,9 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             if cues.joined(new.text, old.anchors):
                 return ""  # "审批人现在是周涛和林晓": one more beside the older's
             return "a change on the same subject"
-    if short and counted <= MAX_VALUES and restated.restated(new, old, shared):
+    if (short and counted <= MAX_VALUES and restated.restated(new, old, shared)) or (
+        restated.same_key(new, old)  # `api_version = "2024-04-10"` in a longer line of output
+    ):
         return restated.RESTATED
     if not (cue and short and counted <= MAX_VALUES // 2):
         return ""

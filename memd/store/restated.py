@@ -29,7 +29,7 @@ def restated(new: current.Claim, old: current.Claim, shared: frozenset[str]) -> 
     words = shared - new.values - old.values
     latin = sum(1 for x in words if not CJK_RUN.fullmatch(x))
     keys = sum(1 for x in shared - words if _KEY.search(x))  # `client_max_body_size`, a path
-    if _same_key(new, old):
+    if same_key(new, old):
         return True
     if latin + 2 * keys < RESTATED_SUBJECT and len(words) - latin < 2 * RESTATED_SUBJECT:
         return False
@@ -53,7 +53,7 @@ def restated(new: current.Claim, old: current.Claim, shared: frozenset[str]) -> 
     return False
 
 
-def _same_key(new: current.Claim, old: current.Claim) -> bool:
+def same_key(new: current.Claim, old: current.Claim) -> bool:
     """Whether ``new`` gives a setting's key another value of the same shape right after it
     (``rollout_percent: 10`` / ``rollout_percent: 50``), whatever else the sentences say."""
     for o in old.values - new.anchors:
