@@ -156,7 +156,7 @@ RETIRE_HINT = re.compile(
     r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried|old\b"
     r"|gone|uninstall|decommission|\bI said\b|I meant|\boff\b|ditched|dumped|abandoned|swapped"
     r"|traded|cancell?ed|shut down|turned off|stale|outdated|obsolete|wrong"
-    r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是|\s\+\s*[A-Za-z_]"
+    r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是"
     r"|\bchang|->|→|=>|branch -[mM]|used to|以前|called off|scrapped|shelved|decided against|n't"
     r"|never|取消|作废|搁置|放弃|不做|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上"
     r"|请假|休假|请了假|done with|finished with|through with|换掉|替换掉|干掉|下掉|去掉|退役|淘汰|不用了",
