@@ -21,7 +21,8 @@ session 27, run once near its end, then read; ``corrections_heldout15.jsonl`` wr
 the start of session 28, its baseline taken on the session's first commit, run once near its
 end, then read; ``corrections_heldout16.jsonl`` written blind in session 28 after the
 fifteenth was read, its baseline taken on the session's first commit (``8d3c90b``), run once
-at the session's end, then read;
+at the session's end, then read; ``corrections_heldout17.jsonl`` written blind at the start of
+session 29, its baseline taken on the session's first commit (``7a554c2``);
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -82,6 +83,7 @@ SPLITS = {
     "heldout14": ROOT / "tests" / "labelled" / "corrections_heldout14.jsonl",
     "heldout15": ROOT / "tests" / "labelled" / "corrections_heldout15.jsonl",
     "heldout16": ROOT / "tests" / "labelled" / "corrections_heldout16.jsonl",
+    "heldout17": ROOT / "tests" / "labelled" / "corrections_heldout17.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
