@@ -514,6 +514,27 @@ def test_a_value_retired_by_name_is_marked_though_another_is_said_again() -> Non
     assert "on 8025 [until 2026-04-06; now: Port 1025 is taken" in out["a"].text
 
 
+def test_a_change_proposed_in_a_pr_closed_unmerged_never_held() -> None:
+    """A TTL raised in a PR that was closed without merging: the first value is current and
+    unmarked, the PR's value is marked with its closing (sixteenth set, read)."""
+    results = [
+        {"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "sources": [{"timestamp": "2024-01-15T10:00:00Z"}],
+         "text": "claude: Writes go to Redis with `CATALOG_TTL_SECONDS=600` from settings, i.e. 600 seconds (10 minutes)."},
+        {"id": "b", "project": "p", "kind": "excerpt", "score": 0.8, "sources": [{"timestamp": "2024-02-08T10:00:00Z"}],
+         "text": "claude: Opened PR #482 that sets `CATALOG_TTL_SECONDS=3600` (3600 seconds) in `settings/prod.py`. Waiting on review."},
+        {"id": "c", "project": "p", "kind": "excerpt", "score": 0.7, "sources": [{"timestamp": "2024-02-12T10:00:00Z"}],
+         "text": "claude: Closed #482 without merging and deleted the branch. The TTL stays where it was."},
+    ]  # fmt: skip
+    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+    assert "[until" not in out["a"].text
+    assert "[until 2024-02-12; now: Closed #482 without merging" in out["b"].text
+    merged = dict(results[2], text="claude: Closed #482 after it was merged.")
+    out = {
+        r.id: r for r in stale.mark_replaced([hit(r) for r in (*results[:2], merged)], {}, MINILM)
+    }
+    assert "[until 2024-02-08; now: Opened PR #482" in out["a"].text
+
+
 @pytest.mark.parametrize(
     ("new", "old"),
     [

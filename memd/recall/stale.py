@@ -22,7 +22,7 @@ from typing import Any
 
 from memd.models import Memory
 from memd.recall.hits import Hit
-from memd.store import current
+from memd.store import current, proposals
 
 OLDER_SIDE = 12
 """How many of the best relevant candidates are checked for a replaced claim (a block shows
@@ -201,12 +201,28 @@ def _replacements(
                     continue  # the newest; of two said at once, the one closer to the older
                 cos = round(_cosine(vectors, active[n].id, old.id), 2)
                 why = current.replaces(nc, oc, cos, model_id)
-                explicit = why.startswith(("retires", "a correction"))  # said as such
+                explicit = why.startswith(("retires", "a correction", "calls off"))  # said as such
                 if why and (explicit or not same_session(active[n], old)):
+                    if not why.startswith("calls off") and _called_off(active, said, n, nc):
+                        continue  # its PR was closed unmerged: the older value still holds
                     best = (n, nc, why)
         if best is not None and not _said_again(said, index, best[0], oc, best[1], best[2]):
             out.append((best[0], current.Replacement(oc.text, best[1].text, "")))
     return out
+
+
+def _called_off(active: list[Hit], said: list[str], n: int, claim: current.Claim) -> bool:
+    """Whether a candidate newer than ``n`` says the PR, MR or branch that ``claim`` (of ``n``)
+    proposes its value on was closed unmerged."""
+    if not claim.refs:
+        return False
+    for m, r in enumerate(active):
+        if said[m] <= said[n] or r.project != active[n].project:
+            continue
+        for c in current.claims(r.text):
+            if proposals.calls_off(c.text, claim.text, c.refs & claim.refs):
+                return True
+    return False
 
 
 def same_session(a: Hit, b: Hit) -> bool:

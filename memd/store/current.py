@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from memd.store import clock, cues, personal, restated, roles, similar
+from memd.store import clock, cues, personal, proposals, restated, roles, similar
 from memd.store.families import VERSION, family, rolled_back, stem_of
 from memd.text import searchterms, stance, stopwords
 from memd.text.chinese import RANGES
@@ -99,6 +99,8 @@ class Claim:
     """How many of its values it states outside an aside in parentheses ("workers = 8 (commit
     4e1c2aa by Femi)" states one): what tells a statement from a list."""
     who: str = ""  # who says it, in a chat between named people ("Caroline: I've known ...")
+    refs: frozenset[str] = frozenset()
+    """The PRs, MRs and branches it names (:func:`memd.store.proposals.refs`)."""
 
 
 _NUMBER_WORD = re.compile(
@@ -179,10 +181,11 @@ def claim(sentence: str) -> Claim | None:
     retired = {fold(v) for v in cues.retired(sentence)}
     retired |= {roles.PHRASES[r] for r in retired if r in roles.PHRASES}  # "VS Code": vscode
     plain = _ASIDE.sub(" ", folded) if "(" in folded or "（" in folded else folded
+    refs = proposals.refs(sentence)
     return Claim(
         text=sentence,
         values=frozenset(values),
-        anchors=frozenset(words | cjk | values),
+        anchors=frozenset(words | cjk | values | refs),
         retired=frozenset(
             r
             for r in retired
@@ -194,6 +197,7 @@ def claim(sentence: str) -> Claim | None:
         also=cues.ALSO.search(sentence) is not None,
         families=frozenset(key for v in values for key in family(v)),
         counted=sum(1 for v in values if v in plain and not _inside(v, values)),
+        refs=refs,
     )
 
 
@@ -305,7 +309,10 @@ def noun_after(sentence: str, value: str) -> frozenset[str]:
 def may_replace(text: str) -> bool:
     """Whether ``text`` could replace a claim of another (it says a change or retires a
     value): one search, so most candidates are never read sentence by sentence."""
-    return cues.MAY_REPLACE.search(text[:MAX_TEXT]) is not None
+    head = text[:MAX_TEXT]
+    return (
+        cues.MAY_REPLACE.search(head) is not None or proposals.CALLED_OFF.search(head) is not None
+    )
 
 
 @dataclass(frozen=True)
@@ -331,6 +338,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     """Why ``new`` (said later) replaces ``old``, or "" when it does not."""
     if new.text == old.text or personal.two_people(new.who, old.who):
         return ""  # Melanie's "seven years now" is not Caroline's "for 4 years"
+    if ref := proposals.calls_off(new.text, old.text, new.refs & old.refs):
+        return f"calls off {ref}"  # "Closed #482 without merging" / "Opened PR #482 that sets …"
     shared = new.anchors & old.anchors
     for value in new.retired - old.retired:
         if "_" in value and value not in old.values and mentions(old.text, value.replace("_", " ")):

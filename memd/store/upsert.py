@@ -218,7 +218,7 @@ def replaces(new: Memory, old: Memory, cos: float, model_id: str) -> bool:
     # On insert only an explicit retirement ("instead of X", "X has left"); the looser
     # readings of a change only mark a claim where it is shown (memd.recall.stale).
     found = current.replaced_claim(new.text, old.text, cos, model_id)
-    return found is not None and found.reason.startswith(("retires", "a new version"))
+    return found is not None and found.reason.startswith(("retires", "a new version", "calls off"))
 
 
 def supersession(
