@@ -535,6 +535,13 @@ def test_a_change_proposed_in_a_pr_closed_unmerged_never_held() -> None:
     assert "[until 2024-02-08; now: Opened PR #482" in out["a"].text
 
 
+def test_a_mark_quotes_what_a_diff_adds() -> None:
+    sentence = "已升级到 Go 1.23: ```diff --- a/go.mod +++ b/go.mod -go 1.21 +go 1.23 -FROM golang:1.21.6-alpine AS builder +FROM golang:1.23.2-alpine AS builder ```"
+    assert stale.mark_text(sentence, "2024-05-10") == (
+        " [until 2024-05-10; now: 已升级到 Go 1.23: go 1.23; FROM golang:1.23.2-alpine AS builder]"
+    )
+
+
 @pytest.mark.parametrize(
     ("new", "old"),
     [

@@ -35,10 +35,33 @@ _WORD_CUT = re.compile(r"\S+")
 
 def mark_text(new_sentence: str, date: str) -> str:
     words = _WORD_CUT.findall(
-        _END.sub("", new_sentence.strip()).replace("[", "(").replace("]", ")")
+        _END.sub("", _diff_told(new_sentence.strip())).replace("[", "(").replace("]", ")")
     )
     quoted = " ".join(words[:MARK_WORDS]) + (" …" if len(words) > MARK_WORDS else "")
     return f" [until {date}; now: {quoted}]"
+
+
+def _diff_told(sentence: str) -> str:
+    """A sentence that tells a change in a diff, as its words before the diff and the diff's
+    added lines ("Upgraded to Go 1.23: go 1.23; FROM golang:1.23.2-alpine AS builder"): the
+    removed lines are what the mark says is no longer so."""
+    lead, fence, body = sentence.partition("```")
+    if not fence:
+        return sentence
+    added: list[list[str]] = []
+    line: list[str] | None = None
+    for token in body.replace("```", " ").split():
+        if token.startswith(("+++", "---")):
+            line = None
+        elif token.startswith("+"):
+            line = [token[1:]] if len(token) > 1 else []
+            added.append(line)
+        elif token.startswith("-"):  # a removed line (a flag of an added one is cut too)
+            line = None
+        elif line is not None:
+            line.append(token)
+    told = "; ".join(" ".join(a) for a in added if a)
+    return f"{lead.strip()} {told}".strip() if told else sentence
 
 
 def annotate(text: str, sentence: str, mark: str) -> str:
