@@ -367,7 +367,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     moved = any(cues.changed_to(new.text, f) for f in new.values - old.values)  # "改成 X"
     kept = old.values & new.values if cues.KEPT.search(new.text) and not moved else frozenset()
     if new.also or (old.values and kept == old.values):  # "Redis 那层保持不变": it holds
-        return ""
+        return restated.RESTATED if new.also and restated.same_key(new, old) else ""
     if mine := personal.changed(new.text, old.text, shared):  # one value at a time
         return f"a change of {mine}"  # "I work at Brightwave" / "I started at Northpeak"
     if new.who and old.who:  # a chat: only a value retired by name or a one-value fact

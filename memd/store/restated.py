@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from memd.store import current, roles
+from memd.store import cues, current, roles
 from memd.text.chinese import CJK_RUN
 
 RESTATED = "the same subject, another value"
@@ -55,14 +55,25 @@ def restated(new: current.Claim, old: current.Claim, shared: frozenset[str]) -> 
 
 def same_key(new: current.Claim, old: current.Claim) -> bool:
     """Whether ``new`` gives a setting's key another value of the same shape right after it
-    (``rollout_percent: 10`` / ``rollout_percent: 50``), whatever else the sentences say."""
+    (``rollout_percent: 10`` / ``rollout_percent: 50``), whatever else the sentences say; a key
+    in code counts by its last part and any value but a number is of one shape (```minute:
+    250``` / ``config: minute: 600`` in a YAML block, ``{"queue": "thumbs-default"}`` /
+    ``{"queue": "media.thumbnails.v2"}``)."""
     for o in old.values - new.anchors:
         key = _key_before(old.text, o)
-        if key and any(
-            current.shape(f) == current.shape(o) and _key_before(new.text, f) == key
-            for f in new.values - old.anchors
-        ):
-            return True
+        in_code = not key and bool(key := _code_key_before(old.text, o))
+        if not key:
+            continue
+        for f in new.values - old.anchors:
+            number = current.shape(f) == "number"
+            if in_code:
+                if (
+                    number == (current.shape(o) == "number")
+                    and _code_key_before(new.text, f) == key
+                ):
+                    return True
+            elif current.shape(f) == current.shape(o) and _key_before(new.text, f) == key:
+                return True
     return False
 
 
@@ -73,6 +84,25 @@ def _key_before(sentence: str, value: str) -> str:
     key = r"[A-Za-z]\w*(?:_\w+|(?:[.-][A-Za-z]\w*)*\.[A-Za-z]\w*-\w+)"
     m = re.search(rf"({key})[\s:=`'\"]+{re.escape(value)}(?![\w.-])", sentence, re.I)
     return m.group(1).casefold() if m else ""
+
+
+_CODE = re.compile(r"```(.*?)(?:```|$)|`([^`]+)`", re.S)
+_CODE_KEY = r"(?<![\w@:.-])[\"']?(@?[A-Za-z][\w.:-]*)[\"']?\s*[:=]\s*[\"']?"
+"""A key in code, with its scope (``@acme:registry=`` is no ``registry=``)."""
+_PLAIN_KEYS = cues.listed("name id type kind key value title description label run uses with on if")
+"""Keys of code that say which item a value belongs to, not a setting (``- name: lint``)."""
+
+
+def _code_key_before(sentence: str, value: str) -> str:
+    """The last part of the key written just before ``value`` in code of ``sentence``
+    (``minute`` of ```config.minute: 100```), or ""."""
+    for m in _CODE.finditer(sentence):
+        code = m.group(1) or m.group(2) or ""
+        k = re.search(rf"{_CODE_KEY}{re.escape(value)}(?![\w.-])", code, re.I)
+        if k:
+            key = k.group(1).casefold().rsplit(".", 1)[-1]
+            return "" if key in _PLAIN_KEYS else key
+    return ""
 
 
 _ADDED = re.compile(r"^\s*\+(?!\+)", re.M)
