@@ -674,6 +674,12 @@ def test_a_mark_quotes_what_a_diff_adds() -> None:
         ("I actually don't like much this idea, and I somewhat struggled with it in the clmail project.", "I very much like this idea, and I used it already with some success in the clmail project"),
         ("Actually we do want the nightly export in the sales dashboard after all.", "We don't want the nightly export in the sales dashboard."),
         ("其实我们不再推荐 ESLint 的 airbnb 规则集给新项目了。", "我们推荐 ESLint 的 airbnb 规则集给新项目。"),
+        # a diff's keyword lines, a dependency swapped in package.json, a key in a YAML block,
+        # 把 X 删了 (sixteenth corrected-facts set, read)
+        ("已升级到 Go 1.23: ```diff --- a/go.mod +++ b/go.mod -go 1.21 +go 1.23 --- a/Dockerfile +++ b/Dockerfile -FROM golang:1.21.6-alpine AS builder +FROM golang:1.23.2-alpine AS builder ```", "builder 阶段用 `golang:1.21.6-alpine`(和 go.mod 里的 `go 1.21` 对齐)。"),
+        ("The swap in this PR: ```diff \"dependencies\": { - \"@bugsnag/js\": \"^7.22.3\", + \"@sentry/react\": \"^7.105.0\", ```", "Installed `@bugsnag/js` and initialised Bugsnag in `src/errors.ts`."),
+        ("Current `kong/public-api.yaml`: ```yaml plugins: - name: rate-limiting config: minute: 600 ``` Sam raised it alongside the bulk export launch.", "Raised it to `minute: 250` in `kong/public-api.yaml` and ran `deck sync`."),
+        ("所以 tidy 把 `gorm.io/gorm`、`gorm.io/driver/mysql` 和它们的间接依赖都删了。", "用 GORM 写了 repository,`gorm.io/gorm` + `gorm.io/driver/mysql`。"),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
@@ -752,6 +758,10 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         # a "don't" about something else, or with no change of mind, takes nothing back
         ("I don't like the new dashboard colours.", "I like the new dashboard layout a lot."),
         ("Actually I don't use the staging cluster for load tests.", "I like the staging cluster's new dashboards."),
+        # a passage removed from a file, not the file; an item's name in code, not a setting
+        ("我把 README 里那段删掉了。", "README 里写了 `make dev` 的用法和 Docker 的安装步骤。"),
+        ("The workflow now has ```yaml jobs: - name: test ``` beside lint.", "The workflow's first job is ```yaml - name: lint ``` on every push."),
+        ("Re-added it unchanged: ```diff -LOG_LEVEL=info +LOG_LEVEL=info ```", "`LOG_LEVEL=info` is set in `.env` for local runs."),
     ],
 )  # fmt: skip
 def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:
