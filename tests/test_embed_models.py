@@ -440,3 +440,16 @@ def test_an_unrelated_prompt_gets_none_of_the_cross_lingual_memories(
         texts = " ".join(c["text"] for c in ctx["chosen"])
         for needle in ("ElMessage", "argon2id", "release checklist", "stored in S3"):
             assert needle not in texts, (prompt, ctx["chosen"])
+
+
+def test_stored_texts_batched_by_length_keep_their_order_and_vectors() -> None:
+    """Texts are embedded in batches of like length (a batch is padded to its longest text);
+    each vector is the one the text gets alone, in the order the texts came."""
+    mini = Embedder(load_settings()).load()
+    long = "The deploy pipeline builds the image, runs the migrations and rolls out. " * 12
+    texts = [long, "pnpm", long + " Then it pings the channel.", "Tests run with pytest."] * 5
+    together = mini.embed(texts)
+    for text, vector in zip(texts[:4], together[:4], strict=True):
+        alone = mini.embed([text])[0]
+        assert sum(a * b for a, b in zip(alone, vector, strict=True)) > 0.99999
+    assert together[0] == together[4] and together[1] != together[0]
