@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from memd.text import searchterms
 from memd.text.chinese import RANGES
@@ -340,28 +341,59 @@ MAY_REPLACE = re.compile(
 )
 
 
+def _before(
+    into: str,
+) -> re.Pattern[str]:
+    return re.compile(
+        r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|chang(?:ed|ing)|migrat(?:ed|ing)|now"
+        r"|(?:chang|updat|mov|point)(?:ed|ing)? (?:[^.;!?]|\.(?=\S)){0,80}?)"
+        rf"(?:\s+(?:it|them|both|all|everything|those|these)\b)?\s+(?:over\s+)?(?:{into})\s+`?\Z",
+        re.I,
+    )
+
+
+_SWITCHED = {False: _before("to|into"), True: _before("to|in|on|into")}
+_CHANGED_ZH = re.compile(rf"(?:{ZH_TO})\s*`?\Z")
+_TOKEN_GOES_ON = re.compile(r"[\w-]")
+
+
+def places(
+    sentence: str, value: str, whole: bool = True, goes_on: re.Pattern[str] = _TOKEN_GOES_ON
+) -> list[int]:
+    """Where ``value`` starts in ``sentence``: with ``whole`` in any case and not followed by a
+    word character or a hyphen, else as written. A value's place, found without compiling a
+    pattern for each value."""
+    low, v = (sentence.lower(), value.lower()) if whole else (sentence, value)
+    if not v:
+        return []
+    if len(low) != len(sentence):  # (a letter whose lower case is longer: compile after all)
+        end = rf"(?!{goes_on.pattern})" if whole else ""
+        return [m.start() for m in re.finditer(rf"{re.escape(value)}{end}", sentence, re.I)]
+    out, i = [], low.find(v)
+    while i >= 0:
+        if not (whole and goes_on.match(sentence, i + len(v))):
+            out.append(i)
+        i = low.find(v, i + 1)
+    return out
+
+
+@lru_cache(maxsize=16384)
 def switched_to(sentence: str, value: str, place: bool = False) -> bool:
     """Whether ``sentence`` names ``value`` as the target of a change ("switched to
     #release-train", "moved over to Buildkite", "switched both to help@…"); with ``place`` (a
     channel) "in" and "on" name it too ("changed in #ops"), never for a file ("What changed in
     research.md")."""
-    into = "to|in|on|into" if place else "to|into"
-    m = re.search(
-        r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|chang(?:ed|ing)|migrat(?:ed|ing)|now"
-        r"|(?:chang|updat|mov|point)(?:ed|ing)? (?:[^.;!?]|\.(?=\S)){0,80}?)"
-        rf"(?:\s+(?:it|them|both|all|everything|those|these)\b)?\s+(?:over\s+)?(?:{into})\s+`?"
-        rf"{re.escape(value)}(?![\w-])",
-        sentence,
-        re.I,
-    )
-    return m is not None
+    before = _SWITCHED[place]
+    return any(before.search(sentence, 0, i) for i in places(sentence, value))
 
 
+@lru_cache(maxsize=16384)
 def changed_to(sentence: str, value: str) -> bool:
     """Whether ``sentence`` names ``value`` as the target of a change, in English
     (:func:`switched_to`) or Chinese ("从 2 小时改成 30 分钟", "换成 Caffeine")."""
-    zh = rf"(?:{ZH_TO})\s*`?{re.escape(value)}"
-    return switched_to(sentence, value) or re.search(zh, sentence) is not None
+    if switched_to(sentence, value):
+        return True
+    return any(_CHANGED_ZH.search(sentence, 0, i) for i in places(sentence, value, whole=False))
 
 
 _UNITS = {"time": "秒分钟小时天周月年", "count": "个条次台核人件"}

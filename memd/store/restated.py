@@ -6,6 +6,7 @@ last, after the cues of a change."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from memd.store import cues, current, roles
 from memd.text.chinese import CJK_RUN
@@ -77,31 +78,42 @@ def same_key(new: current.Claim, old: current.Claim) -> bool:
     return False
 
 
+_KEY_BEFORE = re.compile(
+    r"([A-Za-z]\w*(?:_\w+|(?:[.-][A-Za-z]\w*)*\.[A-Za-z]\w*-\w+))[\s:=`'\"]+\Z", re.I
+)
+_VALUE_GOES_ON = re.compile(r"[\w.-]")
+
+
+@lru_cache(maxsize=16384)
 def _key_before(sentence: str, value: str) -> str:
     """The setting's key written just before ``value`` (``client_max_body_size`` of
     ``client_max_body_size 12m``, ``global.index-url`` of ``pip config set global.index-url
     https://…``), or ""."""
-    key = r"[A-Za-z]\w*(?:_\w+|(?:[.-][A-Za-z]\w*)*\.[A-Za-z]\w*-\w+)"
-    m = re.search(rf"({key})[\s:=`'\"]+{re.escape(value)}(?![\w.-])", sentence, re.I)
-    return m.group(1).casefold() if m else ""
+    for at in cues.places(sentence, value, goes_on=_VALUE_GOES_ON):
+        m = _KEY_BEFORE.search(sentence, 0, at)
+        if m:
+            return m.group(1).casefold()
+    return ""
 
 
 _CODE = re.compile(r"```(.*?)(?:```|$)|`([^`]+)`", re.S)
-_CODE_KEY = r"(?<![\w@:.-])[\"']?(@?[A-Za-z][\w.:-]*)[\"']?\s*[:=]\s*[\"']?"
+_CODE_KEY = re.compile(r"(?<![\w@:.-])[\"']?(@?[A-Za-z][\w.:-]*)[\"']?\s*[:=]\s*[\"']?\Z", re.I)
 """A key in code, with its scope (``@acme:registry=`` is no ``registry=``)."""
 _PLAIN_KEYS = cues.listed("name id type kind key value title description label run uses with on if")
 """Keys of code that say which item a value belongs to, not a setting (``- name: lint``)."""
 
 
+@lru_cache(maxsize=16384)
 def _code_key_before(sentence: str, value: str) -> str:
     """The last part of the key written just before ``value`` in code of ``sentence``
     (``minute`` of ```config.minute: 100```), or ""."""
     for m in _CODE.finditer(sentence):
         code = m.group(1) or m.group(2) or ""
-        k = re.search(rf"{_CODE_KEY}{re.escape(value)}(?![\w.-])", code, re.I)
-        if k:
-            key = k.group(1).casefold().rsplit(".", 1)[-1]
-            return "" if key in _PLAIN_KEYS else key
+        for at in cues.places(code, value, goes_on=_VALUE_GOES_ON):
+            k = _CODE_KEY.search(code, 0, at)
+            if k:
+                key = k.group(1).casefold().rsplit(".", 1)[-1]
+                return "" if key in _PLAIN_KEYS else key
     return ""
 
 
