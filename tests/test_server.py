@@ -356,6 +356,12 @@ def test_heap_is_trimmed_after_activity_once_idle(
         srv.close_pools(1)
 
 
+def quiet_since(srv: Server, seconds: float) -> None:
+    """As if neither a request nor heavy work had come for ``seconds``."""
+    srv.last_request_at = time.monotonic() - seconds
+    srv._heavy_seen = (time.monotonic() - seconds, srv._heavy_seen[1])
+
+
 def test_library_pages_are_released_after_heavy_work_once_quiet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -390,11 +396,21 @@ def test_library_pages_are_released_after_heavy_work_once_quiet(
         assert calls == []  # heavy work, but a request just arrived: a hook may follow
         srv.last_request_at -= housekeeping.RELEASE_IDLE_SECONDS + 1
         asyncio.run(srv.maybe_release())
+        assert calls == []  # the work was done just now: a backfill may still be running
+        for _ in range(3):  # one long request extracting segment after segment
+            srv.segments_extracted += 1
+            quiet_since(srv, housekeeping.RELEASE_IDLE_SECONDS + 1)
+            asyncio.run(srv.maybe_release())
+        assert calls == []
+        quiet_since(srv, housekeeping.RELEASE_IDLE_SECONDS + 1)
+        asyncio.run(srv.maybe_release())
         assert len(calls) == 1
         assert srv.library_pages == {"releases": 1, "last_bytes": 4096, "total_bytes": 4096}
         asyncio.run(srv.maybe_release())
         assert len(calls) == 1  # once per batch of work
         srv.segments_extracted += 1
+        asyncio.run(srv.maybe_release())
+        quiet_since(srv, housekeeping.RELEASE_IDLE_SECONDS + 1)
         asyncio.run(srv.maybe_release())
         assert len(calls) == 2
     finally:
@@ -425,7 +441,7 @@ def test_the_stored_texts_model_graph_is_released_after_a_write_once_quiet(
         srv.last_request_at = time.monotonic()
         asyncio.run(srv.maybe_release())
         assert embedder._backend.holds_passages  # a request just came: not yet
-        srv.last_request_at -= housekeeping.RELEASE_IDLE_SECONDS + 1
+        quiet_since(srv, housekeeping.RELEASE_IDLE_SECONDS + 1)
         asyncio.run(srv.maybe_release())
         assert not embedder._backend.holds_passages
         assert srv.library_pages["releases"] == 1

@@ -61,6 +61,8 @@ class Housekeeping:
     library_pages: dict[str, int]
     _trimmed: tuple[float, int]
     _released_activity: int
+    _heavy_seen: tuple[float, int]
+    """When the count of heavy work last changed, and to what."""
 
     def after_warm_up(self, warmed: asyncio.Future[Any]) -> None:
         """Start-up ran code once (imports, the model, the key index, the vector caches) whose
@@ -142,15 +144,19 @@ class Housekeeping:
     async def maybe_release(self) -> None:
         """Give the libraries' pages (and the stored texts' model graph) back after heavy work
         (segments extracted, scheduled jobs, a load of that graph; not the extraction loop's
-        empty polls) once no request has arrived for ``RELEASE_IDLE_SECONDS``: once per batch
-        of such work, never for requests alone (the first hook after a release faults its code
+        empty polls) once no request has arrived and no such work was done for
+        ``RELEASE_IDLE_SECONDS``: once per batch of such work, never for requests alone (the first hook after a release faults its code
         back in)."""
         scheduler = self.workers.scheduler
         heavy = self.segments_extracted + (scheduler.runs if scheduler is not None else 0)
         heavy += self.app.store.embedder.passage_loads  # a `memd add` loaded the float graph
         if heavy == self._released_activity:
             return
-        if time.monotonic() - self.last_request_at < RELEASE_IDLE_SECONDS:
+        now = time.monotonic()
+        if heavy != self._heavy_seen[1]:  # still working (a backfill is one long request):
+            self._heavy_seen = (now, heavy)  # a release would only be loaded back
+            return
+        if now - max(self.last_request_at, self._heavy_seen[0]) < RELEASE_IDLE_SECONDS:
             return
         self._released_activity = heavy
         await asyncio.to_thread(self.release_after_work)

@@ -100,6 +100,7 @@ class Server(Housekeeping, Extraction):
         self.last_request_at = 0.0
         self._trimmed: tuple[float, int] = (0.0, 0)
         self._released_activity = 0
+        self._heavy_seen = (0.0, 0)
         self.library_pages = {"releases": 0, "last_bytes": 0, "total_bytes": 0}
         """What :meth:`release_pages` gave back (``memd status --json``: ``library_pages``)."""
         self.stopping: asyncio.Event | None = None
