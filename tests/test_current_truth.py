@@ -462,6 +462,30 @@ def test_an_older_session_read_later_does_not_supersede_the_newer(daemon: Daemon
     assert not stale_as_current(brief, ["MySQL 8"], ["PostgreSQL"]), brief
 
 
+@pytest.mark.parametrize("newest_first", [True, False])
+def test_a_decision_superseded_by_a_pr_closed_unmerged_is_current_again(
+    daemon: DaemonProcess, newest_first: bool
+) -> None:
+    """A decision that a PR would have replaced stays current once the PR is closed unmerged,
+    whichever session memd reads first: read in order, it is superseded, then restored."""
+    cwd = ingest_history(
+        daemon,
+        f"session cache {newest_first}",
+        [
+            ("2026-01-12", [("user", "We decided to use Memcached for the session cache."), ("assistant", "Noted: Memcached for sessions.")]),
+            ("2026-02-03", [("user", "Open a PR that moves the session cache to Redis."), ("assistant", "Opened PR #77 that switches the session cache from Memcached to Redis.")]),
+            ("2026-02-20", [("user", "Load tests say Redis buys us nothing here, close that PR."), ("assistant", "Closed #77 without merging and deleted the branch; the session cache stays on Memcached.")]),
+        ],
+        newest_first=newest_first,
+    )  # fmt: skip
+    listed = daemon.request({"cmd": "list", "project": cwd, "include_all": True, "limit": 500})
+    memories = listed.get("memories") or listed.get("results") or []
+    decision = next(m for m in memories if m["kind"] == "decision" and "Memcached" in m["text"])
+    assert decision["status"] == "active", memories
+    history = daemon.request({"cmd": "show", "id": decision["id"]})["memory"]["history"]
+    assert newest_first or any("its change was called off" in str(e.get("why")) for e in history)
+
+
 def test_a_claim_said_again_after_a_change_is_current() -> None:
     """A version bumped and rolled back: the first statement is current again, unmarked; the
     bump is marked with the rollback."""

@@ -84,16 +84,16 @@ def purge_memories(store: MemoryStore, refs: list[str]) -> list[Memory]:
 
 
 def restore_memories(
-    store: MemoryStore, memories: list[Memory], why: str
+    store: MemoryStore, memories: list[Memory], why: str, by: str = "hand"
 ) -> tuple[list[Memory], list[Memory]]:
     """Make ``memories`` active again (archived or superseded), as one write; the history says
-    why. Returns (restored, already active)."""
+    why and ``by`` whom. Returns (restored, already active)."""
     todo = [m for m in memories if m.status != "active"]
     already = [m for m in memories if m.status == "active"]
     at = now_iso()
     updates = {}
     for m in todo:
-        event = {"at": at, "by": "hand", "restored": m.status, "why": why}
+        event = {"at": at, "by": by, "restored": m.status, "why": why}
         m.history.append(event)
         m.status, m.superseded_by, m.updated_at = "active", "", at
         updates[m.id] = {

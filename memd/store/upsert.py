@@ -12,14 +12,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from memd import kinds
 from memd.models import Memory, Source, now_iso
-from memd.store import current, similar, subjects
-from memd.store.filters import match
+from memd.store import current, forgetting, proposals, similar, subjects
+from memd.store.filters import all_of, contains, match
 from memd.store.layout import from_row
 from memd.store.table import MemoryStore
 
@@ -86,7 +86,73 @@ def upsert(
     it merges into to the write, so a concurrent merge, touch or pin is never overwritten.
     """
     with store.write_lock:
-        return _upsert(store, memories, near_dups=near_dups)
+        results = _upsert(store, memories, near_dups=near_dups)
+        inserted = {r.id for r in results if r.action == "inserted"}
+        for memory in memories:
+            if memory.id in inserted and near_dups:
+                called_off(store, memory)
+        return results
+
+
+def called_off(store: MemoryStore, memory: Memory) -> list[Memory]:
+    """Make current again the memories that a change proposed in a PR, an MR or a branch
+    superseded, when ``memory`` says that proposal was closed unmerged ("Closed #482 without
+    merging"): the change never happened. The ones restored."""
+    said = [
+        c for c in current.claims(memory.text) if c.refs and proposals.CALLED_OFF.search(c.text)
+    ]
+    if not said or store.table is None:
+        return []
+    olds = store.query(match(project=memory.project, status="superseded"), limit=MAX_CALLED_OFF)
+    proposers = {o.superseded_by for o in olds if o.superseded_by}
+    by = {m.id: m for m in store.query(match(id=sorted(proposers)))} if proposers else {}
+    back = [
+        old
+        for old in olds
+        if (b := by.get(old.superseded_by)) is not None
+        and any(
+            proposals.calls_off(c.text, p.text, c.refs & p.refs)
+            for c in said
+            for p in current.claims(b.text)
+        )
+    ]
+    if back:
+        forgetting.restore_memories(
+            store, back, f"its change was called off: {said[0].text[:120]}", by="memd"
+        )
+    return back
+
+
+def proposal_called_off(store: MemoryStore, memory: Memory, staged: Iterable[Memory]) -> bool:
+    """Whether a memory said after ``memory``, stored or ``staged``, says the PR, MR or branch
+    that ``memory`` proposes a change on was closed unmerged."""
+    proposed = [
+        c for c in current.claims(memory.text) if c.refs and proposals.PROPOSAL.search(c.text)
+    ]
+    if not proposed:
+        return False
+    refs = {r for c in proposed for r in c.refs}
+    later: list[Memory] = [m for m in staged if m.project == memory.project]
+    if store.table is not None:
+        for ref in sorted(refs):
+            where = all_of(
+                match(project=memory.project, status="active"),
+                contains("text", ref.lstrip("#!").casefold(), fold_case=True),
+            )
+            later += store.query(where, limit=MAX_CALLED_OFF)
+    mine = memory.said_at()
+    return any(
+        proposals.calls_off(c.text, p.text, c.refs & p.refs)
+        for m in later
+        if m.said_at() > mine
+        for c in current.claims(m.text)
+        if c.refs & refs and proposals.CALLED_OFF.search(c.text)
+        for p in proposed
+    )
+
+
+MAX_CALLED_OFF = 500
+"""Superseded memories of a project read when a proposal is called off."""
 
 
 def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> list[UpsertResult]:
@@ -140,6 +206,10 @@ def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> l
         # 2. Supersession: a newer statement on the same subject replaces an older typed one;
         # newer and older by when each was said, not by the order memd reads them.
         superseded, newer = supersession(memory, neighbours, model_id)
+        if superseded and proposal_called_off(store, memory, pending.values()):
+            superseded = []  # its PR was closed unmerged (said later, read first)
+        if newer is not None and proposal_called_off(store, newer, pending.values()):
+            newer = None
         if newer is not None:
             if subjects.declared(newer, memory):
                 restage(newer).history.append(replaced_entry(memory))
