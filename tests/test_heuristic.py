@@ -648,6 +648,10 @@ def test_command_families_only_where_the_command_says_it(command: str, family: s
         ("go test ./...", "test"),
         ("pytest tests/test_integration_db.py", "test"),  # one file, not a kind of tests
         ("mise run lint", "lint"),
+        # a build for another platform (the variables before it are kept for it alone)
+        ("GOOS=windows go build ./cmd/entire/cli/telemetry/", "build:cross"),
+        ("cargo build --release --target aarch64-unknown-linux-gnu", "build:cross"),
+        ("go build ./...", "build"),
     ],
 )
 def test_integration_and_end_to_end_tests_are_checks_of_their_own(command: str, check: str) -> None:
@@ -655,6 +659,15 @@ def test_integration_and_end_to_end_tests_are_checks_of_their_own(command: str, 
 
     assert check_of(command) == check
     assert check in FAMILY_TEXT
+
+
+def test_only_the_platform_is_kept_of_the_variables_before_a_command() -> None:
+    from memd.extract.evidence import shell_commands
+
+    assert shell_commands("GOOS=windows go build ./cmd/x/ && echo OK") == [
+        "GOOS=windows go build ./cmd/x/"
+    ]
+    assert shell_commands("CI=true DATABASE_URL=postgres://x pytest -q") == ["pytest -q"]
 
 
 def test_migrations_deploys_and_local_ci_runs_that_worked_are_how_to_do_it() -> None:

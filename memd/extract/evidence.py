@@ -16,7 +16,8 @@ _EDIT_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit", "str_replace_based_
 _READ_TOOLS = {"Read", "NotebookRead", "View"}
 _SHELL_TOOLS = {"Bash", "bash", "Shell", "BashOutput"}
 _CMD_PREFIX = re.compile(
-    r"^(?:\$\s*|cd\s+\S+\s*&&\s*|(?:[A-Z_][A-Z0-9_]*=\S+\s+)+|sudo\s+|(?:do|then|else|exec)\s+)+"
+    r"^(?:\$\s*|cd\s+\S+\s*&&\s*|(?:(?!GOOS=|GOARCH=)[A-Z_][A-Z0-9_]*=\S+\s+)+|sudo\s+"
+    r"|(?:do|then|else|exec)\s+)+"
 )
 
 
@@ -36,7 +37,9 @@ def relative(path: str, cwd: str) -> str:
 
 
 def shell_commands(summary: str) -> list[str]:
-    """The commands in a shell tool summary: ``cd x && pytest -q | tail`` -> ``["pytest -q"]``."""
+    """The commands in a shell tool summary: ``cd x && pytest -q | tail`` -> ``["pytest -q"]``;
+    the variables set before a command are dropped, but for the platform it builds for
+    (``GOOS=windows go build ./...``)."""
     s = summary.strip()
     if s.startswith("command:"):
         s = s[len("command:") :].strip()

@@ -94,7 +94,7 @@ def tech_in_text(sentence: str) -> list[str]:
 
 _RUNNERS = re.compile(
     r"^(?:(?:python3?|py) -m |uv run |poetry run |pipenv run |npx |pnpm exec |pnpm dlx |"
-    r"yarn dlx |bunx |bundle exec |time )+"
+    r"yarn dlx |bunx |bundle exec |time |(?:GOOS|GOARCH)=\S+ )+"
 )
 _COMMAND_TECH = {
     "pytest": ["pytest"], "py.test": ["pytest"], "jest": ["jest"], "vitest": ["vitest"],
@@ -158,7 +158,11 @@ FAMILY_TEXT = {
     "test:integration": "Integration tests run",
     "test:e2e": "End-to-end tests run",
     "test:smoke": "Smoke tests run",
+    "build:cross": "Builds for another platform run",
 }
+_CROSS = re.compile(r"\b(?:GOOS|GOARCH)=|\s--target[= ]")
+"""A build for another platform (``GOOS=windows go build``, ``cargo build --target …``): a
+check of its own beside the project's build."""
 _TEST_KIND = re.compile(r"\b(?:integration|(e2e|end-to-end)|(smoke))\b", re.I)
 """A test command that runs one kind of tests (``mise run test:integration``, ``go test
 -tags=integration``, ``npm run test:e2e``): a check of its own beside the unit tests."""
@@ -191,6 +195,8 @@ def check_of(cmd: str) -> str | None:
     """The check ``cmd`` runs: its :func:`command_family`, with integration, end-to-end and
     smoke tests told apart from the other tests (a key of :data:`FAMILY_TEXT`)."""
     family = command_family(cmd)
+    if family == "build" and _CROSS.search(cmd):
+        return "build:cross"
     kind = _TEST_KIND.search(cmd) if family == "test" else None
     if kind is None:
         return family
