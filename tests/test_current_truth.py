@@ -704,6 +704,9 @@ def test_a_mark_quotes_what_a_diff_adds() -> None:
         ("The swap in this PR: ```diff \"dependencies\": { - \"@bugsnag/js\": \"^7.22.3\", + \"@sentry/react\": \"^7.105.0\", ```", "Installed `@bugsnag/js` and initialised Bugsnag in `src/errors.ts`."),
         ("Current `kong/public-api.yaml`: ```yaml plugins: - name: rate-limiting config: minute: 600 ``` Sam raised it alongside the bulk export launch.", "Raised it to `minute: 250` in `kong/public-api.yaml` and ran `deck sync`."),
         ("所以 tidy 把 `gorm.io/gorm`、`gorm.io/driver/mysql` 和它们的间接依赖都删了。", "用 GORM 写了 repository,`gorm.io/gorm` + `gorm.io/driver/mysql`。"),
+        # git's revert of a commit that named the value; "it's no longer X" (seventeenth set, read)
+        ("I reverted the limit change: ``` $ git revert 5e1c9d0 [main 7a20b4f] Revert \"gateway: raise per-key limit to 1200 req/min\" ``` We're back to 600 req/min per key.", "Changed to `requests_per_unit: 1200`, i.e. 1200 req/min per key."),
+        ("So it's no longer CloudFront: the DNS change pointed the record at a Bunny CDN pull zone.", "The docs are behind CloudFront, with the S3 bucket as origin."),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:

@@ -150,6 +150,13 @@ RETIRED = [
         rf"(?:把\s*)?`?(?P<v>{LATIN_V})`?\s*(?:已经|已)?被?(?:换掉|替换掉|干掉|下掉|去掉)了?"
         r"(?=\s*(?:[，,。；;！!]|$))"  # (not "3.12 去掉了 distutils": 3.12 did it)
     ),
+    re.compile(  # "So it's no longer CloudFront", "the owner is no longer Tomás"
+        r"\b(?:it's|it is|is|are|we're|we are)\s+no longer\s+(?:on\s+|behind\s+|using\s+)?"
+        r"(?P<v>[A-Z][\w.+-]*[\w+]|`[^`\s]+`)(?=[\s,;:.—-]|$)"
+    ),
+    re.compile(  # git's `Revert "gateway: raise per-key limit to 1200 req/min"`: 1200 undone
+        rf"\bRevert\s+\"[^\"]*?\b(?:to|=)\s*`?(?P<v>{V})`?[^\"]*\""
+    ),
     re.compile(  # "tidy 把 `gorm.io/gorm`、`gorm.io/driver/mysql` 都删了"
         rf"把\s*`?(?P<v>{LATIN_V})`?(?:\s*[、，,和及与]\s*`?(?:{LATIN_V})`?)*"
         rf"(?:\s*(?:和|及)(?:它们|其)的?[{CJK}]{{0,6}}?)?\s*(?:都|也|全)?"
@@ -166,7 +173,7 @@ RETIRE_HINT = re.compile(
     r"|\bchang|->|→|=>|branch -[mM]|used to|以前|called off|scrapped|shelved|decided against|n't"
     r"|never|取消|作废|搁置|放弃|不做|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上"
     r"|请假|休假|请了假|done with|finished with|through with|换掉|替换掉|干掉|下掉|去掉|退役|淘汰|不用了"
-    r"|删了|删掉|删除了|移除了|卸载了",
+    r"|删了|删掉|删除了|移除了|卸载了|Revert\s+\"",
     re.I,
 )
 """What every pattern of :data:`RETIRED` holds: one search rules most sentences out."""
@@ -210,6 +217,8 @@ _HINTS = [
     r"(?:done|finished|through) with",
     r"->|→|=>",
     r"换掉|替换掉|干掉|下掉|去掉",
+    r"no longer",
+    r"Revert\s+\"",
     r"删了|删掉|删除了|移除了|卸载了",
 ]
 RETIRED_HINTED = list(zip([re.compile(h, re.I) for h in _HINTS], RETIRED, strict=True))
