@@ -559,6 +559,22 @@ def test_a_change_proposed_in_a_pr_closed_unmerged_never_held() -> None:
     assert "[until 2024-02-08; now: Opened PR #482" in out["a"].text
 
 
+def test_a_correction_in_the_same_session_marks_the_value_it_corrects() -> None:
+    """不对，… 现在是 10.0.3.21 corrects the host the agent read an hour before, in the same
+    session: said as a correction, it marks it. A later note that keeps the port and the
+    database name does not make the old host current again."""
+    results = [
+        {"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "sources": [{"timestamp": "2024-09-23T10:01:30Z", "session_id": "s1"}],
+         "text": "[2024-09-23] user: 测试环境数据库的地址是多少？\nassistant: 根据 `deploy/test/values.yaml`，`DB_HOST: 10.0.3.12`，端口 3306，库名 `mall_test`。"},
+        {"id": "b", "project": "p", "kind": "excerpt", "score": 0.6, "sources": [{"timestamp": "2024-09-23T10:04:30Z", "session_id": "s1"}],
+         "text": "[2024-09-23] user: 不对，那个是老的测试库，上个月迁移后已经下线了。现在是 10.0.3.21，端口没变。"},
+        {"id": "c", "project": "p", "kind": "excerpt", "score": 0.5, "sources": [{"timestamp": "2024-10-14T10:00:00Z", "session_id": "s2"}],
+         "text": "[2024-10-14] assistant: 已在 README 补充：数据库地址 10.0.3.21:3306，库名 `mall_test`。"},
+    ]  # fmt: skip
+    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+    assert "`mall_test` [until 2024-09-23; now: 不对" in out["a"].text
+
+
 def test_a_mark_quotes_what_a_diff_adds() -> None:
     sentence = "已升级到 Go 1.23: ```diff --- a/go.mod +++ b/go.mod -go 1.21 +go 1.23 -FROM golang:1.21.6-alpine AS builder +FROM golang:1.23.2-alpine AS builder ```"
     assert stale.mark_text(sentence, "2024-05-10") == (

@@ -22,7 +22,7 @@ from typing import Any
 
 from memd.models import Memory
 from memd.recall.hits import Hit
-from memd.store import current, proposals
+from memd.store import cues, current, proposals
 
 OLDER_SIDE = 12
 """How many of the best relevant candidates are checked for a replaced claim (a block shows
@@ -224,7 +224,9 @@ def _replacements(
                     continue  # the newest; of two said at once, the one closer to the older
                 cos = round(_cosine(vectors, active[n].id, old.id), 2)
                 why = current.replaces(nc, oc, cos, model_id)
-                explicit = why.startswith(("retires", "a correction", "calls off"))  # said as such
+                explicit = why.startswith(
+                    ("retires", "a correction", "calls off", "the same key")
+                ) or bool(why and cues.CORRECTION.search(nc.text))  # said as such
                 if why and (explicit or not same_session(active[n], old)):
                     if not why.startswith("calls off") and _called_off(active, said, n, nc):
                         continue  # its PR was closed unmerged: the older value still holds
@@ -265,9 +267,13 @@ def _said_again(
     why: str,
 ) -> bool:
     """Whether a candidate newer than ``after`` (the replacement) states ``old``'s value
-    again: a number, a version or a path the replacement dropped ("back to 20.11.1"); when
-    the replacement retires a value by name, only that one (the other values it kept)."""
-    dropped = {v for v in old.values - new.anchors if not v.isalpha()}
+    again: a number, a version or a path the replacement dropped for one of its own shape
+    ("back to 20.11.1"; not the port or the database name a corrected host kept); when the replacement retires a
+    value by name, only that one (the other values it kept)."""
+    shapes = {current.shape(f) for f in new.values - old.values} - {"name"}  # in their place
+    dropped = {
+        v for v in old.values - new.anchors if not v.isalpha() and current.shape(v) in shapes
+    }
     if why.startswith("retires"):
         dropped = {v for v in old.values & new.retired if not v.isalpha()}
     for key in dropped:

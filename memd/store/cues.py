@@ -319,7 +319,9 @@ CUE = re.compile(
     r"回退|恢复成|恢复为|改回|换回|用回|退回到",
     re.I,
 )
-CORRECTION = re.compile(rf"\b(?:{SELF_CORRECTION})\b|说错|看错|记错|搞错|写错|弄错", re.I)
+CORRECTION = re.compile(
+    rf"\b(?:{SELF_CORRECTION})\b|说错|看错|记错|搞错|写错|弄错|^\s*不对[，,。！!]", re.I
+)
 """A speaker correcting what was said before: one shared subject word is enough."""
 
 
