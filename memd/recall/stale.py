@@ -224,9 +224,9 @@ def _replacements(
                     continue  # the newest; of two said at once, the one closer to the older
                 cos = round(_cosine(vectors, active[n].id, old.id), 2)
                 why = current.replaces(nc, oc, cos, model_id)
-                explicit = why.startswith(
-                    ("retires", "a correction", "calls off", "the same key")
-                ) or bool(why and cues.CORRECTION.search(nc.text))  # said as such
+                explicit = why.startswith(("retires", "a correction", "calls off")) or bool(
+                    why and cues.CORRECTION.search(nc.text)
+                )  # said as such
                 if why and (explicit or not same_session(active[n], old)):
                     if not why.startswith("calls off") and _called_off(active, said, n, nc):
                         continue  # its PR was closed unmerged: the older value still holds

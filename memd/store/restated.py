@@ -13,8 +13,8 @@ from memd.text.chinese import CJK_RUN
 
 RESTATED = "the same subject, another value"
 SAME_KEY = "the same key, another value"
-"""A setting's key given another value: said as such, even within one session (the agent
-read `DB_HOST: 10.0.3.12` on an old branch, then `DB_HOST: 10.0.3.21` on main)."""
+"""A setting's key given another value (not said as a change: within one session it marks
+nothing; "sends `Old: TargetHash`" / "no code path sends `Old: ZeroHash`")."""
 RESTATED_SUBJECT = 3
 """Subject words (not values) two sentences share when a later one restates the subject with
 another value and no change word ("the rotation job runs on Sundays at 23:00")."""
