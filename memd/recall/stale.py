@@ -267,12 +267,15 @@ def _said_again(
     why: str,
 ) -> bool:
     """Whether a candidate newer than ``after`` (the replacement) states ``old``'s value
-    again: a number, a version or a path the replacement dropped for one of its own shape
-    ("back to 20.11.1"; not the port or the database name a corrected host kept); when the replacement retires a
-    value by name, only that one (the other values it kept)."""
+    again: a number, a version or a path the replacement dropped, of one of its own shapes
+    when it names any but names ("back to 20.11.1"; not the port or the database name a
+    corrected host kept); when the replacement retires a value by name, only that one (the
+    other values it kept)."""
     shapes = {current.shape(f) for f in new.values - old.values} - {"name"}  # in their place
     dropped = {
-        v for v in old.values - new.anchors if not v.isalpha() and current.shape(v) in shapes
+        v
+        for v in old.values - new.anchors
+        if not v.isalpha() and (not shapes or current.shape(v) in shapes)
     }
     if why.startswith("retires"):
         dropped = {v for v in old.values & new.retired if not v.isalpha()}
