@@ -22,7 +22,8 @@ the start of session 28, its baseline taken on the session's first commit, run o
 end, then read; ``corrections_heldout16.jsonl`` written blind in session 28 after the
 fifteenth was read, its baseline taken on the session's first commit (``8d3c90b``), run once
 at the session's end, then read; ``corrections_heldout17.jsonl`` written blind at the start of
-session 29, its baseline taken on the session's first commit (``7a554c2``);
+session 29, its baseline taken on the session's first commit (``7a554c2``), run once blind
+(``34d7598``), then read;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
