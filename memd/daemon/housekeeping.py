@@ -145,8 +145,8 @@ class Housekeeping:
         """Give the libraries' pages (and the stored texts' model graph) back after heavy work
         (segments extracted, scheduled jobs, a load of that graph; not the extraction loop's
         empty polls) once no request has arrived and no such work was done for
-        ``RELEASE_IDLE_SECONDS``: once per batch of such work, never for requests alone (the first hook after a release faults its code
-        back in)."""
+        ``RELEASE_IDLE_SECONDS``: once per batch of such work, never for requests alone (the
+        first hook after a release faults its code back in)."""
         scheduler = self.workers.scheduler
         heavy = self.segments_extracted + (scheduler.runs if scheduler is not None else 0)
         heavy += self.app.store.embedder.passage_loads  # a `memd add` loaded the float graph

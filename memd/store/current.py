@@ -367,7 +367,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     moved = any(cues.changed_to(new.text, f) for f in new.values - old.values)  # "改成 X"
     kept = old.values & new.values if cues.KEPT.search(new.text) and not moved else frozenset()
     if new.also or (old.values and kept == old.values):  # "Redis 那层保持不变": it holds
-        return restated.SAME_KEY if new.also and restated.same_key(new, old) else ""
+        return restated.RESTATED if new.also and restated.same_key(new, old) else ""
     if mine := personal.changed(new.text, old.text, shared):  # one value at a time
         return f"a change of {mine}"  # "I work at Brightwave" / "I started at Northpeak"
     if new.who and old.who:  # a chat: only a value retired by name or a one-value fact
@@ -449,9 +449,9 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             if cues.joined(new.text, old.anchors):
                 return ""  # "审批人现在是周涛和林晓": one more beside the older's
             return "a change on the same subject"
-    if restated.same_key(new, old):  # `api_version = "2024-04-10"` in a longer line of output
-        return restated.SAME_KEY
-    if short and counted <= MAX_VALUES and restated.restated(new, old, shared):
+    if (short and counted <= MAX_VALUES and restated.restated(new, old, shared)) or (
+        restated.same_key(new, old)  # `api_version = "2024-04-10"` in a longer line of output
+    ):
         return restated.RESTATED
     if not (cue and short and counted <= MAX_VALUES // 2):
         return ""
@@ -473,7 +473,6 @@ def replaced_claim(
     for old in claims(old_text):
         for new in new_claims:
             why = replaces(new, old, cosine, model_id)
-            kept = why in (restated.RESTATED, restated.SAME_KEY) and restated.keeps(new_text, old)
-            if why and not kept:
+            if why and not (why == restated.RESTATED and restated.keeps(new_text, old)):
                 return Replacement(old.text, new.text, why)
     return None

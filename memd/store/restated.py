@@ -12,9 +12,6 @@ from memd.store import cues, current, roles
 from memd.text.chinese import CJK_RUN
 
 RESTATED = "the same subject, another value"
-SAME_KEY = "the same key, another value"
-"""A setting's key given another value (not said as a change: within one session it marks
-nothing; "sends `Old: TargetHash`" / "no code path sends `Old: ZeroHash`")."""
 RESTATED_SUBJECT = 3
 """Subject words (not values) two sentences share when a later one restates the subject with
 another value and no change word ("the rotation job runs on Sundays at 23:00")."""

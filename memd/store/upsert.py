@@ -152,7 +152,8 @@ def proposal_called_off(store: MemoryStore, memory: Memory, staged: Iterable[Mem
 
 
 MAX_CALLED_OFF = 500
-"""Superseded memories of a project read when a proposal is called off."""
+"""Memories of a project read for a proposal called off: superseded ones to restore, or the
+ones naming its PR that may have closed it."""
 
 
 def _upsert(store: MemoryStore, memories: list[Memory], *, near_dups: bool) -> list[UpsertResult]:
