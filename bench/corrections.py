@@ -23,7 +23,8 @@ end, then read; ``corrections_heldout16.jsonl`` written blind in session 28 afte
 fifteenth was read, its baseline taken on the session's first commit (``8d3c90b``), run once
 at the session's end, then read; ``corrections_heldout17.jsonl`` written blind at the start of
 session 29, its baseline taken on the session's first commit (``7a554c2``), run once blind
-(``34d7598``), then read;
+(``34d7598``), then read; ``corrections_heldout18.jsonl`` written blind at the start of session
+30, its baseline taken on the session's first commit (``32c13cd``);
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -85,6 +86,7 @@ SPLITS = {
     "heldout15": ROOT / "tests" / "labelled" / "corrections_heldout15.jsonl",
     "heldout16": ROOT / "tests" / "labelled" / "corrections_heldout16.jsonl",
     "heldout17": ROOT / "tests" / "labelled" / "corrections_heldout17.jsonl",
+    "heldout18": ROOT / "tests" / "labelled" / "corrections_heldout18.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
