@@ -8,7 +8,9 @@ import re
 from dataclasses import dataclass, field
 
 from memd.extract import vocabulary as vocab
+from memd.extract.manifests import project_file_facts
 from memd.extract.rules import IMPORTANCE, STACK_SAID, is_tentative
+from memd.ingest.toolcalls import PROJECT_FILE
 from memd.models import Candidate, ToolCall, Turn
 
 _PATH = re.compile(r"(?:[\w.~-]*/)*[\w.-]+\.[A-Za-z0-9]{1,8}\b|(?:[\w.-]+/)+[\w.-]+")
@@ -61,6 +63,8 @@ class Evidence:
     """
 
     tech: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    reads: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """The reads of each manifest or configuration file in order: text, the turn's uuid."""
 
     def see_tech(self, name: str, shown: str, uuid: str) -> None:
         _, uuids = self.tech.setdefault(name, (shown, []))
@@ -81,9 +85,17 @@ class Evidence:
             if not rel or rel.startswith(("/", "~", "..")):
                 return  # outside the project: says nothing about it
             self.see_names(vocab.tech_of_path(rel), rel, turn.uuid)
+            self.see_read(turn, tool)
         elif tool.name in _SHELL_TOOLS and tool.status != "error":
             for cmd in shell_commands(tool.summary):
                 self.see_names(vocab.tech_of_command(cmd), cmd, turn.uuid)
+
+    def see_read(self, turn: Turn, tool: ToolCall) -> None:
+        """A read of a manifest or configuration file of the project (whoever read it)."""
+        if tool.name == "Read" and tool.status == "ok":
+            rel = relative(tool_path(tool.summary) or "", turn.cwd)
+            if PROJECT_FILE.search(rel) and not rel.startswith(("/", "~", "..")):
+                self.reads.setdefault(rel, []).append((tool.result, turn.uuid))
 
     def see_statement(self, sentence: str, uuid: str) -> None:
         if STACK_SAID.search(sentence) and not is_tentative(sentence):
@@ -91,7 +103,8 @@ class Evidence:
 
 
 def fact_candidates(ev: Evidence) -> list[Candidate]:
-    """Facts phrased from what the turns show: "Project uses <name as written>"."""
+    """Facts phrased from what the turns show: "Project uses <name as written>", and what the
+    project files read state (:mod:`memd.extract.manifests`)."""
     return [
         Candidate(
             kind="fact",
@@ -102,4 +115,4 @@ def fact_candidates(ev: Evidence) -> list[Candidate]:
             source_uuids=uuids[:5],
         )
         for shown, uuids in ev.tech.values()
-    ]
+    ] + project_file_facts(ev.reads)

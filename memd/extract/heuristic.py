@@ -268,10 +268,10 @@ def work_candidates(
     for ep in episodes:
         for turn, call in ep.calls:
             if turn.is_sidechain and ep.by != "agent":
-                # A subagent's work: its commands and commits count, its todo list is its own.
+                # A subagent's work: its commands, commits and file reads count; not its todos.
+                evidence.see_read(turn, call)
                 if call.name == "Bash":
-                    command = command_of(call)
-                    commands.see(turn, command, call.status, call.result)
+                    commands.see(turn, command := command_of(call), call.status, call.result)
                     message = commit_message(command) if call.status == "ok" else ""
                     cand = commit_candidate(turn, message, call.result) if message else None
                     if cand is not None:

@@ -46,6 +46,13 @@ list or dict field is kept as JSON-able data within that many characters of JSON
 RESULT_CHARS = {"Bash": 1200, "Task": 5000, "Agent": 5000, "AskUserQuestion": 800}
 """Characters of a call's result kept (its start and its end); other tools keep 300. A
 subagent's report (Task, Agent) is the finding of the parent session: most of it is kept."""
+PROJECT_FILE = re.compile(
+    r"(?:^|/)(?:package\.json|pyproject\.toml|go\.mod|Cargo\.toml|mix\.exs|Gemfile"
+    r"|requirements[\w-]*\.txt|docker-compose[\w.-]*\.ya?ml|compose\.ya?ml|\.env\.example"
+    r"|config/[\w.-]+\.(?:exs|ya?ml|toml|json|ini)|[\w-]+\.config\.[cm]?[jt]s)$"
+)
+"""A manifest or a configuration file: a read of it keeps 4,000 characters of its text, for
+the versions it pins and the ports it sets (:mod:`memd.extract.manifests`)."""
 USER_SHELL_ID = "user-shell"
 """The id of a command the user ran in Claude Code's shell mode; its output joins it."""
 _SHELL_PART = re.compile(r"<bash-(input|stdout|stderr)>(.*?)(?:</bash-\1>|\Z)", re.DOTALL)
@@ -75,12 +82,19 @@ def short(value: str) -> str:
     return value
 
 
+def result_chars(call: ToolCall) -> int:
+    """How much of ``call``'s result is kept (:data:`RESULT_CHARS`, :data:`PROJECT_FILE`)."""
+    if call.name == "Read" and PROJECT_FILE.search(_str(call.args.get("file_path"))):
+        return 4000
+    return RESULT_CHARS.get(call.name, 300)
+
+
 def attach_result(turn: Turn, result: ToolCall) -> None:
     """Give the call of ``turn`` whose id is ``result.id`` its result and status (the newest
     such call; a result whose call is not in ``turn`` is dropped)."""
     for call in reversed(turn.tools):
         if call.id and call.id == result.id:
-            call.result = _head_tail(result.result, RESULT_CHARS.get(call.name, 300))
+            call.result = _head_tail(result.result, result_chars(call))
             call.status = result.status
             return
 

@@ -24,6 +24,8 @@ HINT_SHARE = 0.75
 """A ``supersedes`` hint names an older memory when this share of its terms is in that text."""
 
 _VALUE_TOKEN = re.compile(r"\w+(?:[.:]\w+)*")
+_FILE = re.compile(r"[\w.-]*/[\w./-]*\w|\b[\w-]+\.[A-Za-z]{1,5}\b")
+"""A file a subject names ("ports in config/dev.exs", "versions in package.json")."""
 
 
 def terms(text: str) -> frozenset[str]:
@@ -57,10 +59,13 @@ def same_value(a: str, b: str) -> bool:
 
 def declared(new: Memory, old: Memory) -> bool | None:
     """Whether ``new`` replaces ``old`` by the subjects and values their extractors named:
-    True (the same subject, another value), False (the same value, or subjects without a term
-    in common), None (not both named, or subjects that only overlap: the text decides)."""
+    True (the same subject, another value), False (the same value, subjects without a term in
+    common, or subjects naming different files), None (not both named, or subjects that only overlap: the text decides)."""
     if not (new.subject and new.value and old.subject and old.value):
         return None
+    files_new, files_old = set(_FILE.findall(new.subject)), set(_FILE.findall(old.subject))
+    if files_new and files_old and not files_new & files_old:
+        return False  # what two files state: config/dev.exs and config/test.exs both hold
     if same_subject(new.subject, old.subject):
         return not same_value(new.value, old.value)
     if not terms(new.subject) & terms(old.subject):
