@@ -25,6 +25,7 @@ at the session's end, then read; ``corrections_heldout17.jsonl`` written blind a
 session 29, its baseline taken on the session's first commit (``7a554c2``), run once blind
 (``34d7598``), then read; ``corrections_heldout18.jsonl`` written blind at the start of session
 30, its baseline taken on the session's first commit (``32c13cd``);
+``corrections_heldout19.jsonl`` written blind in session 30, its baseline taken on ``32c13cd``;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -87,6 +88,7 @@ SPLITS = {
     "heldout16": ROOT / "tests" / "labelled" / "corrections_heldout16.jsonl",
     "heldout17": ROOT / "tests" / "labelled" / "corrections_heldout17.jsonl",
     "heldout18": ROOT / "tests" / "labelled" / "corrections_heldout18.jsonl",
+    "heldout19": ROOT / "tests" / "labelled" / "corrections_heldout19.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
