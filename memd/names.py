@@ -7,7 +7,15 @@ not pay for the models' own imports (hashlib's OpenSSL, dataclasses, datetime) a
 
 from memd.kinds import NAMES as KINDS
 
-__all__ = ["COMMANDS_TOPIC", "JOB_NAMES", "KINDS", "STATUSES", "STOPPED_TOPIC", "USER_SCOPE"]
+__all__ = [
+    "COMMANDS_TOPIC",
+    "JOB_NAMES",
+    "KINDS",
+    "LINT_TOPIC",
+    "STATUSES",
+    "STOPPED_TOPIC",
+    "USER_SCOPE",
+]
 
 STATUSES = ("active", "superseded", "archived")
 JOB_NAMES = ("decay", "dedupe", "cleanup", "optimize")
@@ -20,3 +28,6 @@ STOPPED_TOPIC = "where the work stopped"
 COMMANDS_TOPIC = "commands"
 """The topic of the facts that say how the project's checks run ("Tests run with `pytest -q`"):
 the session brief shows the newest of each."""
+LINT_TOPIC = "lint exceptions"
+"""The topic of a lint failure fixed by suppressing its rule (:mod:`memd.extract.lintfixes`):
+recalled when asked about, but not among the brief's latest bug fixes."""

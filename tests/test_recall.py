@@ -348,3 +348,27 @@ def test_a_prompt_is_embedded_once_per_hook(daemon: DaemonProcess) -> None:
     assert embedded() - before == 1
     prompt(daemon, proj, "What does the release checklist say about tags?", "e1")
     assert embedded() - before == 2
+
+
+def test_two_lint_fixes_both_stand_and_stay_out_of_the_brief(daemon: DaemonProcess) -> None:
+    """Two lint failures fixed by suppressing their rules (:mod:`memd.extract.lintfixes`) read
+    alike but both happened: neither is marked older. The brief's latest fixes are fixes of
+    behaviour, not rules suppressed."""
+    p = project(daemon, "lintfix")
+    add(daemon, p, "The retry loop spun forever because the backoff sleep was never awaited; "
+        "fixed by awaiting asyncio.sleep in retry.py.", "--kind", "bugfix")  # fmt: skip
+    lint = ("--kind", "bugfix", "--topic", "lint exceptions")
+    add(daemon, p, "Lint gosec failed: `cmd/cli/hooks.go:249:3: G104: Errors unhandled (gosec)`. "
+        "Fixed with `//nolint:errcheck,gosec // best effort` in `cmd/cli/hooks.go`.", *lint)  # fmt: skip
+    add(daemon, p, "Lint tparallel failed: `cmd/cli/hooks_test.go:442:6: TestInstall should call "
+        "t.Parallel on the top level as well as its subtests (tparallel)`. Fixed with "
+        "`//nolint:tparallel // Parent uses t.Chdir()` in `cmd/cli/hooks_test.go`.", *lint)  # fmt: skip
+    reply = preview(
+        daemon, p, "Why do the hooks files have nolint comments for gosec and tparallel?"
+    )
+    lints = [c for c in reply["chosen"] if c["text"].startswith("Lint ")]
+    assert len(lints) == 2 and all(not c["note"] for c in lints), lints
+    payload = {"session_id": "lint-brief", "cwd": p, "hook_event_name": "SessionStart",
+               "source": "startup", "transcript_path": "/nowhere.jsonl"}  # fmt: skip
+    brief = daemon.hook("session-start", payload).stdout
+    assert "retry loop" in brief and "Lint " not in brief, brief

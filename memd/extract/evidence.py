@@ -1,5 +1,6 @@
 """The tech stack a segment's tool calls and stack statements show: "Project uses <name as
-written>". (Commands that worked and edited files are read by :mod:`memd.extract.records`.)
+written>"; what the project files it read state; lint failures it fixed by a suppression.
+(Commands that worked and edited files are read by :mod:`memd.extract.records`.)
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 from memd.extract import vocabulary as vocab
+from memd.extract.lintfixes import LintFixes
 from memd.extract.manifests import project_file_facts
 from memd.extract.rules import IMPORTANCE, STACK_SAID, is_tentative
 from memd.ingest.toolcalls import PROJECT_FILE
@@ -56,7 +58,9 @@ def shell_commands(summary: str) -> list[str]:
 
 @dataclass
 class Evidence:
-    """The tech a segment shows the project uses, gathered in one pass.
+    """What a segment's tool calls show, gathered in one pass: the tech the project uses, the
+    project files read (:mod:`memd.extract.manifests`), lint failures fixed by a suppression
+    (:mod:`memd.extract.lintfixes`).
 
     Only what a turn shows is kept: a tech name as the turn writes it (in a command it ran, a
     path it edited inside the project, or a stack statement), never a role or purpose.
@@ -65,6 +69,7 @@ class Evidence:
     tech: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
     reads: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     """The reads of each manifest or configuration file in order: text, the turn's uuid."""
+    lint: LintFixes = field(default_factory=LintFixes)
 
     def see_tech(self, name: str, shown: str, uuid: str) -> None:
         _, uuids = self.tech.setdefault(name, (shown, []))
@@ -86,9 +91,12 @@ class Evidence:
                 return  # outside the project: says nothing about it
             self.see_names(vocab.tech_of_path(rel), rel, turn.uuid)
             self.see_read(turn, tool)
-        elif tool.name in _SHELL_TOOLS and tool.status != "error":
-            for cmd in shell_commands(tool.summary):
-                self.see_names(vocab.tech_of_command(cmd), cmd, turn.uuid)
+            self.lint.see(turn, tool, rel)
+        elif tool.name in _SHELL_TOOLS:
+            self.lint.see(turn, tool, "")
+            if tool.status != "error":
+                for cmd in shell_commands(tool.summary):
+                    self.see_names(vocab.tech_of_command(cmd), cmd, turn.uuid)
 
     def see_read(self, turn: Turn, tool: ToolCall) -> None:
         """A read of a manifest or configuration file of the project (whoever read it)."""
@@ -105,14 +113,18 @@ class Evidence:
 def fact_candidates(ev: Evidence) -> list[Candidate]:
     """Facts phrased from what the turns show: "Project uses <name as written>", and what the
     project files read state (:mod:`memd.extract.manifests`)."""
-    return [
-        Candidate(
-            kind="fact",
-            text=f"Project uses {shown}",
-            topic="tech stack",
-            keywords=[shown],
-            importance=IMPORTANCE["fact"],
-            source_uuids=uuids[:5],
-        )
-        for shown, uuids in ev.tech.values()
-    ] + project_file_facts(ev.reads)
+    return (
+        [
+            Candidate(
+                kind="fact",
+                text=f"Project uses {shown}",
+                topic="tech stack",
+                keywords=[shown],
+                importance=IMPORTANCE["fact"],
+                source_uuids=uuids[:5],
+            )
+            for shown, uuids in ev.tech.values()
+        ]
+        + project_file_facts(ev.reads)
+        + ev.lint.candidates()
+    )

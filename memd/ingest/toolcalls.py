@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from memd.extract.codenames import code_names
+from memd.extract.lintfixes import suppression_lines
 from memd.models import ToolCall, Turn
 from memd.text import stopwords
 
@@ -152,9 +153,8 @@ EDITS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 MAX_ADDED = 12
 
 
-def added_names(name: str, raw_input: dict[str, Any]) -> list[str]:
-    """What an edit added: the code names of its new text that its old text lacked (a Write,
-    a whole new file: every name), at most :data:`MAX_ADDED`."""
+def edit_pairs(name: str, raw_input: dict[str, Any]) -> list[tuple[str, str]]:
+    """An edit's (old text, new text) pairs; a Write's and a notebook cell's old text is ""."""
     pairs: list[tuple[str, str]] = []
     if name == "Write":
         pairs = [("", str(raw_input.get("content") or ""))]
@@ -166,8 +166,16 @@ def added_names(name: str, raw_input: dict[str, Any]) -> list[str]:
                 pairs.append((str(edit.get("old_string") or ""), str(edit.get("new_string") or "")))
     elif name == "NotebookEdit":
         pairs = [("", str(raw_input.get("new_source") or ""))]
+    return pairs
+
+
+def added_names(name: str, raw_input: dict[str, Any]) -> list[str]:
+    """What an edit added: the code names of its new text that its old text lacked (a Write,
+    a whole new file: every name), at most :data:`MAX_ADDED`."""
     out: list[str] = []
-    for old, new in pairs:  # what the edit defines (functions, types, keys), not every call
+    for old, new in edit_pairs(
+        name, raw_input
+    ):  # what the edit defines (functions, types, keys), not every call
         before = set(code_names(old[:20000], used=False))
         out += [
             n
@@ -202,6 +210,11 @@ def tool_args(name: str, raw_input: Any) -> dict[str, Any]:
         added = added_names(name, raw_input)
         if added:
             out["added"] = added
+        suppressed = [
+            line for old, new in edit_pairs(name, raw_input) for line in suppression_lines(old, new)
+        ]
+        if suppressed:
+            out["suppressed"] = suppressed[:3]
     for key, limit in keep.items():
         value = raw_input.get(key)
         if isinstance(value, str):

@@ -280,6 +280,8 @@ class Disagreements:
             theirs = self.vectors.get(other.memory.id)
             if theirs is None or other.memory.kind not in SUPERSEDABLE:
                 continue
+            if item.memory.kind == other.memory.kind == "bugfix":
+                continue  # two fixes both happened (as on insert: memd.store.upsert.STATEMENTS)
             cosine = float(mine @ theirs)
             if cosine < self.floor:
                 continue  # not about the same subject

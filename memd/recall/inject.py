@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memd import kinds
 from memd.extract import forget_requests
 from memd.models import USER_SCOPE, Memory
-from memd.names import COMMANDS_TOPIC, STOPPED_TOPIC
+from memd.names import COMMANDS_TOPIC, LINT_TOPIC, STOPPED_TOPIC
 from memd.project import session_project
 from memd.recall import disputed, retrieve, stale
 from memd.recall.block import render
@@ -214,6 +214,8 @@ class Injector:
                     continue
                 if m.kind == "progress" and m.topic != STOPPED_TOPIC:
                     continue  # of progress, only where the work stopped
+                if m.kind == "bugfix" and m.topic == LINT_TOPIC:
+                    continue  # a lint rule suppressed: a convention, not a fix of behaviour
                 if m.kind in ("summary", "progress") and session_id and own_summary(m, session_id):
                     continue  # this session's own summary is not "the last session"
                 if taken.get(m.kind, 0) >= BRIEF_LIMITS[m.kind]:
