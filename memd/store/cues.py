@@ -7,22 +7,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from memd.store.diffs import diff_removed
+from memd.store.values import CJK, LATIN_V, PART_NOUN, ZH_TO, V, listed
 from memd.text import searchterms
-from memd.text.chinese import RANGES
 
-CJK = RANGES
-
-
-def listed(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
-V = r"(?:--?|[#@])?[\w][\w.+/:#@-]*[\w+#]|[#@]?\w"
-"""A value as written: a name, a number, a version, a path, a host, a #channel."""
-LATIN_V = r"(?:--?|[#@])?[A-Za-z0-9][\w.+/:#@-]*[A-Za-z0-9_+#]|[#@]?[A-Za-z0-9]"
-"""A value written in Latin letters and digits ("Elasticsearch" of "Elasticsearch 集群已下线")."""
-ZH_TO = "迁到|迁移到|改成|改为|换成|换到|切到|切换到|调成|调到|降到|提到|升到|升级到|搬到"
-"""Chinese verbs that name the value a change goes to ("从 2 小时改成 30 分钟", "换成 Caffeine")."""
 ROLLED_BACK = re.compile(
     r"\b(?:rolled back|reverted|rollout undo|(?:is|are|went|got) back (?:to|on))\b"
     r"|回滚了|已回滚|回滚后|已经回滚|退回了|退回到了",
@@ -30,7 +18,10 @@ ROLLED_BACK = re.compile(
 )
 """A rollback told as done (not planned: "roll back if it fails")."""
 RETIRED = [
-    re.compile(rf"\bfrom\s+(?:`)?(?P<v>{V})(?:`)?\s+(?:to|over to)\b", re.I),
+    re.compile(  # "from 01:00 to 02:30", "from Source Sans 3 to IBM Plex Sans"
+        rf"\bfrom\s+(?:`)?(?P<v>(?:{V})(?:\s+(?-i:[A-Z][\w.+-]*|\d[\w.]*)){{0,2}})(?:`)?\s+(?:to|over to)\b",
+        re.I,
+    ),
     re.compile(
         rf"\b(?:instead of|rather than|in place of|replac(?:e|ed|ing))\s+(?:the\s+)?`?(?P<v>{V})",
         re.I,
@@ -40,7 +31,7 @@ RETIRED = [
     re.compile(rf"`?(?P<v>{V})`?\s*(?:\.\.\.|…|,|\.|-+|—)?\s*sorry,? I meant\b", re.I),
     re.compile(rf"不是\s*`?(?P<v>{LATIN_V})`?\s*[，,]\s*(?:而)?是"),
     re.compile(
-        rf"`?(?P<v>{V})`?\s+(?:was|is|has been|got|were|are|have been)\s+"
+        rf"`?(?P<v>{V})`?(?:\s+{PART_NOUN})?\s+(?:was|is|has been|got|were|are|have been)\s+"
         r"(?:(?!not\b|never\b|n't\b)\w+\s+)?"
         r"(?:archived|deleted|removed|retired|dropped|deprecated|gone|rolled back|renamed)\b",
         re.I,
@@ -89,8 +80,8 @@ RETIRED = [
         re.I,
     ),
     re.compile(  # "I ditched VS Code for Zed"
-        rf"\b(?:ditched|dumped|abandoned|swapped|traded)\s+(?:the\s+)?`?(?P<v>(?:{V})(?: (?:{V}))?)`?\s+"
-        r"(?:for|with)\b",
+        rf"\b(?:ditched|dumped|abandoned|swapped|traded)\s+(?:the\s+)?`?(?P<v>(?:{V})(?: (?!{PART_NOUN})(?:{V}))?)`?"
+        rf"(?:\s+{PART_NOUN})?\s+(?:for|with)\b",
         re.I,
     ),
     re.compile(  # "the Papertrail plan is cancelled at month end", "the Kafka migration is off"
@@ -110,6 +101,10 @@ RETIRED = [
         re.I,
     ),
     re.compile(rf"不(?:换|迁|切|上)(?:成|到)?\s*`?(?P<v>{LATIN_V})"),  # "评审结论：不换 Dragonfly"
+    re.compile(  # "Naive UI 那个迁移不做了"
+        rf"(?P<v>(?:{LATIN_V})(?: (?-i:[A-Z][\w-]*))?)\s*(?:那个|这个|的)\s*(?:迁移|方案|计划|升级|切换)?"
+        r"\s*(?:不做了|不搞了|取消了|作废了|放弃了|搁置了)"
+    ),
     re.compile(  # "迁移 Kafka 的计划取消了", "换成 Vitest 的方案放弃了"
         rf"(?:迁移|迁|切换|切|升级|换)(?:到|成)?\s*`?(?P<v>{LATIN_V})`?\s*(?:的)?(?:计划|方案|迁移)?\s*"
         r"(?:已经|已)?(?:取消|作废|搁置|放弃|不做)"
@@ -171,7 +166,7 @@ RETIRE_HINT = re.compile(
     r"|traded|cancell?ed|shut down|turned off|stale|outdated|obsolete|wrong"
     r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是"
     r"|\bchang|->|→|=>|branch -[mM]|used to|以前|called off|scrapped|shelved|decided against|n't"
-    r"|never|取消|作废|搁置|放弃|不做|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上"
+    r"|never|取消|作废|搁置|放弃|不做|不搞|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上"
     r"|请假|休假|请了假|done with|finished with|through with|换掉|替换掉|干掉|下掉|去掉|退役|淘汰|不用了"
     r"|删了|删掉|删除了|移除了|卸载了|Revert\s+\"",
     re.I,
@@ -205,6 +200,7 @@ _HINTS = [
     r"decided against|\bnot\b|n't|never",
     r"rejected|turned down|vetoed|off the table",
     r"不(?:换|迁|切|上)",
+    r"不做了|不搞了|取消了|作废了|放弃了|搁置了",
     r"取消|作废|搁置|放弃|不做",
     r"stale|outdated|obsolete|wrong",
     r"\bthe old\b",
@@ -240,44 +236,6 @@ def retired(sentence: str) -> set[str]:
 
 
 _DIFF_HINT = re.compile(r"(?:^|\s)\+\s*(?:-\s+)?[\"']?[@A-Za-z_]", re.M)
-_DIFF_LINE = re.compile(
-    rf"(?:^|\s)(?P<s>[-+])\s*(?:-\s+)?(?P<k>[A-Za-z_][\w.-]*)\s*[:=]\s*[`'\"]?(?P<v>{V})[`'\"]?",
-    re.M,
-)
-_DIFF_WORDS = re.compile(
-    rf"(?:^|\s)(?P<s>[-+])(?P<k>[A-Za-z_][\w.-]*)\s+[`'\"]?(?P<v>{V})[`'\"]?", re.M
-)
-"""A diff's line of a keyword and its value, the sign against the keyword ("-go 1.21",
-"+FROM golang:1.23.2-alpine", "-resource \"tencentcloud_dnspod_record\"")."""
-_DIFF_KEY = re.compile(r"(?:^|\s)(?P<s>[-+])\s*\"(?P<k>@?[\w.-]+(?:/[\w.-]+)?)\"\s*:", re.M)
-"""A diff's line of a quoted key (a package.json dependency: ``-  "@bugsnag/js": "^7.22.3"``)."""
-_VERSION_IN = re.compile(r"(?<![\w.])\d+(?:\.\d+)+")
-
-
-def diff_removed(text: str) -> set[str]:
-    """The values a diff's removed lines give a key that its added lines give another
-    ("-EMAIL_PROVIDER=sendgrid -SENDGRID_API_KEY=… +EMAIL_PROVIDER=postmark": sendgrid;
-    "- - id: pylint + - repo: … + - id: ruff": pylint; "-go 1.21 +go 1.23": 1.21;
-    "-FROM golang:1.21.6-alpine +FROM golang:1.23.2-alpine": the image and its 1.21.6), and
-    the quoted keys it removes while it adds others (``-"@bugsnag/js": … +"@sentry/react": …``:
-    a dependency swapped)."""
-    out: set[str] = set()
-    for pattern in (_DIFF_LINE, _DIFF_WORDS):
-        removed: dict[str, str] = {}
-        for m in pattern.finditer(text):
-            key, value = m.group("k"), m.group("v")
-            if m.group("s") == "-":
-                removed.setdefault(key, value)
-            elif key in removed and removed[key] != value:
-                old = removed[key]
-                out.add(old)
-                out.update(v for v in _VERSION_IN.findall(old) if v not in value)
-    keys: dict[str, set[str]] = {"-": set(), "+": set()}
-    for m in _DIFF_KEY.finditer(text):
-        keys[m.group("s")].add(m.group("k"))
-    if keys["+"] - keys["-"]:
-        out.update(keys["-"] - keys["+"])
-    return out
 
 
 SELF_CORRECTION = (
@@ -285,6 +243,12 @@ SELF_CORRECTION = (
     r"|I said \S+ but (?:it's|it is|it should be|I meant)|sorry,? I meant"
 )
 """A speaker correcting what they said before (a change cue, and a correction)."""
+OTHER_CORRECTION = (
+    r"(?:^|[.!?]\s+)(?:no|nope)\b[,.!]?\s*(?:[—–-]+\s*)?(?:that'?s|that is|it'?s|it is)\s+"
+    r"(?:wrong|incorrect|not (?:right|correct|true)|outdated|out of date|the old)"
+    r"|\bthat'?s (?:wrong|incorrect|not right|not correct)\b"
+)
+"""A speaker saying what was said before is wrong ("No, that's wrong — …")."""
 REQUEST = re.compile(
     r",?\s+(?:so |and |but )?(?:can|could|would|will) you\b"
     r"|[，,]\s*(?:那|请|帮我|能不能|可以|怎么|如何|为什么)",
@@ -307,7 +271,7 @@ CUE = re.compile(
     r"|starting (?:today|now|this|with|from)|(?:not|never) going back|retarget(?:ed|ing)?"
     r"|point(?:ed|ing)? (?:the |its |our )?\S+(?: \S+){0,3} (?:at|to)"
     r"|(?:rewr(?:o|i)te|port(?:ed)?) \S+(?: \S+){0,3} to use"
-    rf"|{SELF_CORRECTION}"
+    rf"|{SELF_CORRECTION}|{OTHER_CORRECTION}"
     r"|the new (?:host|address|url|endpoint|domain|port|path|location|channel|owner|one) is"
     r"|since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today"
     r"|last \w+|this \w+|the (?:\w+ ){1,2}(?:switch|move|migration|release|upgrade|cutover)"
@@ -319,8 +283,10 @@ CUE = re.compile(
     r"回退|恢复成|恢复为|改回|换回|用回|退回到",
     re.I,
 )
+CORRECTED = re.compile(OTHER_CORRECTION, re.I)
 CORRECTION = re.compile(
-    rf"\b(?:{SELF_CORRECTION})\b|说错|看错|记错|搞错|写错|弄错|^\s*不对[，,。！!]", re.I
+    rf"\b(?:{SELF_CORRECTION})\b|{OTHER_CORRECTION}|说错|看错|记错|搞错|写错|弄错|^\s*不对[，,。！!]",
+    re.I,
 )
 """A speaker correcting what was said before: one shared subject word is enough."""
 
@@ -443,7 +409,7 @@ def listed_with(text: str, values: frozenset[str], a: str, b: str) -> bool:
     return LIST_GLUE.fullmatch(between) is not None
 
 
-_JOINED = re.compile(f"(?=([{RANGES}]{{2}})[和与及、]([{RANGES}]{{2}}))")
+_JOINED = re.compile(f"(?=([{CJK}]{{2}})[和与及、]([{CJK}]{{2}}))")
 
 
 def joined(text: str, anchors: frozenset[str]) -> bool:
@@ -470,7 +436,7 @@ def added(text: str, value: str) -> bool:
     )
 
 
-_BESIDES = re.compile(f"除了\\s*([{RANGES}]{{2,6}})\\s*[，,]?\\s*(?:还|也)")
+_BESIDES = re.compile(f"除了\\s*([{CJK}]{{2,6}})\\s*[，,]?\\s*(?:还|也)")
 
 
 def lead(sentence: str, value: str) -> frozenset[str]:
@@ -496,9 +462,31 @@ LEAD = 8
 """Characters before a value in a Chinese sentence read for the word it is the value of."""
 
 
+_DECLINE = re.compile(
+    r"^\W*(?:(?:先|暂时|还是)?不(?:换|改|迁|切|用换|用改|用迁)(?:了)?[，,。！!]"
+    r"|no,? (?:let'?s )?(?:not|keep|stay with|stick with)\b|let'?s not (?:switch|move|change|migrate)\b)",
+    re.I,
+)
+_SUGGESTED = re.compile(
+    rf"(?:建议|可以考虑|不如|推荐)(?:把[^，。]{{0,12}}?)?(?:{ZH_TO})\s*`?(?P<v>{LATIN_V}|[{CJK}]{{2,4}})"
+    rf"|\b(?:suggest|recommend|propose|could|might want to|consider)\w*\s+(?:switching|moving"
+    rf"|migrating|changing)\s+(?:\w+\s+){{0,3}}?to\s+`?(?P<w>{V})",
+    re.I,
+)
+
+
+def declined(new: str, old: str) -> str:
+    """The value ``old`` suggested changing to that ``new`` turns down ("建议把告警通道换成飞书" /
+    "不换，公司 IM 还是钉钉"), or ""."""
+    if not _DECLINE.search(new):
+        return ""
+    m = _SUGGESTED.search(old)
+    return (m.group("v") or m.group("w")) if m else ""
+
+
 KEPT = re.compile(
-    r"\b(?:stays?|remains?|still|unchanged|as before|keeps?|kept)\b|照旧|不变|保留|仍然|仍是|还是|保持"
-    r"|不动",
+    r"\b(?:stays?|remains?|still|unchanged|as before|keeps?|kept|stick(?:s|ing)? with"
+    r"|continues? (?:to use|using))\b|照旧|不变|保留|仍然|仍是|还是|保持|不动|继续用|继续使用|沿用|依然|依旧",
     re.I,
 )
 """Words that say a value said again still holds ("the frontend stays on 3000")."""
