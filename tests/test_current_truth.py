@@ -575,6 +575,31 @@ def test_a_correction_in_the_same_session_marks_the_value_it_corrects() -> None:
     assert "`mall_test` [until 2024-09-23; now: 不对" in out["a"].text
 
 
+@pytest.mark.parametrize(
+    ("text", "marked"),
+    [
+        ("assistant: They should be getting the default locale, which is en-GB. user: No, that's wrong — the default is actually en-AU now.",
+         "which is en-GB [until 2024-04-22; now: No, that's wrong"),
+        ("assistant: According to `docker-compose.yml` it's published on 8081 on the `gateway` service. user: No, that's the old compose file. We moved the gateway to 7443 with TLS.",
+         "`gateway` service [until 2024-04-22; now: No, that's the old compose file. We moved"),
+    ],
+)  # fmt: skip
+def test_a_value_corrected_within_one_excerpt_is_marked_there(text: str, marked: str) -> None:
+    """An excerpt that holds the agent's answer and the user's "No, that's wrong — …" after it
+    (eighteenth and seventeenth corrected-facts sets, read; the correction's value may come in
+    its next sentence): a block may show the answer alone, the correction with another item,
+    so the answer carries its mark."""
+    results = [
+        {"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "sources": [{"timestamp": "2024-02-12T10:00:10Z", "session_id": "s1"}],
+         "text": "user: Add the pricing page. / assistant: Done, `/pricing` renders."},
+        {"id": "b", "project": "p", "kind": "excerpt", "score": 0.8, "sources": [{"timestamp": "2024-04-22T10:00:10Z", "session_id": "s3"}],
+         "text": text},
+    ]  # fmt: skip
+    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+    assert marked in out["b"].text
+    assert out["b"].replaced_by == ""
+
+
 def test_a_mark_quotes_what_a_diff_adds() -> None:
     sentence = "已升级到 Go 1.23: ```diff --- a/go.mod +++ b/go.mod -go 1.21 +go 1.23 -FROM golang:1.21.6-alpine AS builder +FROM golang:1.23.2-alpine AS builder ```"
     assert stale.mark_text(sentence, "2024-05-10") == (
@@ -723,6 +748,17 @@ def test_a_mark_quotes_what_a_diff_adds() -> None:
         # git's revert of a commit that named the value; "it's no longer X" (seventeenth set, read)
         ("I reverted the limit change: ``` $ git revert 5e1c9d0 [main 7a20b4f] Revert \"gateway: raise per-key limit to 1200 req/min\" ``` We're back to 600 req/min per key.", "Changed to `requests_per_unit: 1200`, i.e. 1200 req/min per key."),
         ("So it's no longer CloudFront: the DNS change pointed the record at a Bunny CDN pull zone.", "The docs are behind CloudFront, with the S3 bucket as origin."),
+        # a name of several words, "the X integration has been removed", "swapped the X gems
+        # for", "No, that's wrong", a diff's line given another value, a suggestion turned
+        # down, a migration called off by name (eighteenth set, read)
+        ("Since the body font moved from Source Sans 3 to IBM Plex Sans last week, leading-7 looks loose.", "Loaded Source Sans 3 through `next/font/google` and mapped it in `tailwind.config.ts`."),
+        ("Card payments are now processed through Adyen. The Stripe integration has been removed.", "Added Stripe PaymentIntents: the frontend confirms it with Stripe Elements."),
+        ("So: error reporting moved to Honeybadger (the Gemfile swapped the sentry gems for `honeybadger`).", "A test exception from `rails runner` shows up in the Sentry project `bookshelf-web`."),
+        ("No, that's wrong — the UK launch got shelved and the default is actually en-AU now.", "They should be getting the default locale, which is en-GB, so dates render as 22/04/2024."),
+        ("改动如下： ```diff --- a/app/auth/tokens.py +++ b/app/auth/tokens.py -ACCESS_TOKEN_EXPIRE = timedelta(hours=2) +ACCESS_TOKEN_EXPIRE = timedelta(minutes=15) ```", "在 `app/auth/tokens.py` 里： ```python ACCESS_TOKEN_EXPIRE = timedelta(hours=2) ```"),
+        ('改好了： ```diff -@limiter.limit("120/minute", key_func=api_key_from_header) +@limiter.limit("300/minute", key_func=api_key_from_header) ```', '把装饰器改成了 `@limiter.limit("120/minute", ...)`，即每分钟 120 次，已发布。'),
+        ("不换，公司 IM 还是钉钉，飞书只有设计那边在用。", "另外建议把告警通道换成飞书，飞书机器人的卡片可以直接点“认领”。"),
+        ("Naive UI 那个迁移不做了，评估下来成本太高，分支删掉吧，继续用 Element Plus。", "在 `feature/naive-ui` 分支上装了 `naive-ui`，把订单列表改成了 `n-data-table`。"),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
@@ -805,6 +841,13 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("我把 README 里那段删掉了。", "README 里写了 `make dev` 的用法和 Docker 的安装步骤。"),
         ("The workflow now has ```yaml jobs: - name: test ``` beside lint.", "The workflow's first job is ```yaml - name: lint ``` on every push."),
         ("Re-added it unchanged: ```diff -LOG_LEVEL=info +LOG_LEVEL=info ```", "`LOG_LEVEL=info` is set in `.env` for local runs."),
+        # both listed, a part of the older's value, another scope's key, "continue to use"
+        # (eighteenth set, read)
+        ("Both specs are published (`/v1/openapi.json`, `/v2/openapi.json`).", "Mounted the public routers under `/v1` (`/v1/projects`, `/v1/tasks`) and generated the OpenAPI spec at `/v1/openapi.json`."),
+        ("`deploy-staging` now has a matrix over `[eu, us]`, so both environments get every merge to `main`.", "Staging is up in eu-central-1 at https://staging-eu.quillhq.dev, deployed from `main` on every merge via the `deploy-staging` workflow."),
+        ('8081 只在 Pod 内用于探针和 Prometheus 抓取（`prometheus.io/port: "8081"`）。', "`application.yml` 里 `server.port: 8080`，Service 把 80 转到 8080，探针走 `/actuator/health`。"),
+        ("Naive UI 那个迁移不做了，评估下来成本太高，分支删掉吧，继续用 Element Plus。", "后台管理前端用 Vue 3 + Element Plus 搭一下。"),
+        ("No, let's not switch: the team stays on Jenkins.", "Set up the nightly build on Jenkins."),
     ],
 )  # fmt: skip
 def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:

@@ -77,6 +77,15 @@ def test_a_value_said_again_as_late_still_holds() -> None:
     assert marked(out)["old"] == REGION_OLD
 
 
+def test_a_url_named_again_without_its_scheme_still_holds() -> None:
+    """Eighteenth corrected-facts set (read): a second staging stack beside the first."""
+    old = "claude: Staging is up in eu-central-1 at https://staging-eu.quillhq.dev."
+    new = ("claude: Created a second staging stack at https://staging-us.quillhq.dev. "
+           "staging-eu.quillhq.dev is unchanged.")  # fmt: skip
+    for question in ("Which staging URL should QA use?", "What staging URLs can I test against?"):
+        assert marked(disputed.mark_disputed(results(old, new), question))["old"] == old
+
+
 def test_values_of_other_kinds_or_other_subjects_are_no_dispute() -> None:
     old = "user: The access-logs bucket keeps 400 days of logs."
     new = "user: Deploy previews now expire after 14 days."

@@ -33,7 +33,8 @@ _LIST = re.compile(
     r"|services|buckets|hosts|servers|libraries|frameworks|stores|teams|owners|people"
     r"|reviewers|versions|branches|environments|devices|phones|machines|providers|clusters"
     r"|platforms|browsers|languages|registries|mirrors|caches|images|runners|packages|plugins"
-    r"|dependencies|endpoints|domains|nodes|workers|repos|repositories|accounts|zones)\b"
+    r"|dependencies|endpoints|domains|nodes|workers|repos|repositories|accounts|zones|urls"
+    r"|addresses|sites|stacks|apis|specs|prefixes|locales|certificates|keys|secrets)\b"
     r"(?!\s+(?:the|a|an|our|my|this|its|your)\b)"  # "which region hosts the ...": a verb
     r"|哪些|分别|各自|各个|都|和|以及|跟",
     re.IGNORECASE,
@@ -296,6 +297,8 @@ def _names(text: str, value: str) -> bool:
     """Whether ``text`` names ``value`` other than as code that calls into it: "replaced a
     leftover `jest.useFakeTimers()` with `vi.useFakeTimers()`" does not name Jest as the
     runner beside Vitest."""
+    if "://" in value and _names(text, value.split("://", 1)[1]):
+        return True  # "staging-eu.quillhq.dev is unchanged" names https://staging-eu.quillhq.dev
     if not current.mentions(text, value):
         return False
     if any(current.fold(v) == current.fold(value) for v in cues.retired(text)):

@@ -137,6 +137,9 @@ def mark_replaced(results: list[Hit], vectors: dict[str, Any], model_id: str) ->
             short = rep.new in quoted
             mark = f" [until {date}]" if short else mark_text(rep.new, date)
             quoted.add(rep.new)
+            if n == o:  # corrected within itself (:func:`_corrected_within`)
+                mine = replace(mine, marked=annotate(mine.text, rep.old, mark))
+                continue
             mine = replace(mine, marked=annotate(mine.text, rep.old, mark), replaced_by=new.id)
             changed[new.id] = replace(new, relevant=True, score=max(new.score, old.score + 0.001))
         changed[old.id] = mine
@@ -207,8 +210,11 @@ def _replacements(
     candidate and the two claims; a claim said again later (its value back) is left out."""
     old = active[o]
     out = []
-    for oc in current.claims(old.text):
-        best: tuple[int, current.Claim, str] | None = None
+    own = current.claims(old.text)
+    for at, oc in enumerate(own):
+        best: tuple[int, current.Claim, str] | None = _corrected_within(
+            own[at + 1 :], oc, o, model_id
+        )
         seen: set[tuple[int, str]] = set()
         for key in sorted(oc.anchors | oc.families):  # (sorted: the same answer every run)
             for n, nc in index.get(key, ()):
@@ -234,6 +240,20 @@ def _replacements(
         if best is not None and not _said_again(said, index, best[0], oc, best[1], best[2]):
             out.append((best[0], current.Replacement(oc.text, best[1].text, "")))
     return out
+
+
+def _corrected_within(
+    later: tuple[current.Claim, ...], old: current.Claim, o: int, model_id: str
+) -> tuple[int, current.Claim, str] | None:
+    """A later claim of the same memory that corrects ``old`` as such ("They should get
+    en-GB" / "No, that's wrong — the default is actually en-AU now"): a block may show the
+    older piece alone, the correction beside another item."""
+    for claim in later:
+        if cues.CORRECTION.search(claim.text):
+            why = current.replaces(claim, old, 0.5, model_id)
+            if why:
+                return (o, claim, why)
+    return None
 
 
 def _called_off(active: list[Hit], said: list[str], n: int, claim: current.Claim) -> bool:

@@ -26,6 +26,7 @@ from functools import lru_cache
 
 from memd.store import clock, cues, personal, proposals, restated, roles, similar
 from memd.store.families import VERSION, family, rolled_back, stem_of
+from memd.store.values import listed
 from memd.text import searchterms, stance, stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
@@ -74,7 +75,7 @@ GENERIC = stopwords.SUBJECT_GENERIC
 _NAME = re.compile(
     r"(?P<at>^|[.:!?;]\s+|\s)(?P<w>[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?:[A-Z]\w*)?)\b(?=\s*(?P<next>\S*))"
 )
-_SUBJECT_VERB = cues.listed("is was owns has are runs uses handles leads manages")
+_SUBJECT_VERB = listed("is was owns has are runs uses handles leads manages")
 _POSSESSIVE = re.compile(r"(?<=\w)'s\b")
 _APOSTROPHE = re.compile(r"(?<=\w)'(?=\w)")
 _TYPE_EXPR = re.compile(r"\b[A-Z]\w*\[[\w\s,.|\[\]]*\]")
@@ -106,7 +107,7 @@ class Claim:
 _NUMBER_WORD = re.compile(
     r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|single|double)\b(?= \w)"
 )
-NUMBER_WORDS = cues.listed("one two three four five six seven eight nine ten twelve single double")
+NUMBER_WORDS = listed("one two three four five six seven eight nine ten twelve single double")
 _ASIDE = re.compile(r"[(（][^()（）]*[)）]")
 _REF = re.compile(r"(?:#|\b(?:pr|issue|pull request|bead|ticket)s? #?)(\d+)\b")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]+")
@@ -232,7 +233,11 @@ def claims(text: str) -> tuple[Claim, ...]:
             not agent  # Claude's "I was wrong last turn" corrects its own reading, not a fact
             and cues.CORRECTION.search(sentence)
             and len(sentence) < MAX_CHANGE // 2
-            and (_CJK_RUN.search(sentence) or re.search(r"\babout\b", sentence))
+            and (
+                _CJK_RUN.search(sentence)
+                or re.search(r"\babout\b", sentence)
+                or cues.CORRECTED.search(sentence)  # "No, that's the old compose file."
+            )
         ):
             said = claim(sentence)
             if said is None or not said.values:
@@ -341,10 +346,18 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     if ref := proposals.calls_off(new.text, old.text, new.refs & old.refs):
         return f"calls off {ref}"  # "Closed #482 without merging" / "Opened PR #482 that sets …"
     shared = new.anchors & old.anchors
+    turned_down = cues.declined(new.text, old.text)
+    if turned_down and (shared or mentions(new.text, turned_down)):
+        return f"retires {fold(turned_down)!r}"  # "建议…换成飞书" / "不换，…还是钉钉"
     for value in new.retired - old.retired:
         if "_" in value and value not in old.values and mentions(old.text, value.replace("_", " ")):
             value = value.replace("_", " ")  # `priya_raman` in code, "Priya Raman" in words
             if not all(part in old.values for part in value.split()):
+                continue
+        elif " " in value:  # "from Source Sans 3 to …": every word of the name in the older
+            if value.replace(" ", "-") in old.values:
+                value = value.replace(" ", "-")  # "Naive UI" of `naive-ui`
+            elif not all(part in old.values for part in value.split()):
                 continue
         elif not (value in old.values or _CJK_RUN.fullmatch(value)):
             continue
@@ -379,7 +392,11 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     other = new.retired and new.retired.isdisjoint(old.values)  # "instead of defaulting"
     cue = new.cue and not (other and cues.only_instead(new.text))
     if cue and short and counted <= MAX_VALUES:
-        fresh = new.values - old.values - new.retired
+        fresh = frozenset(
+            f
+            for f in new.values - old.values - new.retired
+            if len(f) > 3 or not any(f in _PARTS.split(o) for o in old.values)
+        )  # "a matrix over `[eu, us]`" after "staging-eu", "eu-central-1": said already
         numbers = {v for v in old.values if shape(v) == "number"}
         unsaid = {shape(o) for o in old.values - new.anchors} | {"number"}
         if numbers and numbers <= new.anchors and not any(shape(f) in unsaid for f in fresh):
@@ -460,6 +477,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     return ""
 
 
+_PARTS = re.compile(r"[-./_:@]")
+"""What separates the parts of a value (``staging-eu``, ``eu-central-1``)."""
 _FILE = re.compile(r"^(?!\w+://)[\w./-]+\.(?:go|py|tsx?|jsx?|json|ya?ml|toml|md|rs|rb|exs?)$")
 
 

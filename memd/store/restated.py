@@ -9,6 +9,7 @@ import re
 from functools import lru_cache
 
 from memd.store import cues, current, roles
+from memd.store.values import listed
 from memd.text.chinese import CJK_RUN
 
 RESTATED = "the same subject, another value"
@@ -47,6 +48,12 @@ def restated(new: current.Claim, old: current.Claim, shared: frozenset[str]) -> 
                 continue
             if len(near_old & current.slot(new.text, f)) < 2:
                 continue
+            if any(
+                current.shape(v) == current.shape(f)
+                and cues.listed_with(new.text, new.values, v, f)
+                for v in old.values & new.values
+            ):
+                continue  # "Both specs are published (`/v1/openapi.json`, `/v2/openapi.json`)"
             key_old, key_new = _key_before(old.text, o), _key_before(new.text, f)
             if key_old and key_new and key_old != key_new:
                 continue  # `work_mem 64MB` / `max_connections 100`: two settings
@@ -97,9 +104,10 @@ def _key_before(sentence: str, value: str) -> str:
 
 
 _CODE = re.compile(r"```(.*?)(?:```|$)|`([^`]+)`", re.S)
-_CODE_KEY = re.compile(r"(?<![\w@:.-])[\"']?(@?[A-Za-z][\w.:-]*)[\"']?\s*[:=]\s*[\"']?\Z", re.I)
-"""A key in code, with its scope (``@acme:registry=`` is no ``registry=``)."""
-_PLAIN_KEYS = cues.listed("name id type kind key value title description label run uses with on if")
+_CODE_KEY = re.compile(r"(?<![\w@:./-])[\"']?(@?[A-Za-z][\w.:/-]*)[\"']?\s*[:=]\s*[\"']?\Z", re.I)
+"""A key in code, with its scope (``@acme:registry=`` is no ``registry=``, an annotation's
+``prometheus.io/port:`` no ``server.port:``)."""
+_PLAIN_KEYS = listed("name id type kind key value title description label run uses with on if")
 """Keys of code that say which item a value belongs to, not a setting (``- name: lint``)."""
 
 
