@@ -25,7 +25,7 @@ from memd.extract.episodes import is_narration, split_sentences
 from memd.extract.heuristic import HeuristicExtractor
 from memd.extract.redact import redact_turn
 from memd.ingest.backfill import backfill
-from memd.models import Candidate, Segment
+from memd.models import Candidate, Segment, Turn
 from memd.project import repo_relative, resolve_project
 from memd.settings import Settings, load_settings
 from memd.state import State
@@ -376,8 +376,51 @@ def test_a_message_queued_while_the_agent_worked_is_the_users() -> None:
     }
     report = parse_line(json.dumps({**base, "uuid": "q2", "attachment": note}))
     assert report is not None and report.text == "" and report.tools[0].name == "TaskNotification"
+    assert report.tools[0].args["description"] == "Find"
     other = {**base, "uuid": "q3", "attachment": {"type": "hook_success", "content": "x"}}
     assert parse_line(json.dumps(other)) is None
+
+
+def test_a_background_reviewers_report_is_named_and_no_finding() -> None:
+    """A notification names its agent after other tags (``<task-id>``, ``<status>``): the name
+    is the report's description, so a reviewer's suggestions are left out (git-sync, real)."""
+    from memd.extract.records import report_candidates
+    from memd.ingest.toolcalls import agent_report
+
+    text = (
+        "<task-notification>\n<task-id>adb41db9</task-id>\n<status>completed</status>\n"
+        '<summary>Agent "Efficiency review" came to rest</summary>\n'
+        "<result>## Efficiency Findings\nPushPack allocates a nil slice on every small push."
+        "</result></task-notification>"
+    )
+    call = agent_report(text)
+    assert call is not None and call.args["description"] == "Efficiency review"
+    turn = Turn(uuid="t1", session_id="s1", role="user", text="")
+    assert report_candidates(turn, call.args["description"], call.result) == []
+
+
+def test_a_reviewer_subagents_own_transcript_files_no_finding() -> None:
+    """A subagent's transcript whose prompt asks it to review a change: its closing sections
+    are suggestions (the parent says which it applied), a researcher's are findings."""
+    from memd.models import ToolCall
+
+    def facts(prompt: str) -> list[str]:
+        read = ToolCall(
+            "Read", "file_path: /p/push.go", "t1", {"file_path": "/p/push.go"}, "x", "ok"
+        )
+        turns = [
+            Turn("u1", "s", "user", prompt, cwd="/p", is_sidechain=True),
+            Turn("a1", "s", "assistant", "Reading the diff.", cwd="/p", is_sidechain=True, tools=[read]),
+            Turn("a2", "s", "assistant", "## Efficiency Findings\n\nPushPack allocates a nil "
+                 "slice on every small push in `internal/gitproto/push.go`.\n\n## Verdict\n\n"
+                 "The batching in `chunkRefUpdates` is well structured overall.", cwd="/p",
+                 is_sidechain=True),
+        ]  # fmt: skip
+        cands = HeuristicExtractor().extract(Segment("s", "/p", turns, reason="ingest"))
+        return [c.text for c in cands if c.kind == "fact" and "PushPack" in c.text]
+
+    assert facts("Review a code change in the git-sync repo for EFFICIENCY issues only.") == []
+    assert facts("Find where the push path batches ref updates in the git-sync repo.")
 
 
 def test_the_words_inside_code_names_count_for_relevance() -> None:

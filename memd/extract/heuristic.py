@@ -48,6 +48,7 @@ from memd.extract.records import (
     edited_paths,
     edits,
     files_candidate,
+    is_review,
     plan_candidate,
     report_candidates,
     todo_candidates,
@@ -298,7 +299,8 @@ def work_candidates(
                 out += answer_candidates(turn, call.result)
             elif call.name in ("Task", "Agent", "TaskNotification") and call.status == "ok":
                 out += report_candidates(turn, str(call.args.get("description") or ""), call.result)
-        if not ep.calls:  # in a coding session, a question answered from what was read
+        review = ep.by == "agent" and is_review(ep.request_text)  # a subagent's suggestions
+        if not ep.calls or review:  # in a coding session, a question answered from what was read
             if working and ep.by == "user" and not any(t.uuid in said for t in ep.replies):
                 cand = outcome_candidate(ep, episode_topic(ep), False, False)  # a fact
                 if cand is not None:
@@ -327,9 +329,7 @@ def work_candidates(
     for turn in segment.turns:
         if turn.is_compact_summary:
             out += summary_candidates(turn)
-    hook = hook_candidate(hooks)
-    if hook is not None:
-        out.append(hook)
+    out += [hook for hook in [hook_candidate(hooks)] if hook is not None]
     for cand in out:
         cand.origin = "work"
     return out

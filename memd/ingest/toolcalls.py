@@ -133,13 +133,20 @@ def user_shell(text: str) -> list[ToolCall]:
 _FAILED_RUN = re.compile(r"\b\d+ failed\b|^FAIL\b|\bERROR\b|Traceback \(most recent", re.M)
 
 
+_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
+_AGENT_NAMED = re.compile(r'^Agent "(.+)" (?:came to rest|completed|finished|failed)\b')
+
+
 def agent_report(text: str) -> ToolCall | None:
     """A ``<task-notification>`` (a background subagent came to rest) as a finished call of
     its own, ``TaskNotification``: the subagent's report is the agent's, never the user's."""
     m = _NOTIFICATION.search(text)
     if m is None or not (m.group("result") or "").strip():
         return None
-    summary = _unescape(m.group("summary") or "").strip()
+    said = _SUMMARY.search(text)  # (the notification's own regex skips its optional part)
+    summary = _unescape(said.group(1) if said else "").strip()
+    named = _AGENT_NAMED.match(summary)  # 'Agent "Efficiency review" came to rest'
+    summary = named.group(1) if named else summary
     return ToolCall(
         name="TaskNotification",
         summary=short(summary),
