@@ -25,7 +25,9 @@ at the session's end, then read; ``corrections_heldout17.jsonl`` written blind a
 session 29, its baseline taken on the session's first commit (``7a554c2``), run once blind
 (``34d7598``), then read; ``corrections_heldout18.jsonl`` written blind at the start of session
 30, its baseline taken on the session's first commit (``32c13cd``);
-``corrections_heldout19.jsonl`` written blind in session 30, its baseline taken on ``32c13cd``;
+``corrections_heldout19.jsonl`` written blind in session 30, its baseline taken on ``32c13cd``,
+run once blind (``4a954d1``), then read; ``corrections_heldout20.jsonl`` written blind late in
+session 30, its totals taken at ``32c13cd`` and at the session's end, kept unread;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -89,6 +91,7 @@ SPLITS = {
     "heldout17": ROOT / "tests" / "labelled" / "corrections_heldout17.jsonl",
     "heldout18": ROOT / "tests" / "labelled" / "corrections_heldout18.jsonl",
     "heldout19": ROOT / "tests" / "labelled" / "corrections_heldout19.jsonl",
+    "heldout20": ROOT / "tests" / "labelled" / "corrections_heldout20.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
