@@ -24,8 +24,8 @@ fifteenth was read, its baseline taken on the session's first commit (``8d3c90b`
 at the session's end, then read; ``corrections_heldout17.jsonl`` written blind at the start of
 session 29, its baseline taken on the session's first commit (``7a554c2``), run once blind
 (``34d7598``), then read; ``corrections_heldout18.jsonl`` written blind at the start of session
-30, its baseline taken on the session's first commit (``32c13cd``);
-``corrections_heldout19.jsonl`` written blind in session 30, its baseline taken on ``32c13cd``,
+30, its baseline taken on the session's first commit (``32c13cd``), run once blind (``a460893``),
+then read; ``corrections_heldout19.jsonl`` written blind in session 30, its baseline taken on ``32c13cd``,
 run once blind (``4a954d1``), then read; ``corrections_heldout20.jsonl`` written blind late in
 session 30, its totals taken at ``32c13cd`` and at the session's end, kept unread;
 all by people who had not read the supersession code) holds cases of two types:

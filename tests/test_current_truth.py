@@ -600,6 +600,35 @@ def test_a_value_corrected_within_one_excerpt_is_marked_there(text: str, marked:
     assert out["b"].replaced_by == ""
 
 
+def test_a_change_in_an_excerpt_that_says_no_wait_marks_within_the_session() -> None:
+    """ "No wait, sorry, legal just said 50 MB" and the change made after it, in the same
+    session as the 25 MB it replaces (nineteenth corrected-facts set, read)."""
+    results = [
+        {"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "sources": [{"timestamp": "2024-04-08T10:00:10Z", "session_id": "s2"}],
+         "text": "assistant: Updated multer to `fileSize: 25 * 1024 * 1024`, nginx to `client_max_body_size 25m;`, and the dropzone hint to 'max 25 MB'. Want me to deploy?"},
+        {"id": "b", "project": "p", "kind": "excerpt", "score": 0.8, "sources": [{"timestamp": "2024-04-08T10:00:30Z", "session_id": "s2"}],
+         "text": "user: No wait, sorry, legal just said 50 MB, some scans are huge. / assistant: Changed everything to 50 MB before deploying: multer `fileSize: 50 * 1024 * 1024`, nginx `client_max_body_size 50m;`."},
+    ]  # fmt: skip
+    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+    assert "[until 2024-04-08; now: Changed everything to 50 MB" in out["a"].text
+
+
+def test_a_value_the_replacement_says_is_kept_is_not_marked() -> None:
+    """Staging moves to chart 3.2.0 and the same reply says production keeps 3.1.4
+    (nineteenth corrected-facts set, read): both hold."""
+    results = [
+        {"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "sources": [{"timestamp": "2024-03-04T10:00:10Z", "session_id": "s1"}],
+         "text": "claude: `helm upgrade --install order-service acme/order-service --version 3.1.4 -n prod`，6 个副本就绪。"},
+        {"id": "b", "project": "p", "kind": "excerpt", "score": 0.8, "sources": [{"timestamp": "2024-04-10T10:00:10Z", "session_id": "s2"}],
+         "text": "claude: staging 已升级：`helm upgrade order-service acme/order-service --version 3.2.0 -n staging`。生产保持 3.1.4。"},
+    ]  # fmt: skip
+    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+    assert "[until" not in out["a"].text
+    moved = dict(results[1], text="claude: 生产已升级：`helm upgrade order-service acme/order-service --version 3.2.0 -n prod`。")
+    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in (results[0], moved)], {}, MINILM)}
+    assert "[until 2024-04-10" in out["a"].text
+
+
 def test_a_mark_quotes_what_a_diff_adds() -> None:
     sentence = "已升级到 Go 1.23: ```diff --- a/go.mod +++ b/go.mod -go 1.21 +go 1.23 -FROM golang:1.21.6-alpine AS builder +FROM golang:1.23.2-alpine AS builder ```"
     assert stale.mark_text(sentence, "2024-05-10") == (
@@ -759,6 +788,8 @@ def test_a_mark_quotes_what_a_diff_adds() -> None:
         ('改好了： ```diff -@limiter.limit("120/minute", key_func=api_key_from_header) +@limiter.limit("300/minute", key_func=api_key_from_header) ```', '把装饰器改成了 `@limiter.limit("120/minute", ...)`，即每分钟 120 次，已发布。'),
         ("不换，公司 IM 还是钉钉，飞书只有设计那边在用。", "另外建议把告警通道换成飞书，飞书机器人的卡片可以直接点“认领”。"),
         ("Naive UI 那个迁移不做了，评估下来成本太高，分支删掉吧，继续用 Element Plus。", "在 `feature/naive-ui` 分支上装了 `naive-ui`，把订单列表改成了 `n-data-table`。"),
+        # a command's flag given another value (nineteenth set, read)
+        ("``` $ kafka-topics --bootstrap-server kafka:9092 --alter --topic order-events --partitions 24 ``` All 24 consumers have assignments.", "``` $ kafka-topics --bootstrap-server kafka:9092 --create --topic order-events --partitions 12 --replication-factor 3 ```"),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
@@ -848,6 +879,10 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ('8081 只在 Pod 内用于探针和 Prometheus 抓取（`prometheus.io/port: "8081"`）。', "`application.yml` 里 `server.port: 8080`，Service 把 80 转到 8080，探针走 `/actuator/health`。"),
         ("Naive UI 那个迁移不做了，评估下来成本太高，分支删掉吧，继续用 Element Plus。", "后台管理前端用 Vue 3 + Element Plus 搭一下。"),
         ("No, let's not switch: the team stays on Jenkins.", "Set up the nightly build on Jenkins."),
+        ("Start the frontend with `vite --port 5173`.", "Run the API with `uvicorn app:app --port 8000`."),  # two commands' flags
+        # a day of a date beside a cache's lifetime; a switch before an argument
+        ("腾讯云 CDN 只在 3 月 29 日那次故障切换时用过。", "构建产物上传到 OSS，`static.mulan.cn` 接入阿里云 CDN，带 hash 的文件缓存 1 年。"),
+        ("I re-did the back-merge with `git merge --no-ff release/2024.04`.", "Merge the release branch back into main with a merge commit (`git merge --no-ff release/x.y`)."),
     ],
 )  # fmt: skip
 def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:

@@ -462,3 +462,5 @@ def test_a_reviewers_report_is_no_finding_a_researchers_is() -> None:
     (found,) = report_candidates(turn, "Find where pushes are batched", report)
     assert found.text.startswith("Find where pushes are batched: The push path allocates")
     assert report_candidates(turn, "Audit version wiring end to end", report)  # what it found
+    named = "Look at /Users/dain/workspace/coderabbit-review-helper/extract.py"  # a path's word
+    assert report_candidates(turn, named, report)

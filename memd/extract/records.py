@@ -439,10 +439,11 @@ def report_candidates(turn: Turn, description: str, report: str) -> list[Candida
     return out
 
 
-_REVIEW = re.compile(r"\b(?:review|reviewer|critique)\b|审查|评审", re.I)
+_REVIEW = re.compile(r"(?<![\w./-])(?:review|reviewer|critique)(?![\w./-])|审查|评审", re.I)
 """A subagent asked to review a change reports suggestions, not what holds: read by hand,
 none of its findings was worth a line; the parent agent says which it applied. (An audit
-reports what it found: "Audit version wiring" found a shipping bug.)"""
+reports what it found: "Audit version wiring" found a shipping bug. A path or a name such as
+``coderabbit-review-helper`` asks for no review.)"""
 
 
 def is_review(request: str) -> bool:

@@ -231,8 +231,11 @@ def _replacements(
                 cos = round(_cosine(vectors, active[n].id, old.id), 2)
                 why = current.replaces(nc, oc, cos, model_id)
                 explicit = why.startswith(("retires", "a correction", "calls off")) or bool(
-                    why and cues.CORRECTION.search(nc.text)
-                )  # said as such
+                    why
+                    and (cues.CORRECTION.search(nc.text) or cues.CORRECTION.search(active[n].text))
+                )  # said as such ("No wait, sorry, legal just said 50 MB. … Changed to 50 MB")
+                if why and not explicit and _kept_by(active[n].text, oc, nc):
+                    continue  # "staging 已升级 … 3.2.0。生产保持 3.1.4": both hold
                 if why and (explicit or not same_session(active[n], old)):
                     if not why.startswith("calls off") and _called_off(active, said, n, nc):
                         continue  # its PR was closed unmerged: the older value still holds
@@ -254,6 +257,16 @@ def _corrected_within(
             if why:
                 return (o, claim, why)
     return None
+
+
+def _kept_by(text: str, old: current.Claim, new: current.Claim) -> bool:
+    """Whether the replacement's memory says, beside it, that a value of ``old`` it does not
+    repeat is kept ("生产保持 3.1.4", "staging-eu is unchanged")."""
+    gone = old.values - new.values
+    return any(
+        c.text != new.text and gone & c.values and cues.KEPT.search(c.text)
+        for c in current.claims(text)
+    )
 
 
 def _called_off(active: list[Hit], said: list[str], n: int, claim: current.Claim) -> bool:

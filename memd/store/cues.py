@@ -241,6 +241,7 @@ _DIFF_HINT = re.compile(r"(?:^|\s)\+\s*(?:-\s+)?[\"']?[@A-Za-z_]", re.M)
 SELF_CORRECTION = (
     r"I misspoke|I was wrong|I got (?:it|that) wrong|my mistake|I mis(?:read|typed)"
     r"|I said \S+ but (?:it's|it is|it should be|I meant)|sorry,? I meant"
+    r"|(?:no|oh),? wait\b|scratch that"
 )
 """A speaker correcting what they said before (a change cue, and a correction)."""
 OTHER_CORRECTION = (
@@ -486,7 +487,7 @@ def declined(new: str, old: str) -> str:
 
 KEPT = re.compile(
     r"\b(?:stays?|remains?|still|unchanged|as before|keeps?|kept|stick(?:s|ing)? with"
-    r"|continues? (?:to use|using))\b|照旧|不变|保留|仍然|仍是|还是|保持|不动|继续用|继续使用|沿用|依然|依旧",
+    r"|continues? (?:to use|using))\b|照旧|不变|保留|仍然|仍是|仍在|还是|保持|不动|继续用|继续使用|沿用|依然|依旧",
     re.I,
 )
 """Words that say a value said again still holds ("the frontend stays on 3000")."""

@@ -432,6 +432,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                         return "a change to a new value"  # "上限 10MB" / "上限改为 50MB"
                     if shape(o) == "number" and cues.unit(old.text, o) != cues.unit(new.text, f):
                         continue  # "召回 top 20 后" / "测试了 30 个问题": two things counted
+                    if shape(f) == "number" and _ZH_DATE.search(new.text.replace(f, "#", 1)):
+                        continue  # "3 月 29 日那次故障": a day, not an amount
                 target = cues.switched_to(new.text, f, place=o.startswith("#")) or (
                     shape(o) in ("name", "channel") and cues.now_is(new.text, f)
                 )  # "... to #radar", "our account manager is Tomás now"
@@ -477,6 +479,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     return ""
 
 
+_ZH_DATE = re.compile(r"(?<![\d.])#\s*月\s*\d{1,2}\s*[日号]|(?<![\d.])\d{1,2}\s*月\s*#\s*[日号]")
+"""A number of a date in Chinese (``#`` in its place): "3 月 29 日"."""
 _PARTS = re.compile(r"[-./_:@]")
 """What separates the parts of a value (``staging-eu``, ``eu-central-1``)."""
 _FILE = re.compile(r"^(?!\w+://)[\w./-]+\.(?:go|py|tsx?|jsx?|json|ya?ml|toml|md|rs|rb|exs?)$")

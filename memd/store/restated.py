@@ -88,6 +88,8 @@ def same_key(new: current.Claim, old: current.Claim) -> bool:
 _KEY_BEFORE = re.compile(
     r"([A-Za-z]\w*(?:_\w+|(?:[.-][A-Za-z]\w*)*\.[A-Za-z]\w*-\w+))[\s:=`'\"]+\Z", re.I
 )
+_FLAG_BEFORE = re.compile(r"(--[a-z][\w-]*[a-z])[\s=]+\Z", re.I)
+"""A command's flag just before a number (``--partitions 12``)."""
 _VALUE_GOES_ON = re.compile(r"[\w.-]")
 
 
@@ -95,12 +97,24 @@ _VALUE_GOES_ON = re.compile(r"[\w.-]")
 def _key_before(sentence: str, value: str) -> str:
     """The setting's key written just before ``value`` (``client_max_body_size`` of
     ``client_max_body_size 12m``, ``global.index-url`` of ``pip config set global.index-url
-    https://…``), or ""."""
+    https://…``; a flag with its command, ``kafka-topics --partitions`` of ``$ kafka-topics
+    … --partitions 12``), or ""."""
     for at in cues.places(sentence, value, goes_on=_VALUE_GOES_ON):
         m = _KEY_BEFORE.search(sentence, 0, at)
         if m:
             return m.group(1).casefold()
+        flag = _FLAG_BEFORE.search(sentence, 0, at) if value[:1].isdigit() else None
+        if flag:  # (not `--no-ff release/x.y`: a switch, then an argument)
+            command = _COMMAND.findall(
+                sentence, 0, flag.start()
+            )  # `vite --port` ≠ `uvicorn --port`
+            key = flag.group(1).casefold()
+            return f"{command[-1].casefold()} {key}" if command else key
     return ""
+
+
+_COMMAND = re.compile(r"(?:^|[`$|;&(\n])\s*([A-Za-z][\w.-]*)")
+"""The first word of a command (after a backtick, a prompt's ``$``, a pipe or a line's start)."""
 
 
 _CODE = re.compile(r"```(.*?)(?:```|$)|`([^`]+)`", re.S)
@@ -136,6 +150,20 @@ def keeps(text: str, old: current.Claim) -> bool:
     diff's removed line (``-  key: 100`` beside ``+  key: 250``) gives it no more."""
     if _ADDED.search(text):
         text = _REMOVED.sub("", text)
+    for o in old.values:
+        key = _key_before(old.text, o)
+        if key and _key_before(text, o) == key and _keyed_otherwise(text, key, o):
+            return True
+    return False
+
+
+_WORD = re.compile(r"[\w][\w.:/-]*")
+
+
+def _keyed_otherwise(text: str, key: str, value: str) -> bool:
+    """Whether ``text`` gives ``key`` a value besides ``value`` (two places, two values); a
+    key ``text`` leaves as it was (``--bootstrap-server`` beside a changed ``--partitions``)
+    keeps nothing."""
     return any(
-        (key := _key_before(old.text, o)) and _key_before(text, o) == key for o in old.values
+        value not in w.casefold() and _key_before(text, w) == key for w in set(_WORD.findall(text))
     )
