@@ -624,7 +624,10 @@ def test_a_value_the_replacement_says_is_kept_is_not_marked() -> None:
     ]  # fmt: skip
     out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
     assert "[until" not in out["a"].text
-    moved = dict(results[1], text="claude: 生产已升级：`helm upgrade order-service acme/order-service --version 3.2.0 -n prod`。")
+    moved = dict(
+        results[1],
+        text="claude: 生产已升级：`helm upgrade order-service acme/order-service --version 3.2.0 -n prod`。",
+    )
     out = {r.id: r for r in stale.mark_replaced([hit(r) for r in (results[0], moved)], {}, MINILM)}
     assert "[until 2024-04-10" in out["a"].text
 
