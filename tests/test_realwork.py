@@ -464,3 +464,5 @@ def test_a_reviewers_report_is_no_finding_a_researchers_is() -> None:
     assert report_candidates(turn, "Audit version wiring end to end", report)  # what it found
     named = "Look at /Users/dain/workspace/coderabbit-review-helper/extract.py"  # a path's word
     assert report_candidates(turn, named, report)
+    noun = "Examine extract.py: how inline comments and review body content are processed"
+    assert report_candidates(turn, noun, report)

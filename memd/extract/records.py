@@ -439,11 +439,16 @@ def report_candidates(turn: Turn, description: str, report: str) -> list[Candida
     return out
 
 
-_REVIEW = re.compile(r"(?<![\w./-])(?:review|reviewer|critique)(?![\w./-])|审查|评审", re.I)
+_REVIEW = re.compile(
+    r"^\W*(?:code )?review\b|\breview\W*$|\b(?:code|peer) review\b|\breviewer\b|\bcritique\b"
+    r"|\breview (?:a|the|this|these|my|our|your)\b[^.\n]{0,40}?\b(?:changes?|diff|pr|pull request"
+    r"|patch|commits?|branch|implementation|code)\b|审查|评审",
+    re.I,
+)
 """A subagent asked to review a change reports suggestions, not what holds: read by hand,
 none of its findings was worth a line; the parent agent says which it applied. (An audit
-reports what it found: "Audit version wiring" found a shipping bug. A path or a name such as
-``coderabbit-review-helper`` asks for no review.)"""
+reports what it found: "Audit version wiring" found a shipping bug. "How review body content
+is processed" and a path such as ``coderabbit-review-helper`` ask for no review.)"""
 
 
 def is_review(request: str) -> bool:
