@@ -140,7 +140,8 @@ def project_file_facts(reads: dict[str, list[tuple[str, str]]]) -> list[Candidat
         for text, uuid in seen:
             for item in versions(path, text):
                 pinned[item.removeprefix("dev: ").split(" ", 1)[0]] = (item, uuid)
-            ports = (port_lines(text), uuid) if port_lines(text) else ports
+            lines = port_lines(text)
+            ports = (lines, uuid) if lines else ports
         if pinned:
             items = list(pinned.values())
             shown = ", ".join(item for item, _ in items[:MAX_NAMES])

@@ -105,9 +105,8 @@ def _key_before(sentence: str, value: str) -> str:
             return m.group(1).casefold()
         flag = _FLAG_BEFORE.search(sentence, 0, at) if value[:1].isdigit() else None
         if flag:  # (not `--no-ff release/x.y`: a switch, then an argument)
-            command = _COMMAND.findall(
-                sentence, 0, flag.start()
-            )  # `vite --port` ≠ `uvicorn --port`
+            # the command is part of the key: `vite --port` is no `uvicorn --port`
+            command = _COMMAND.findall(sentence, 0, flag.start())
             key = flag.group(1).casefold()
             return f"{command[-1].casefold()} {key}" if command else key
     return ""
