@@ -74,7 +74,7 @@ def flat(value: object) -> list[str]:
 TEMPLATES = re.compile(
     r"^(?:Plan approved: |Committed |Completed: |TODO: |Files changed for |Last worked on: "
     r"|The git pre-commit hook runs checks that can refuse a commit: |Commands run for "
-    r"|Still failing at the end of the session: )"
+    r"|Still failing at the end of the session: |Versions in |Ports in )"
     r"| Chosen: |(?:^|\. )Ended with: | \(fixed in |\(\+\d+ more\)"
 )
 """The frames of the records' and findings' memories ("Plan approved: <the plan's title>",

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 
 from memd.extract import vocabulary as vocab
 from memd.extract.lintfixes import LintFixes
-from memd.extract.manifests import project_file_facts
+from memd.extract.manifests import PROJECT_FILE, project_file_facts
 from memd.extract.rules import IMPORTANCE, STACK_SAID, is_tentative
-from memd.ingest.toolcalls import PROJECT_FILE
 from memd.models import Candidate, ToolCall, Turn
 
 _PATH = re.compile(r"(?:[\w.~-]*/)*[\w.-]+\.[A-Za-z0-9]{1,8}\b|(?:[\w.-]+/)+[\w.-]+")

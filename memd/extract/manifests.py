@@ -15,6 +15,13 @@ import re
 from memd.extract.rules import IMPORTANCE
 from memd.models import Candidate
 
+PROJECT_FILE = re.compile(
+    r"(?:^|/)(?:package\.json|pyproject\.toml|go\.mod|Cargo\.toml|mix\.exs|Gemfile"
+    r"|requirements[\w-]*\.txt|docker-compose[\w.-]*\.ya?ml|compose\.ya?ml|\.env\.example"
+    r"|config/[\w.-]+\.(?:exs|ya?ml|toml|json|ini)|[\w-]+\.config\.[cm]?[jt]s)$"
+)
+"""A manifest or a configuration file: a read of it keeps 4,000 characters of its text, for
+the versions it pins and the ports it sets (read below)."""
 MAX_NAMES = 12
 MAX_PORT_LINES = 3
 _VENDORED = re.compile(

@@ -14,6 +14,7 @@ from typing import Any
 
 from memd.extract.codenames import code_names
 from memd.extract.lintfixes import suppression_lines
+from memd.extract.manifests import PROJECT_FILE
 from memd.models import ToolCall, Turn
 from memd.text import stopwords
 
@@ -47,13 +48,6 @@ list or dict field is kept as JSON-able data within that many characters of JSON
 RESULT_CHARS = {"Bash": 1200, "Task": 5000, "Agent": 5000, "AskUserQuestion": 800}
 """Characters of a call's result kept (its start and its end); other tools keep 300. A
 subagent's report (Task, Agent) is the finding of the parent session: most of it is kept."""
-PROJECT_FILE = re.compile(
-    r"(?:^|/)(?:package\.json|pyproject\.toml|go\.mod|Cargo\.toml|mix\.exs|Gemfile"
-    r"|requirements[\w-]*\.txt|docker-compose[\w.-]*\.ya?ml|compose\.ya?ml|\.env\.example"
-    r"|config/[\w.-]+\.(?:exs|ya?ml|toml|json|ini)|[\w-]+\.config\.[cm]?[jt]s)$"
-)
-"""A manifest or a configuration file: a read of it keeps 4,000 characters of its text, for
-the versions it pins and the ports it sets (:mod:`memd.extract.manifests`)."""
 USER_SHELL_ID = "user-shell"
 """The id of a command the user ran in Claude Code's shell mode; its output joins it."""
 _SHELL_PART = re.compile(r"<bash-(input|stdout|stderr)>(.*?)(?:</bash-\1>|\Z)", re.DOTALL)
