@@ -303,6 +303,40 @@ CASES: list[dict[str, Any]] = [
         "current": ["风控组"],
         "stale": ["测试组"],
     },
+    {  # corrected by the user in the same session (session 30, written for this test)
+        "name": "locale, corrected in the same session",
+        "sessions": [
+            ("2026-02-12", [
+                ("user", "Set up next-intl on the docs site."),
+                ("assistant", "Added `src/i18n.ts` with `defaultLocale = 'de-DE'` and `messages/de-DE.json`."),
+            ]),
+            ("2026-04-22", [
+                ("user", "Why do new visitors see English dates?"),
+                ("assistant", "They should get the default locale, which is de-DE, so dates render as 22.04.2026."),
+                ("user", "No, that's wrong — we switched the default to de-AT when the Vienna office opened."),
+                ("assistant", "You're right, `src/i18n.ts` on main has `defaultLocale = 'de-AT'`; the date bug was a hard-coded fallback, fixed."),
+            ]),
+        ],
+        "question": "Which default locale does the docs site use?",
+        "current": ["de-AT"],
+        "stale": ["de-DE"],
+    },
+    {  # a diff's line given another value (session 30, written for this test)
+        "name": "过期时间，改在 diff 里",
+        "sessions": [
+            ("2026-01-11", [
+                ("user", "登录接口签发 JWT。"),
+                ("assistant", "在 `app/auth/tokens.py` 里 `ACCESS_TOKEN_EXPIRE = timedelta(hours=2)`，access token 有效期 2 小时。"),
+            ]),
+            ("2026-02-24", [
+                ("user", "安全审计说有效期太长，缩短一下。"),
+                ("assistant", "改动如下：\n```diff\n-ACCESS_TOKEN_EXPIRE = timedelta(hours=2)\n+ACCESS_TOKEN_EXPIRE = timedelta(minutes=15)\n```\n前端拦截器会静默刷新。"),
+            ]),
+        ],
+        "question": "access token 现在多久过期？",
+        "current": ["minutes=15"],
+        "stale": ["hours=2"],
+    },
 ]  # fmt: skip
 MARK = re.compile(r"\[until \d{4}-\d\d-\d\d|\[may be outdated: \d{4}-\d\d-\d\d says ")
 
