@@ -125,7 +125,7 @@ def test_a_job_the_prompt_names_is_the_subject() -> None:
     new = "assistant: Added an integration job to the GitHub Actions workflow."
     out = disputed.mark_disputed(results(old, new), "What CI do our builds run on now?")
     assert (
-        "Jenkins (ci.acme.local) [may be outdated: 2026-02-12 says github-actions]"
+        "Jenkins (ci.acme.local) [may be outdated: 2026-02-12 says GitHub Actions]"
         in (marked(out)["old"])
     )
     out = disputed.mark_disputed(results(old, new), "Where do the builds run?")
@@ -225,7 +225,7 @@ def test_two_handles_are_two_answers_to_who() -> None:
         # a naming style, a runtime, an image registry, a Chinese owner
         ("user: 返回字段按规范用下划线命名，json tag 用 snake_case。",
          "user: API 规范 v2 出来了，新接口字段一律用驼峰。",
-         "写新接口的时候，字段名按什么风格来？", "camelcase"),
+         "写新接口的时候，字段名按什么风格来？", "驼峰"),
         ("assistant: deploy.sh rsyncs the build and runs `supervisorctl restart report-svc`.",
          "assistant: Ran `kubectl rollout undo deployment/report-svc -n prod`; 3 pods are Ready.",
          "report-svc 现在跑在什么上面？", "kubectl"),
@@ -329,3 +329,49 @@ def test_a_reviewer_added_beside_the_first_is_one_more() -> None:
         (m.group("before"), m.group("after"))
         for m in disputed._OWNER_EN.finditer("The owner is Marcus.")
     ] == [("The", None), (None, "Marcus")]  # "The" is no name: left out where it is read
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "question", "says"),
+    [
+        (
+            "assistant: Added `src/lib/api.ts`: `export const api = axios.create({ baseURL })`.",
+            "assistant: `api` is the shared `ofetch.create({ baseURL, retry: 3 })` instance.",
+            "Which HTTP library is the storefront's shared API client built on?",
+            "ofetch",
+        ),
+        (
+            "assistant: Used SendGrid via `@sendgrid/mail` for the password reset email.",
+            "assistant: The notifier sends through Postmark; staging used its test token.",
+            "Which email provider does the notifier send password reset emails through?",
+            "Postmark",
+        ),
+        (
+            "assistant: 用了 Element Plus，配合 `ElementPlusResolver` 按需引入。",
+            "assistant: 3 月份的 PR #412 换成了 Naive UI，`ProTable.vue` 已重写。",
+            "管理端用的 UI 组件库是哪个？",
+            "Naive UI",
+        ),
+        (
+            "assistant: 用 `tencentcloud` provider 管理 DNSPod 上 `quanshu.com` 的记录。",
+            "assistant: 域名的 NS 已经切到 Cloudflare 了，solver 也改了。",
+            "主域名的 DNS 解析现在托管在哪家？",
+            "Cloudflare",
+        ),
+        (
+            'assistant: The Dockerfile sets `ENV JAVA_OPTS="-Xms1g -Xmx2g"` and a healthcheck.',
+            "assistant: `docker inspect` shows `JAVA_OPTS=-Xms2g -Xmx6g`: a 6 GB max heap.",
+            "What max heap size is reporting-service running with?",
+            "Xmx6g",
+        ),
+    ],
+)
+def test_tools_of_a_common_job_the_prompt_names_are_two_answers(
+    old: str, new: str, question: str, says: str
+) -> None:
+    """An HTTP client, an email provider, a component library, a DNS host: jobs a developer asks
+    about by name, whose tools memd knows; and a JVM's maximum heap."""
+    out = marked(disputed.mark_disputed(results(old, new), question))
+    assert f"[may be outdated: 2026-02-12 says {says}]" in out["old"]
+    several = f"{question} 分别" if "？" in question else f"{question} And the admin app's?"
+    assert marked(disputed.mark_disputed(results(old, new), several))["old"] == old

@@ -56,7 +56,7 @@ _KINDED = re.compile(
     r"(?<![\w.])\d+(?:[.:]\d+)*\s?[a-z%]|\b[a-z]{2}-[a-z]+-\d\b|\b(?:cn|ap|us|eu)-[a-z]+"
     r"|\w\.[\w-]+\.[a-z]{2,}\b|\w:\w|\b[a-z][a-z0-9]*(?:[-_][a-z][a-z0-9]*)*[-_]\d|\bport|端口"
     r"|(?<![\w.])@[a-z]|负责人|值班|对接人|on[- ]call|\bowner\b|in charge|\bowns\b"
-    r"|\b(?:takes|took|taken) over|负责|接手|更新成",
+    r"|\b(?:takes|took|taken) over|负责|接手|更新成|-Xmx\d",
     re.IGNORECASE,
 )
 """What a text with a value of a kind holds: a number with a unit or a time, a region, a host,
@@ -94,6 +94,8 @@ def _about(near: frozenset[str], stems: frozenset[str], pairs: frozenset[str]) -
     return not near.isdisjoint(stems) or not _pairs(near).isdisjoint(pairs)
 
 
+_MAX_HEAP = re.compile(r"^-?xmx\d+[kmgt]?$", re.I)
+"""A JVM's maximum heap flag, as a claim's value ("xmx2g" of ``-Xmx2g``)."""
 _MAJOR = re.compile(r"^v\d+$")
 """A version's family (:func:`families.family`: "v18" for 18.19.0)."""
 _KIND_ASKED = {
@@ -103,6 +105,7 @@ _KIND_ASKED = {
     "person": re.compile(r"\bwho(?:m|se)?\b|谁", re.I),
     "day": synonyms.DAY_ASKED,
     "registry": synonyms.REGISTRY_ASKED,
+    "heap": re.compile(r"\b(?:max(?:imum)? )?heap\b|-?xmx|堆内存|最大堆", re.I),
 }
 """Kinds of value a prompt asks for by name: every value of the kind answers it, whatever
 the words beside it ("Which AWS region ...?": `region = "eu-central-1"`)."""
@@ -172,6 +175,8 @@ def _kinds(sentence: str, value: str) -> frozenset[str]:
         kinds.add("registry")  # .npmrc's registry.npmmirror.com, later 私有源 npm.acme-inc.cn
     if _HANDLE.match(value):
         kinds.add("person")  # CODEOWNERS' @priya-s, later @marcus-lee
+    if _MAX_HEAP.match(value):
+        kinds.add("heap")  # JAVA_OPTS' -Xmx2g, later -Xmx6g
     if _REGION.match(value):
         kinds.add("region")
     elif _TIME.match(value):
@@ -314,6 +319,9 @@ def _as_written(text: str, value: str) -> str:
     """``value`` as ``text`` spells it (claims fold their values: "dynamodb"), as a name
     where it is one ("Drone", not ".drone.yml")."""
     found = [m.group(0) for m in re.finditer(re.escape(value), text, re.IGNORECASE)]
+    if not found:  # a tool written in two words or in Chinese: "Naive UI", "神策"
+        phrases = (p for p, tool in roles.PHRASES.items() if tool == value)
+        found = [m.group(0) for p in phrases for m in re.finditer(re.escape(p), text, re.I)]
     return next((f for f in found if f[:1].isupper()), found[0] if found else value)
 
 

@@ -72,6 +72,43 @@ ROLES: dict[str, tuple[str, ...]] = {
     ),
     "secrets": _listed("vault secretsmanager secretmanager keyvault doppler infisical sops"),
     "cdn": _listed("cloudflare fastly akamai cloudfront bunnycdn"),
+    "http client": _listed(
+        "axios ofetch fetch got ky superagent node-fetch undici requests httpx aiohttp urllib3 "
+        "okhttp retrofit alamofire guzzle faraday reqwest resty"
+    ),
+    "email provider": _listed(
+        "sendgrid postmark mailgun ses mandrill sparkpost resend mailjet brevo sendinblue "
+        "mailchimp smtp2go"
+    ),
+    "analytics": _listed(
+        "posthog mixpanel amplitude segment plausible umami matomo heap "
+        "google-analytics ga4 sensorsdata umeng growingio"
+    ),
+    "component library": _listed(
+        "element-plus element-ui naive-ui antd ant-design-vue vuetify quasar primevue "
+        "primereact mui chakra mantine shadcn vant arco-design tdesign headlessui radix"
+    ),
+    "icons": _listed(
+        "font-awesome fontawesome heroicons lucide lucide-react feather tabler phosphor iconify "
+        "remixicon ionicons material-icons bootstrap-icons"
+    ),
+    "dns": _listed("dnspod cloudflare route53 alidns godaddy namecheap gandi ns1 porkbun"),
+    "auth provider": _listed("auth0 okta cognito keycloak clerk authing casdoor"),
+    "payments": _listed("stripe paddle braintree adyen paypal alipay wechatpay"),
+    "orm": _listed(
+        "sqlalchemy prisma typeorm sequelize drizzle gorm ent hibernate mybatis activerecord "
+        "peewee tortoise mikro-orm kysely"
+    ),
+    "state management": _listed("redux zustand mobx pinia vuex recoil jotai valtio xstate"),
+    "garbage collector": _listed(
+        "g1gc zgc shenandoah useg1gc usezgc useshenandoahgc useparallelgc useserialgc"
+    ),
+    "alerting": _listed("pagerduty opsgenie flashduty victorops grafana-oncall"),
+    "sms provider": _listed("twilio vonage nexmo messagebird plivo"),
+    "logging library": _listed(
+        "pino winston bunyan loguru structlog zap zerolog logrus slf4j log4j logback"
+    ),
+    "chat": _listed("slack discord teams mattermost feishu lark dingtalk wecom rocketchat zulip"),
 }
 """Each job and the tools commonly used for it (lower case, as :mod:`similar` folds them)."""
 
@@ -93,6 +130,23 @@ PHRASES = {
     "secrets manager": "secretsmanager",
     "secret manager": "secretmanager",
     "key vault": "keyvault",
+    "element plus": "element-plus",
+    "element ui": "element-ui",
+    "naive ui": "naive-ui",
+    "ant design": "antd",
+    "font awesome": "font-awesome",
+    "material icons": "material-icons",
+    "google analytics": "google-analytics",
+    "route 53": "route53",
+    "microsoft teams": "teams",
+    "神策": "sensorsdata",
+    "友盟": "umeng",
+    "飞书": "feishu",
+    "钉钉": "dingtalk",
+    "企业微信": "wecom",
+    "支付宝": "alipay",
+    "微信支付": "wechatpay",
+    "阿里云解析": "alidns",
 }
 """Tools written as two words, and the name :data:`ROLES` knows them by."""
 
@@ -105,7 +159,9 @@ for _role, _tools in ROLES.items():
 WORDS = frozenset(
     _listed(
         "go rust swift flow solid express drone helm nano react bun arch nats pulsar ruby nose2 "
-        "uv pip tsc npm fly render railway cursor r2 cos oss vault"
+        "uv pip tsc npm fly render railway cursor r2 cos oss vault fetch got ky ses segment "
+        "heap plausible amplitude resend feather phosphor zap teams slack discord lark stripe "
+        "paddle clerk chakra quasar radix drizzle ent recoil requests"
     )
 )
 """Tools whose name is also an everyday word (or too short to tell): a value only when
@@ -260,6 +316,29 @@ _ASKED = {
     "operating system": r"operating systems?|\bos\b|操作系统|什么系统",
     "secrets": r"secrets?(?: manag(?:er|ement)| stores?)?|密钥|凭据|凭证",
     "cdn": r"cdns?|content delivery|边缘缓存",
+    "http client": r"http (?:client|library|lib)s?|request librar(?:y|ies)|请求库|http ?库",
+    "email provider": (
+        r"e-?mail (?:provider|service|vendor|api|gateway)s?|transactional e-?mails?"
+        r"|邮件服务|邮件推送|发(?:送)?邮件(?:用|走|通过)"
+    ),
+    "analytics": r"(?:product |web |event )?analytics|event tracking|埋点|(?:数据)?分析工具|统计工具",
+    "component library": r"component librar(?:y|ies)|ui kit|组件库",
+    "icons": r"icon (?:librar(?:y|ies)|sets?|packs?|fonts?)|(?:which|what) icons|图标",
+    "dns": r"\bdns\b|name ?servers?|域名解析|解析记录",
+    "auth provider": (
+        r"auth(?:entication)? (?:provider|service)s?|identity provider|\bsso\b|单点登录|认证服务"
+    ),
+    "payments": r"payment (?:provider|processor|gateway|service)s?|支付(?:渠道|服务|网关|通道)",
+    "orm": r"\borms?\b|数据库访问(?:层|框架)",
+    "state management": r"state (?:management|manager|library)|状态管理",
+    "garbage collector": r"garbage collect(?:or|ion)|\bgc\b|垃圾回收",
+    "alerting": (
+        r"on-?call (?:tool|platform|schedul\w*|rotation)s?|paging|incident management"
+        r"|alert(?:ing)? (?:platform|tool|routing)s?|告警(?:平台|系统|工具|通道)|值班|排班"
+    ),
+    "sms provider": r"\bsms\b|短信(?:服务|通道|平台)?",
+    "logging library": r"logging (?:library|framework|lib)s?|日志库",
+    "chat": r"chat (?:tool|app|platform)s?|team chat|notification channel|通知渠道|办公(?:软件|IM)",
 }
 
 
