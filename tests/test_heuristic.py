@@ -398,6 +398,7 @@ def test_commit_rules_and_follow_ups_that_are_meant(sentence: str, kind: str) ->
     [
         ("Please, make a simple list, with concise root cause so I can understand.", "user"),
         ("帮我查一下这次超时的根本原因。", "user"),
+        ("打算把所有接口迁到 /api/v2 前缀，顺便把响应结构统一一下，先出个方案。", "user"),  # a plan
         ("Now the Next Steps section.", "assistant"),
     ],
 )

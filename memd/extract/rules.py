@@ -148,7 +148,7 @@ PREFERENCE = _rx(
     r"\bplease (?:use|always|never|don't|do not|keep|write|prefer|avoid)\b",
     r"^(?:use|keep|write|put|name|prefer)\b.{3,200},? please[.!]?$|\bno more \w+|\b\w+, ever\b",
     r"\bI'd rather\b|\bprefer \S+ (?:over|to)\b",
-    r"不要|别用|统一|必须|偏好|一律|总是|永远不要|务必|请用|请使用|习惯用|喜欢用|禁止",
+    r"不要|别用|统一(?!一下|下)|必须|偏好|一律|总是|永远不要|务必|请用|请使用|习惯用|喜欢用|禁止",
 )
 _SCOPE = _rx(
     r"\b(?:everywhere|from now on|going forward|by default|in this (?:codebase|project|repo)"
