@@ -27,7 +27,9 @@ session 29, its baseline taken on the session's first commit (``7a554c2``), run 
 30, its baseline taken on the session's first commit (``32c13cd``), run once blind (``a460893``),
 then read; ``corrections_heldout19.jsonl`` written blind in session 30, its baseline taken on ``32c13cd``,
 run once blind (``4a954d1``), then read; ``corrections_heldout20.jsonl`` written blind late in
-session 30, its totals taken at ``32c13cd`` and at the session's end, kept unread;
+session 30, its totals taken at ``32c13cd`` and at the session's end, kept unread, run once
+blind in session 31; ``corrections_heldout21.jsonl`` written blind at the start of session 31,
+its totals taken on the session's first commit (``2477a11``);
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -92,6 +94,7 @@ SPLITS = {
     "heldout18": ROOT / "tests" / "labelled" / "corrections_heldout18.jsonl",
     "heldout19": ROOT / "tests" / "labelled" / "corrections_heldout19.jsonl",
     "heldout20": ROOT / "tests" / "labelled" / "corrections_heldout20.jsonl",
+    "heldout21": ROOT / "tests" / "labelled" / "corrections_heldout21.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
