@@ -35,11 +35,12 @@ ROLES: dict[str, tuple[str, ...]] = {
     ),
     "cache": _listed("redis memcached valkey"),
     "message queue": _listed(
-        "rabbitmq kafka sqs nats celery sidekiq pulsar redis rocketmq activemq"
+        "rabbitmq kafka sqs nats celery sidekiq pulsar redis rocketmq activemq dramatiq rq huey "
+        "arq bullmq resque"
     ),
     "ci": _listed("jenkins circleci travis github-actions gitlab buildkite drone"),
     "containers": _listed("docker podman kubernetes helm nomad"),
-    "bundler": _listed("vite webpack esbuild rollup parcel turbopack"),
+    "bundler": _listed("vite webpack esbuild rollup parcel turbopack rsbuild rspack vue-cli"),
     "build tool": _listed("gradle gradlew maven mvn mvnw bazel sbt cmake"),
     "hosting": _listed(
         "heroku fly fly.io render vercel netlify railway digitalocean fargate ecs hetzner"
@@ -109,6 +110,15 @@ ROLES: dict[str, tuple[str, ...]] = {
         "pino winston bunyan loguru structlog zap zerolog logrus slf4j log4j logback"
     ),
     "chat": _listed("slack discord teams mattermost feishu lark dingtalk wecom rocketchat zulip"),
+    "rich text editor": _listed(
+        "tiptap wangeditor quill tinymce ckeditor prosemirror slate lexical draft-js editorjs"
+    ),
+    "pdf library": _listed(
+        "weasyprint pdfkit wkhtmltopdf reportlab xhtml2pdf fpdf pdfmake jspdf gotenberg"
+    ),
+    "api docs": _listed(
+        "springfox springdoc swagger-ui redoc swashbuckle drf-spectacular drf-yasg flasgger"
+    ),
 }
 """Each job and the tools commonly used for it (lower case, as :mod:`similar` folds them)."""
 
@@ -259,7 +269,7 @@ _ASKED = {
     "package manager": (
         r"package[- ]?managers?|dependency managers?|install(?:ing)? (?:the )?dependencies"
         r"|add(?:ing)? (?:a |new )?dependenc(?:y|ies)|加(?:个|一个)?依赖|添加依赖"
-        r"|包管理|装依赖|安装依赖|依赖管理|管依赖"
+        r"|包管理|装依赖|安装依赖|依赖管理|管依赖|依赖.{0,8}管理"
     ),
     "linter": r"linters?|linting|lint|(?:跑|做)(?:什么|哪些)检查|代码检查",
     "formatter": r"formatters?|formatting|code style|格式化",
@@ -274,11 +284,14 @@ _ASKED = {
         r"|data ?stores?|数据库|数据存储|(?:放|存)在哪(?:里|儿)?|哪些存储|什么存储|存储依赖"
     ),
     "cache": r"cach(?:e|es|ing)|缓存|(?:放|存)在哪(?:里|儿)?",
-    "message queue": r"message (?:queue|broker|bus)(?:es|s)?|queues?|消息队列|消息中间件|消息总线",
+    "message queue": (
+        r"message (?:queue|broker|bus)(?:es|s)?|queues?|消息队列|消息中间件|消息总线"
+        r"|background (?:jobs?|tasks?|workers?)|async(?:hronous)? tasks?|后台任务|异步任务|任务队列"
+    ),
     "ci": r"\bci\b|continuous integration|持续集成|流水线|构建结果|build (?:results?|status)",
     "containers": r"containers?|container runtime|orchestrat(?:ion|or)|容器|编排",
     "feature flags": r"feature[- ](?:flags?|toggles?)|功能开关|灰度开关",
-    "bundler": r"bundlers?|bundl(?:es|ed|ing)|build tool|打包工具",
+    "bundler": r"bundlers?|bundl(?:es|ed|ing)|build tool|打包工具|构建工具",
     "build tool": r"build (?:tool|system)s?|构建工具|构建系统|什么工具构建|用什么构建",
     "hosting": (
         r"hosted|hosting|host(?:ed)? on|deployed (?:on|to)|(?:gets?|is|are) deployed|deploys? to"
@@ -339,6 +352,9 @@ _ASKED = {
     "sms provider": r"\bsms\b|短信(?:服务|通道|平台)?",
     "logging library": r"logging (?:library|framework|lib)s?|日志库",
     "chat": r"chat (?:tool|app|platform)s?|team chat|notification channel|通知渠道|办公(?:软件|IM)",
+    "rich text editor": r"rich[- ]text(?: editor)?|wysiwyg|富文本",
+    "pdf library": r"\bpdfs?\b",
+    "api docs": r"swagger|openapi|api (?:docs|documentation)|接口文档",
 }
 
 
