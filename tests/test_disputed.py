@@ -375,3 +375,21 @@ def test_tools_of_a_common_job_the_prompt_names_are_two_answers(
     assert f"[may be outdated: 2026-02-12 says {says}]" in out["old"]
     several = f"{question} 分别" if "？" in question else f"{question} And the admin app's?"
     assert marked(disputed.mark_disputed(results(old, new), several))["old"] == old
+
+
+def test_a_shell_session_an_excerpt_ran_together_gives_its_commands_values() -> None:
+    """An excerpt folds a code block's lines into one: each command is read on its own, so the
+    heap ``kubectl set env`` gave is an answer (twentieth set, read)."""
+    old = "assistant: 在 `deploy/order-service.yaml` 里：`JAVA_OPTS` 是 `-Xms2g -Xmx2g -XX:+UseG1GC`。"
+    new = (
+        "assistant: 已执行： ``` $ kubectl -n prod set resources deploy/order-service"
+        " --limits=memory=4Gi --requests=memory=4Gi deployment.apps/order-service resource"
+        ' requirements updated $ kubectl -n prod set env deploy/order-service JAVA_OPTS="-Xms3g'
+        ' -Xmx3g -XX:+UseG1GC -XX:MaxGCPauseMillis=200 -XX:+HeapDumpOnOutOfMemoryError"'
+        " deployment.apps/order-service env updated $ kubectl -n prod rollout status"
+        " deploy/order-service ```"
+    )
+    out = marked(
+        disputed.mark_disputed(results(old, new), "订单服务生产环境 JVM 最大堆现在是多少？")
+    )
+    assert "[may be outdated: 2026-02-12 says Xmx3g]" in out["old"]

@@ -273,9 +273,14 @@ def _pieces(text: str) -> list[str]:
     for raw in _SENTENCE.split(text):
         if len(raw) <= MAX_CLAIM or "```" not in raw:
             out.append(raw)
-        else:
-            out += [p for p in raw.split("```") if p.strip()]
-    return out
+            continue
+        for part in raw.split("```"):  # a shell session run together: a command each
+            out += [p for p in (_PROMPT.split(part) if len(part) > MAX_CLAIM else [part])]
+    return [p for p in out if p.strip()]
+
+
+_PROMPT = re.compile(r"(?<=\s)(?=\$ \S)")
+"""Where a command starts in a shell session whose lines an excerpt ran together."""
 
 
 _SLOT_TOKEN = re.compile(r"[\w#@][\w.:/#@+-]*")
