@@ -827,6 +827,8 @@ def test_a_mark_quotes_what_a_diff_adds() -> None:
         ("Naive UI 那个迁移不做了，评估下来成本太高，分支删掉吧，继续用 Element Plus。", "在 `feature/naive-ui` 分支上装了 `naive-ui`，把订单列表改成了 `n-data-table`。"),
         # a command's flag given another value (nineteenth set, read)
         ("``` $ kafka-topics --bootstrap-server kafka:9092 --alter --topic order-events --partitions 24 ``` All 24 consumers have assignments.", "``` $ kafka-topics --bootstrap-server kafka:9092 --create --topic order-events --partitions 12 --replication-factor 3 ```"),
+        # a diff of a path's owner (twentieth set, read)
+        ("Priya moves to the data team and Tomasz takes over billing. Updated: ```diff -/services/billing/ @priya-raman +/services/billing/ @tkowalczyk ```", "I added `/services/billing/ @priya-raman` to `.github/CODEOWNERS`, so she's auto-requested."),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
@@ -920,6 +922,10 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         # a day of a date beside a cache's lifetime; a switch before an argument
         ("腾讯云 CDN 只在 3 月 29 日那次故障切换时用过。", "构建产物上传到 OSS，`static.mulan.cn` 接入阿里云 CDN，带 hash 的文件缓存 1 年。"),
         ("I re-did the back-merge with `git merge --no-ff release/2024.04`.", "Merge the release branch back into main with a merge commit (`git merge --no-ff release/x.y`)."),
+        # a share beside a count; "redirected to"; deleted rows (twentieth set, read)
+        ("MySQL 主库在报表时段的 CPU 从 85% 降到了 35%，交易链路的 P99 也恢复正常了。", "订单服务连的是 MySQL 8.0 主库 `order_db`，HikariCP `maximum-pool-size` 只有 10。"),
+        ("QA 说在预发上登录跳转到测试环境去了。", "前端的 .env 配一下测试环境的接口地址。"),
+        ("The Sunday full reindex still runs, because it cleans up deleted products.", "It builds a new index, then switches the `products` alias, so there's no downtime."),
     ],
 )  # fmt: skip
 def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:

@@ -60,6 +60,7 @@ RETIRED = [
     ),
     re.compile(
         r"(?<!never )(?<!not )(?<!n't )(?<!was )(?<!were )(?<!been )(?<!be )(?<!is )"
+        r"(?<!up )(?<!of )(?<!the )(?<!for )(?<!with )(?<!all )(?<!any )(?<!-)"  # "deleted rows"
         rf"\b(?:removed|deleted|dropped|uninstalled|decommissioned)\s+(?:the\s+)?`?(?P<v>{V})`?"
         r"(?=[\s,;.]|$)(?!\s+(?:test|tests|call|calls|line|lines|check|checks|import|imports)\b)",
         re.I,
@@ -235,7 +236,7 @@ def retired(sentence: str) -> set[str]:
     }
 
 
-_DIFF_HINT = re.compile(r"(?:^|\s)\+\s*(?:-\s+)?[\"']?[@A-Za-z_]", re.M)
+_DIFF_HINT = re.compile(r"(?:^|\s)\+\s*(?:-\s+)?[\"']?[@A-Za-z_/]", re.M)
 
 
 SELF_CORRECTION = (
@@ -280,7 +281,7 @@ CUE = re.compile(
     r"|现在|改为|改成|改用|改了|换成|换为|换到|切换|迁移|迁到|不再|离职|跳槽|回滚|退回|搬到|调到|调成|"
     r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从|已经是|已是|已经换|已经改|"
     r"其实是|看错|说错|记错|搞错|写错|设为|设成|统一用|统一为|统一成|重建|定在|改在|推迟到|提前到|"
-    r"新地址|新域名|新端口|新路径|新的地址|以后都|以后就|今后|往后|指向|指到|对齐到|接下来|调整为|调为|转到|转用|"
+    r"新地址|新域名|新端口|新路径|新的地址|以后都|以后就|今后|往后|指向|指到|对齐到|接下来|调整为|调为|(?<!跳)转到|转用|"
     r"回退|恢复成|恢复为|改回|换回|用回|退回到",
     re.I,
 )
@@ -379,7 +380,9 @@ _UNITS = {"time": "秒分钟小时天周月年", "count": "个条次台核人件
 
 def unit(sentence: str, value: str) -> str:
     """What the number ``value`` counts in ``sentence``, by the Chinese unit right after it:
-    "time" ("14 天", "2 小时"), "count" ("30 个问题"), or "" (none)."""
+    "time" ("14 天", "2 小时"), "count" ("30 个问题"), "percent" ("85%"), or "" (none)."""
+    if re.search(rf"(?<![\w.]){re.escape(value)}\s*[%％]", sentence):
+        return "percent"  # "CPU 从 85% 降到了 35%" is no pool's "只有 10"
     m = re.search(rf"(?<![\w.]){re.escape(value)}\s*([{CJK}])", sentence)
     return next((k for k, chars in _UNITS.items() if m and m.group(1) in chars), "")
 
