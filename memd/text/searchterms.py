@@ -125,6 +125,10 @@ _IDENTIFIER = re.compile(
 A path or a hyphenated word stays whole within one language ("export" does not meet
 "/api/export"; :mod:`memd.recall.crossterms` splits those for a prompt in the other one)."""
 _PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+"""A lower-case letter before a capital: every code name of :data:`_IDENTIFIER` holds one or an
+underscore. Looking for those first spares most texts the full search, which backtracks at
+every letter (~5 against ~40 µs on a memory's text)."""
 
 
 @lru_cache(maxsize=8192)
@@ -134,6 +138,8 @@ def subword_terms(text: str) -> frozenset[str]:
     ``traces_exporter`` trace, exporter. A prompt says "a map error" where the memory wrote
     the exception's name."""
     out: set[str] = set()
+    if "_" not in text and _CAMEL.search(text) is None:
+        return frozenset(out)
     for name in _IDENTIFIER.findall(text):
         for part in _PART.findall(name):
             term = _word_term(part.lower())
