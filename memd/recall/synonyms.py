@@ -157,17 +157,11 @@ def _tool_terms(tools: tuple[str, ...]) -> frozenset[str]:
     )
 
 
-@lru_cache(maxsize=1024)
-def _asked_jobs(query: str) -> tuple[tuple[str, tuple[str, ...], str], ...]:
-    """:func:`roles.asked`, once per prompt (recall asks it of every candidate)."""
-    return tuple(roles.asked(query))
-
-
 def asks_for(query: str) -> bool:
     """Whether ``query`` asks for a job's tool, a person's one-value fact, a port or a
     version by name."""
     return bool(
-        _asked_jobs(query)
+        roles.asked(query)
         or personal.asked(query)
         or PORT_ASKED.search(query)
         or VERSION_ASKED.search(query)
@@ -263,7 +257,7 @@ def answers(
     Recall counts such a memory relevant."""
     if any(key in personal.slots(text) for key, _ in personal.asked(query)):
         return True
-    jobs = _asked_jobs(query)
+    jobs = roles.asked(query)
     if any(not have.isdisjoint(_tool_terms(tools)) for _, tools, _ in jobs):
         return True
     if jobs and "." in text:  # "org.apache.rocketmq.client...", "https://sqs.eu-west-1..."
