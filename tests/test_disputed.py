@@ -393,3 +393,33 @@ def test_a_shell_session_an_excerpt_ran_together_gives_its_commands_values() -> 
         disputed.mark_disputed(results(old, new), "订单服务生产环境 JVM 最大堆现在是多少？")
     )
     assert "[may be outdated: 2026-02-12 says Xmx3g]" in out["old"]
+
+
+def test_the_mark_is_the_same_whatever_the_hash_seed() -> None:
+    """Two values of one kind said on one day: which one the mark quotes was the order of a
+    set, so it changed from one daemon start to the next (nineteenth set, c19-en-08)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.path.insert(0, 'tests')\n"
+        "from test_disputed import results\n"
+        "from memd.recall import disputed\n"
+        "old = 'assistant: Upgraded with `helm upgrade ingress-nginx --version 4.8.3` (controller 1.9.4).'\n"
+        "new = 'assistant: `helm list` shows CHART ingress-nginx-4.10.0, APP VERSION 1.10.0; "
+        "upgraded on May 2 to 4.10.0.'\n"
+        "q = 'Which ingress-nginx Helm chart version is deployed in the prod cluster?'\n"
+        "print([r.text for r in disputed.mark_disputed(results(old, new), q)][0])\n"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(outs) == 1
+    assert "[may be outdated: 2026-02-12 says" in outs.pop()

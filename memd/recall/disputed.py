@@ -217,7 +217,7 @@ def _values(text: str, versions: bool = False) -> tuple[Value, ...]:
         return ()  # (one search spares reading the claims of most texts)
     out = []
     for c in current.claims(text):
-        for value in c.values:
+        for value in sorted(c.values):  # (a set: in one order, whatever the hash seed)
             kinds = _kinds(c.text, value)
             if versions and any(_MAJOR.match(k) for k in kinds):
                 kinds |= {"version"}
@@ -274,9 +274,9 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
             if not (asked or _about(near, stems, pairs)):
                 continue
             subject = (stems | near, pairs | _pairs(near))
-            newer = [
-                (said[new.id], new, other)
-                for kind in kinds
+            newer = [  # (the newest first; of one day, one said beside the prompt's words)
+                (said[new.id], _about(around, stems, pairs), new, other)
+                for kind in sorted(kinds)
                 for new, other, around in by_kind[kind]
                 if said[new.id] > said[old.id]
                 and current.fold(other) != current.fold(value)
@@ -288,7 +288,7 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
             ]
             if not newer:
                 continue
-            date, new, other = max(newer, key=lambda n: n[0])
+            date, _, new, other = max(newer, key=lambda n: n[:2])
             if any(said[h.id] >= date and _names(h.memory.text, value) for h in hits):
                 continue  # said again as late as the other value: both hold
             mine = changed.get(old.id) or old
