@@ -275,7 +275,7 @@ def _pieces(text: str) -> list[str]:
             out.append(raw)
             continue
         for part in raw.split("```"):  # a shell session run together: a command each
-            out += [p for p in (_PROMPT.split(part) if len(part) > MAX_CLAIM else [part])]
+            out += _PROMPT.split(part) if len(part) > MAX_CLAIM else [part]
     return [p for p in out if p.strip()]
 
 
