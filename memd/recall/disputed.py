@@ -106,7 +106,7 @@ _KIND_ASKED = {
     "person": re.compile(r"\bwho(?:m|se)?\b|谁", re.I),
     "day": synonyms.DAY_ASKED,
     "registry": synonyms.REGISTRY_ASKED,
-    "heap": re.compile(r"\b(?:max(?:imum)? )?heap\b|-?xmx|堆内存|最大堆", re.I),
+    "heap": re.compile(r"\bheap\b|xmx|堆内存|最大堆", re.I),
 }
 """Kinds of value a prompt asks for by name: every value of the kind answers it, whatever
 the words beside it ("Which AWS region ...?": `region = "eu-central-1"`)."""
