@@ -4,6 +4,7 @@ plain-Python reference: a real LanceDB in a temporary directory and the real mod
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -208,3 +209,44 @@ def test_rows_read_value_by_value_equal_a_take() -> None:
     )
     for picked in ([5], [0, 7, 14, 3], list(range(n - 1, -1, -3)), list(range(FEW_ROWS + 1))):
         assert row_dicts(rows, picked) == rows.take(picked).to_pylist()
+
+
+def test_the_daemon_reads_a_built_projects_texts_ahead_of_its_hooks(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    from memd.recall import disputed
+    from memd.store import similar
+
+    root = tmp_path_factory.mktemp("readahead")
+    env = daemon_env(root, str(root / "no.sock"))
+    settings = load_settings(home=env["MEMD_HOME"], socket=env["MEMD_SOCKET"])
+    texts = [f"{text} (read ahead {n})" for n, text in enumerate(TEXTS)]  # unseen before
+    memd = App(settings, resident=True).open(writer=True)  # the daemon's
+    try:
+        for text in texts:
+            memd.add(text, project=PROJECT)
+        cache, _ = memd.recall_cache()
+        assert cache.on_build is not None
+        builds, read = cache.builds, memd.reader.read  # each add built it for its neighbours
+        built = cache.rows(PROJECT)
+        assert built is not None and cache.builds == builds + 1
+        stored = built[0].column("text").to_pylist()  # as memd stored them
+        assert len(stored) == len(texts)
+        deadline = time.monotonic() + 30
+        while memd.reader.read < read + len(stored) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert memd.reader.read >= read + len(stored)  # (an earlier build may be in flight)
+        values, features = disputed._values.cache_info(), similar.features.cache_info()
+        for text in stored:  # what a hook's disputes and conflicts read: found, not read again
+            disputed._values(text, False)
+            similar.features(text)
+        assert disputed._values.cache_info().hits - values.hits == len(stored)
+        assert disputed._values.cache_info().misses == values.misses
+        assert similar.features.cache_info().hits - features.hits == len(stored)
+    finally:
+        memd.close()
+    one_shot = App(settings).open(writer=False)  # a CLI command reads nothing ahead
+    try:
+        assert one_shot.recall_cache()[0].on_build is None
+    finally:
+        one_shot.close()

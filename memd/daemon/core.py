@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Self
 from memd.errors import StoreError, UserError
 from memd.recall import nearest
 from memd.recall.queries import QueryBatcher
+from memd.recall.readahead import Reader
 from memd.recall.vectors import VectorCache
 from memd.settings import Settings
 from memd.store import rebuild
@@ -61,6 +62,9 @@ class AppCore:
         self._recall: tuple[VectorCache, QueryBatcher] | None = None
         """The in-memory vectors and the query embedder every recall shares (the daemon's;
         a one-shot CLI builds them only when it recalls, as building costs more than one query)."""
+        self.reader = Reader()
+        """Reads the memories of each project the daemon's vector cache builds, ahead of the
+        hooks (:mod:`memd.recall.readahead`)."""
         near = self._cache_neighbours if resident else None
         self.store = store or MemoryStore(settings, keep_keys=resident, near=near)
         self.lock = WriterLock(settings.home)
@@ -79,7 +83,7 @@ class AppCore:
 
     def _cache_neighbours(self, store: MemoryStore) -> Near:
         """The resident store's neighbour search: the recall's vector cache for ``store``."""
-        cache = VectorCache(store)
+        cache = VectorCache(store, on_build=self.reader.submit)
         self._recall = (cache, QueryBatcher(store.embedder.embed_queries))
         return functools.partial(nearest.nearest_ids, cache)
 

@@ -24,7 +24,7 @@ from functools import lru_cache
 from memd.recall import stale, synonyms
 from memd.recall.hits import Hit
 from memd.store import clock, cues, current, families, roles
-from memd.text import stopwords
+from memd.text import TEXT_CACHE, stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
 
@@ -199,7 +199,13 @@ Value = tuple[str, str, frozenset[str], frozenset[str]]
 it)."""
 
 
-@lru_cache(maxsize=4096)
+def read_ahead(text: str) -> None:
+    """Read the values ``text`` states into the cache :func:`mark_disputed` reads (for a prompt
+    that asks for no version: most of them)."""
+    _values(text, False)  # positional, as mark_disputed calls it: the cache's key
+
+
+@lru_cache(maxsize=TEXT_CACHE)
 def _values(text: str, versions: bool = False) -> tuple[Value, ...]:
     """The values ``text`` states with a kind; with ``versions`` (the prompt asks for a
     version), any two versions are of one kind (18.19.0 and 20.11.1; else only those of one

@@ -40,7 +40,7 @@ from memd.recall import lexical, synonyms
 from memd.recall.hits import BriefScore, Hit, Relevance
 from memd.store.filters import Filter, is_in, match
 from memd.store.table import MemoryStore
-from memd.text import bridge, crossterms, searchterms
+from memd.text import TEXT_CACHE, bridge, crossterms, searchterms
 from memd.text.chinese import is_chinese
 from memd.timestamps import epoch_seconds
 
@@ -457,7 +457,7 @@ class Signals:
         return lex, memory_zh, math.pow(0.5, age / self.half_life), answers
 
 
-text_is_chinese = lru_cache(maxsize=8192)(is_chinese)  # the same candidates prompt after prompt
+text_is_chinese = lru_cache(maxsize=TEXT_CACHE)(is_chinese)  # the candidates come back
 
 
 def brief_result(memory: Memory, weights: Weights, base: float = 0.0) -> Hit:

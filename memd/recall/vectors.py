@@ -102,8 +102,12 @@ class VectorCache:
         max_rows: int = CACHE_MAX_ROWS,
         total_rows: int = CACHE_TOTAL_ROWS,
         max_age: float = CACHE_MAX_AGE,
+        on_build: Callable[[str, Any], None] | None = None,
     ) -> None:
         self.store = store
+        self.on_build = on_build
+        """Called with a project and its rows after each build (the daemon reads their texts ahead of
+        the hooks: :mod:`memd.recall.readahead`)."""
         self.max_rows = max_rows
         self.total_rows = total_rows
         self.max_age = max_age
@@ -184,6 +188,8 @@ class VectorCache:
             while len(self._entries) > 1 and self.cached_rows() > self.total_rows:
                 self._entries.popitem(last=False)
             self.builds += 1
+            if self.on_build is not None:
+                self.on_build(project, rows)
             if count >= TRIM_AFTER_BUILD_ROWS:
                 del parts, scales, batches, query
                 trim_heap()  # the read left ~4x the entry's size behind (a few ms)

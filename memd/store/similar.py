@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from memd.store import roles
 from memd.store.profiles import profile_for
-from memd.text import stopwords
+from memd.text import TEXT_CACHE, stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
 
@@ -177,7 +177,7 @@ def _word_token(raw: str) -> tuple[str, bool, int, str]:
     return tok, article, _WORD, stem
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=TEXT_CACHE)
 def features(text: str) -> Features:
     folded = _fold(text)
     original = unicodedata.normalize("NFKC", text)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from memd.text import stopwords
+from memd.text import TEXT_CACHE, stopwords
 from memd.text.chinese import CJK_CHAR, RANGES
 from memd.text.stems import search_stem
 
@@ -86,7 +86,7 @@ def cjk_pieces(run: str) -> list[tuple[int, int]]:
 STOP = stopwords.SEARCH
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=TEXT_CACHE)
 def terms(text: str) -> tuple[str, ...]:
     """The meaningful terms of ``text``, in order, repeats kept."""
     out: list[str] = []
@@ -131,7 +131,7 @@ underscore. Looking for those first spares most texts the full search, which bac
 every letter (~5 against ~40 µs on a memory's text)."""
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=TEXT_CACHE)
 def subword_terms(text: str) -> frozenset[str]:
     """The words inside a text's code names (:data:`_IDENTIFIER`), as terms: ``BadMapError``
     gives bad, map, error; ``SPOTTER_OTEL_ENABLED`` spotter, otel, enabled;
@@ -148,7 +148,7 @@ def subword_terms(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=TEXT_CACHE)
 def term_set(text: str) -> frozenset[str]:
     """The distinct terms of ``text`` and of the words inside its code names, cached: a hook
     scores the same candidate texts prompt after prompt (~40 per prompt), and a set costs more
