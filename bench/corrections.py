@@ -29,7 +29,9 @@ then read; ``corrections_heldout19.jsonl`` written blind in session 30, its base
 run once blind (``4a954d1``), then read; ``corrections_heldout20.jsonl`` written blind late in
 session 30, its totals taken at ``32c13cd`` and at the session's end, kept unread, run once
 blind in session 31; ``corrections_heldout21.jsonl`` written blind at the start of session 31,
-its totals taken on the session's first commit (``2477a11``);
+its totals taken on the session's first commit (``2477a11``), run once blind (``5ffe40a``), then
+read in session 32; ``corrections_heldout22.jsonl`` written blind at the start of session 32,
+its totals taken on the session's first commit (``b465d25``);
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -95,6 +97,7 @@ SPLITS = {
     "heldout19": ROOT / "tests" / "labelled" / "corrections_heldout19.jsonl",
     "heldout20": ROOT / "tests" / "labelled" / "corrections_heldout20.jsonl",
     "heldout21": ROOT / "tests" / "labelled" / "corrections_heldout21.jsonl",
+    "heldout22": ROOT / "tests" / "labelled" / "corrections_heldout22.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(

@@ -37,6 +37,10 @@ RETIRED = [
         re.I,
     ),
     re.compile(rf"\b(?P<v>{V})\s+(?:has|have)\s+(?:left|gone|moved on)\b", re.I),
+    re.compile(  # "(order-events retired after the schema split)", not "CI retired the job"
+        rf"`?(?P<v>{V})`?\s+(?:retired|deprecated|decommissioned)\b(?!\s+(?:the|a|an|our|its|all)\b)",
+        re.I,
+    ),
     re.compile(
         rf"\b(?P<v>{V})\s+(?:left the|went on|is on leave|handed|is (?:going|away) on (?:\w+ )?leave)\b",
         re.I,
@@ -70,6 +74,7 @@ RETIRED = [
         r"(?:上周|上个月|昨天|已经|已)?(?:解散|停用|下线|废弃|关停|弃用|停掉)"
     ),
     re.compile(rf"不再(?:用|使用|维护|写入)?\s*(?P<v>{V}|[{CJK}]{{2,4}})"),
+    re.compile(rf"(?:已经|已|再也)没(?:有|再用)\s*`?(?P<v>{LATIN_V})"),  # "已经没有 vuex 依赖了"
     re.compile(rf"(?P<v>{V})\s*(?:的)?(?:升级)?(?:已经)?回滚"),
     re.compile(
         rf"\b(?:got|moved|migrated|switched|came|stepped) off\s+(?:of\s+)?(?:the\s+)?`?(?P<v>{V})",
@@ -165,7 +170,7 @@ RETIRE_HINT = re.compile(
     r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried|old\b"
     r"|gone|uninstall|decommission|\bI said\b|I meant|\boff\b|ditched|dumped|abandoned|swapped"
     r"|traded|cancell?ed|shut down|turned off|stale|outdated|obsolete|wrong"
-    r"|不再|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是"
+    r"|不再|没有|没再用|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是"
     r"|\bchang|->|→|=>|branch -[mM]|used to|以前|called off|scrapped|shelved|decided against|n't"
     r"|never|取消|作废|搁置|放弃|不做|不搞|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上"
     r"|请假|休假|请了假|done with|finished with|through with|换掉|替换掉|干掉|下掉|去掉|退役|淘汰|不用了"
@@ -182,6 +187,7 @@ _HINTS = [
     r"不是",
     r"archived|deleted|removed|retired|dropped|deprecated|gone|rolled back|renamed",
     r"\b(?:has|have)\s+(?:left|gone|moved on)",
+    r"retired|deprecated|decommissioned",
     r"left the|went on|is on leave|handed|on (?:\w+ )?leave",
     r"no longer|stop",
     r"don't|do not",
@@ -193,6 +199,7 @@ _HINTS = [
     r"removed|deleted|dropped|uninstalled|decommissioned",
     r"解散|停用|下线|废弃|关停|弃用|停掉",
     r"不再",
+    r"没(?:有|再用)",
     r"回滚",
     r"\boff\b",
     r"\btried\b",
@@ -278,9 +285,9 @@ CUE = re.compile(
     r"|since (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|today"
     r"|last \w+|this \w+|the (?:\w+ ){1,2}(?:switch|move|migration|release|upgrade|cutover)"
     r"|the (?:move|switch|migration) to))\b(?!/)"
-    r"|现在|改为|改成|改用|改了|换成|换为|换到|切换|迁移|迁到|不再|离职|跳槽|回滚|退回|搬到|调到|调成|"
+    r"|现在|改为|改成|改用|改了|换成|换为|换到|切换(?!时)|迁移|迁到|不再|离职|跳槽|回滚|退回|搬到|调到|调成|"
     r"提到|降到|改到|调整到|接手|交接|取代|替换|如今|目前|已经从|已经是|已是|已经换|已经改|"
-    r"其实是|看错|说错|记错|搞错|写错|设为|设成|统一用|统一为|统一成|重建|定在|改在|推迟到|提前到|"
+    r"其实是|看错|说错|记错|搞错|写错|设为|设成|已更新|更新为|更新成|统一用|统一为|统一成|重建|定在|改在|推迟到|提前到|"
     r"新地址|新域名|新端口|新路径|新的地址|以后都|以后就|今后|往后|指向|指到|对齐到|接下来|调整为|调为|(?<!跳)转到|转用|"
     r"回退|恢复成|恢复为|改回|换回|用回|退回到",
     re.I,
@@ -307,7 +314,7 @@ CUE_BIGRAMS = listed(
     "现在 改为 改成 改用 换成 换为 换到 切换 迁移 迁到 不再 离职 回滚 退回 搬到 调到 调成 提到 降到 "
     "接手 交接 取代 替换 如今 目前 已经 帮我 一下 顺便 其实 实是 看错 说错 记错 搞错 写错 设为 设成 "
     "统一 一用 一为 一成 重建 定在 改在 推迟 迟到 提前 前到 新地 新域 新端 新路 以后 后都 后就 今后 往后 指向 指到 对齐 齐到 接下 下来 调整 整为 调为 转到 转用 "
-    "回退 恢复 复成 复为 改回 换回 用回"
+    "回退 恢复 复成 复为 改回 换回 用回 已更 更新 新为 新成"
 )
 
 
@@ -373,6 +380,17 @@ def changed_to(sentence: str, value: str) -> bool:
     if switched_to(sentence, value):
         return True
     return any(_CHANGED_ZH.search(sentence, 0, i) for i in places(sentence, value, whole=False))
+
+
+_KEY_CHANGED = re.compile(rf"(?:`([A-Za-z_][\w.-]*)`|([A-Za-z_][\w.-]*)|(\S))\s*(?:{ZH_TO})")
+
+
+def changes_another(new: str, old: str) -> bool:
+    """Whether every Chinese change verb of ``new`` follows a setting's name that ``old`` does
+    not say ("`notify_url` 改成这个域名" after "测试环境用沙箱"): it changes something else."""
+    keys = [m.group(1) or m.group(2) for m in _KEY_CHANGED.finditer(new)]
+    folded = old.casefold()
+    return bool(keys) and all(k and k.casefold() not in folded for k in keys)
 
 
 _UNITS = {"time": "秒分钟小时天周月年", "count": "个条次台核人件"}

@@ -271,6 +271,9 @@ def _pieces(text: str) -> list[str]:
     commit message in a code block of an excerpt's one line is a statement of its own)."""
     out: list[str] = []
     for raw in _SENTENCE.split(text):
+        head, _, tail = raw.rpartition("```")
+        if "```" in head and len(tail) > AFTER_CODE and cues.CUE.search(tail):
+            out.append(tail)  # "``` … ``` but the receiver now posts to #pay-oncall": a change
         if len(raw) <= MAX_CLAIM or "```" not in raw:
             out.append(raw)
             continue
@@ -279,6 +282,9 @@ def _pieces(text: str) -> list[str]:
     return [p for p in out if p.strip()]
 
 
+AFTER_CODE = 20
+"""Characters of prose after a code block that may tell a change of their own (the block and
+its lead stay one statement besides)."""
 _PROMPT = re.compile(r"(?<=\s)(?=\$ \S)")
 """Where a command starts in a shell session whose lines an excerpt ran together."""
 
@@ -470,8 +476,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 elif len(latin - {o}) >= (2 if o.startswith("#") and not target else 1):
                     return "a change to a new value"
         if len(shared - latin) >= 2 and (fresh or not numbers) and not kept and not listed:
-            if cues.joined(new.text, old.anchors):
-                return ""  # "审批人现在是周涛和林晓": one more beside the older's
+            if cues.joined(new.text, old.anchors) or cues.changes_another(new.text, old.text):
+                return ""  # "审批人现在是周涛和林晓": one more; "`notify_url` 改成…": another
             return "a change on the same subject"
     if (short and counted <= MAX_VALUES and restated.restated(new, old, shared)) or (
         restated.same_key(new, old)  # `api_version = "2024-04-10"` in a longer line of output

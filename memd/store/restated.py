@@ -44,6 +44,7 @@ def restated(new: current.Claim, old: current.Claim, shared: frozenset[str]) -> 
                 current.shape(f) != current.shape(o)
                 or f in current.NUMBER_WORDS
                 or roles.different_jobs({f}, {o})
+                or cues.unit(old.text, o) != cues.unit(new.text, f)  # "10% of prod" / "AUC 0.936"
             ):
                 continue
             if len(near_old & current.slot(new.text, f)) < 2:
