@@ -271,9 +271,6 @@ def _pieces(text: str) -> list[str]:
     commit message in a code block of an excerpt's one line is a statement of its own)."""
     out: list[str] = []
     for raw in _SENTENCE.split(text):
-        head, _, tail = raw.rpartition("```")
-        if "```" in head and len(tail) > AFTER_CODE and cues.CUE.search(tail):
-            out.append(tail)  # "``` … ``` but the receiver now posts to #pay-oncall": a change
         if len(raw) <= MAX_CLAIM or "```" not in raw:
             out.append(raw)
             continue
@@ -282,9 +279,6 @@ def _pieces(text: str) -> list[str]:
     return [p for p in out if p.strip()]
 
 
-AFTER_CODE = 20
-"""Characters of prose after a code block that may tell a change of their own (the block and
-its lead stay one statement besides)."""
 _PROMPT = re.compile(r"(?<=\s)(?=\$ \S)")
 """Where a command starts in a shell session whose lines an excerpt ran together."""
 
