@@ -23,5 +23,5 @@ PART_NOUN = (
     r"|dependenc(?:y|ies)|crates?|bindings?|support|setup|config)\b"
 )
 """What a name is the name of ("the Stripe integration", "the sentry gems"): not the value."""
-ZH_TO = "迁到|迁移到|改成|改为|换成|换到|切到|切换到|调成|调到|降到|提到|升到|升级到|搬到"
+ZH_TO = "迁到|迁移到|改成|改为|换成|换到|切到|切换到|调成|调到|降到|提到|升到|升级到|搬到|定成|定为"
 """Chinese verbs that name the value a change goes to ("从 2 小时改成 30 分钟", "换成 Caffeine")."""
