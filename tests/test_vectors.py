@@ -227,12 +227,17 @@ def test_the_daemon_reads_a_built_projects_texts_ahead_of_its_hooks(
             memd.add(text, project=PROJECT)
         cache, _ = memd.recall_cache()
         assert cache.on_build is not None
-        builds, read = cache.builds, memd.reader.read  # each add built it for its neighbours
-        built = cache.rows(PROJECT)
+        deadline = time.monotonic() + 30
+        while memd.reader.read < len(texts) and time.monotonic() < deadline:
+            time.sleep(0.05)  # what the adds built (for their neighbours) is read
+        builds, read = cache.builds, memd.reader.read
+        with memd.reader.hook():  # a hook is answered: the reading waits for it
+            built = cache.rows(PROJECT)
+            time.sleep(0.5)
+            assert memd.reader.read - read <= 1  # one text at most, begun before it looked
         assert built is not None and cache.builds == builds + 1
         stored = built[0].column("text").to_pylist()  # as memd stored them
         assert len(stored) == len(texts)
-        deadline = time.monotonic() + 30
         while memd.reader.read < read + len(stored) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert memd.reader.read >= read + len(stored)  # (an earlier build may be in flight)

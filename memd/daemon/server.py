@@ -328,16 +328,17 @@ class Server(Housekeeping, Extraction):
         session_id = str(payload.get("session_id") or "")
         self.sessions.seen(session_id)
         if event in ("user-prompt-submit", "session-start"):
-            if event == "user-prompt-submit":
-                self.injector.prefetch(payload, functools.partial(self.pools.submit, "write"))
-            build = (
-                self.injector.prompt_context
-                if event == "user-prompt-submit"
-                else self.injector.session_context
-            )
-            result = await self.pools.run(
-                "read", self.unless_late, build, payload, time.monotonic()
-            )
+            with self.app.reader.hook():  # the read-ahead waits (memd.recall.readahead)
+                if event == "user-prompt-submit":
+                    self.injector.prefetch(payload, functools.partial(self.pools.submit, "write"))
+                build = (
+                    self.injector.prompt_context
+                    if event == "user-prompt-submit"
+                    else self.injector.session_context
+                )
+                result = await self.pools.run(
+                    "read", self.unless_late, build, payload, time.monotonic()
+                )
             return {"context": result.text if result else ""}
         transcript = str(payload.get("transcript_path") or "")
         if event == "stop":

@@ -10,10 +10,11 @@ start, after each extraction, on a project's first hook), into the caches the ho
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import Any
 
 from memd.recall import disputed, retrieve
@@ -22,43 +23,42 @@ from memd.text import TEXT_CACHE, searchterms
 
 log = logging.getLogger(__name__)
 
-BUSY = 0.02
 PAUSE = 0.002
-"""After each ``BUSY`` seconds of reading, a pause, so that a hook arriving meanwhile waits for
-the interpreter's lock no longer than that."""
+"""How often a paused reading looks again whether the hooks are answered."""
 
 
-def read_ahead(texts: Iterable[str], limit: int = TEXT_CACHE) -> int:
-    """Read up to ``limit`` of ``texts`` into the recall's caches; the number read. A text
-    already read costs a few cache lookups, so the pass after an extraction reads only the new
-    memories for real."""
-    read = 0
-    since = time.perf_counter()
-    for text in texts:
-        if read >= limit:
-            break
-        retrieve.text_is_chinese(text)
-        searchterms.term_set(text)
-        disputed.read_ahead(text)
-        similar.features(text)
-        read += 1
-        if time.perf_counter() - since > BUSY:
-            time.sleep(PAUSE)
-            since = time.perf_counter()
-    return read
+def read(text: str) -> None:
+    """Read ``text`` into the caches a hook reads."""
+    retrieve.text_is_chinese(text)
+    searchterms.term_set(text)
+    disputed.read_ahead(text)
+    similar.features(text)
 
 
 class Reader:
-    """One thread that reads the texts of the projects handed to :meth:`submit`. A project
-    built again before its texts were read is read once, as last built (a backfill rebuilds
-    one after each write)."""
+    """One thread that reads the texts of the projects handed to :meth:`submit`, paused while
+    a hook is answered (:meth:`hook`). A project built again before its texts were read is
+    read once, as last built (a backfill rebuilds one after each write)."""
 
     def __init__(self) -> None:
         self._pending: dict[str, Any] = {}
         self._wakeup = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._hooks = 0
+        self._hooks_lock = threading.Lock()
         self.read = 0
         """Texts read so far (repeats included)."""
+
+    @contextlib.contextmanager
+    def hook(self) -> Iterator[None]:
+        """Around a hook's answer: the reading waits for it."""
+        with self._hooks_lock:
+            self._hooks += 1
+        try:
+            yield
+        finally:
+            with self._hooks_lock:
+                self._hooks -= 1
 
     def submit(self, project: str, rows: Any) -> None:
         """Read the ``text`` column of ``rows`` (the Arrow table of a project's vector cache
@@ -80,6 +80,18 @@ class Reader:
                 pending, self._pending = self._pending, {}
             for column in pending.values():
                 try:
-                    self.read += read_ahead(column.to_pylist())
+                    self._read(column.to_pylist()[:TEXT_CACHE])
                 except Exception as exc:  # best effort: a hook reads what is not read here
                     log.warning("reading memories ahead of the hooks failed: %s", exc)
+
+    def _read(self, texts: list[str]) -> None:
+        """Read ``texts``; a text read before costs a few cache lookups, so the pass after an
+        extraction reads only the new memories for real. After each text the interpreter's
+        lock is let go (a hook's thread waits ~0.5 ms for it, not the 5 ms switch interval),
+        and while a hook is answered nothing is read."""
+        for text in texts:
+            read(text)
+            self.read += 1
+            time.sleep(0)
+            while self._hooks:
+                time.sleep(PAUSE)
