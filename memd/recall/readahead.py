@@ -27,7 +27,7 @@ PAUSE = 0.002
 """How often a paused reading looks again whether the hooks are answered."""
 
 
-def read(text: str) -> None:
+def read_text(text: str) -> None:
     """Read ``text`` into the caches a hook reads."""
     retrieve.text_is_chinese(text)
     searchterms.term_set(text)
@@ -90,7 +90,7 @@ class Reader:
         lock is let go (a hook's thread waits ~0.5 ms for it, not the 5 ms switch interval),
         and while a hook is answered nothing is read."""
         for text in texts:
-            read(text)
+            read_text(text)
             self.read += 1
             time.sleep(0)
             while self._hooks:

@@ -106,8 +106,8 @@ class VectorCache:
     ) -> None:
         self.store = store
         self.on_build = on_build
-        """Called with a project and its rows after each build (the daemon reads their texts ahead of
-        the hooks: :mod:`memd.recall.readahead`)."""
+        """Called with a project and its rows after each build (the daemon reads their texts
+        ahead of the hooks: :mod:`memd.recall.readahead`)."""
         self.max_rows = max_rows
         self.total_rows = total_rows
         self.max_age = max_age
