@@ -255,3 +255,24 @@ def test_the_daemon_reads_a_built_projects_texts_ahead_of_its_hooks(
         assert one_shot.recall_cache()[0].on_build is None
     finally:
         one_shot.close()
+
+
+def test_texts_are_read_ahead_only_while_the_caches_can_hold_them(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the text caches' size, reading ahead would only push one project's texts out for
+    another's: a build then hands nothing to the reader."""
+    from memd.recall import vectors
+
+    built: list[str] = []
+    entry = vectors.VectorCache(app.store).rows(PROJECT)
+    assert entry is not None
+    held = entry[0].num_rows  # (the tests above edit and forget some)
+    monkeypatch.setattr(vectors, "TEXT_CACHE", held - 1)
+    small = vectors.VectorCache(app.store, on_build=lambda project, rows: built.append(project))
+    assert small.rows(PROJECT) is not None and small.builds == 1
+    assert built == []
+    monkeypatch.setattr(vectors, "TEXT_CACHE", held)
+    fits = vectors.VectorCache(app.store, on_build=lambda project, rows: built.append(project))
+    assert fits.rows(PROJECT) is not None
+    assert built == [PROJECT]

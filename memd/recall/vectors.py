@@ -21,6 +21,7 @@ from memd.models import Memory
 from memd.recall.wordindex import WordIndex, no_postings
 from memd.store.filters import match
 from memd.store.layout import from_row
+from memd.text import TEXT_CACHE
 from memd.text.chinese import CJK_CHAR, CJK_CLASS
 
 CACHE_MAX_ROWS = 20_000
@@ -106,8 +107,9 @@ class VectorCache:
     ) -> None:
         self.store = store
         self.on_build = on_build
-        """Called with a project and its rows after each build (the daemon reads their texts
-        ahead of the hooks: :mod:`memd.recall.readahead`)."""
+        """Called with a project and its rows after each build while all the projects cached hold
+        no more texts than the text caches (the daemon reads them ahead of the hooks:
+        :mod:`memd.recall.readahead`)."""
         self.max_rows = max_rows
         self.total_rows = total_rows
         self.max_age = max_age
@@ -188,8 +190,8 @@ class VectorCache:
             while len(self._entries) > 1 and self.cached_rows() > self.total_rows:
                 self._entries.popitem(last=False)
             self.builds += 1
-            if self.on_build is not None:
-                self.on_build(project, rows)
+            if self.on_build is not None and self.cached_rows() <= TEXT_CACHE:
+                self.on_build(project, rows)  # (more would push each other out of the caches)
             if count >= TRIM_AFTER_BUILD_ROWS:
                 del parts, scales, batches, query
                 trim_heap()  # the read left ~4x the entry's size behind (a few ms)
