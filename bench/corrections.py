@@ -31,7 +31,8 @@ session 30, its totals taken at ``32c13cd`` and at the session's end, kept unrea
 blind in session 31; ``corrections_heldout21.jsonl`` written blind at the start of session 31,
 its totals taken on the session's first commit (``2477a11``), run once blind (``5ffe40a``), then
 read in session 32; ``corrections_heldout22.jsonl`` written blind at the start of session 32,
-its totals taken on the session's first commit (``b465d25``);
+its totals taken on the session's first commit (``b465d25``), run once blind (``2915d5c``), then
+read;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
