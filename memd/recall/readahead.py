@@ -19,7 +19,7 @@ from typing import Any
 
 from memd.recall import disputed, retrieve
 from memd.store import similar
-from memd.text import TEXT_CACHE, searchterms
+from memd.text import searchterms
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class Reader:
                 pending, self._pending = self._pending, {}
             for column in pending.values():
                 try:
-                    self._read(column.to_pylist()[:TEXT_CACHE])
+                    self._read(column.to_pylist())  # (no more than the caches hold)
                 except Exception as exc:  # best effort: a hook reads what is not read here
                     log.warning("reading memories ahead of the hooks failed: %s", exc)
 

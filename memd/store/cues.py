@@ -382,7 +382,7 @@ def changed_to(sentence: str, value: str) -> bool:
     return any(_CHANGED_ZH.search(sentence, 0, i) for i in places(sentence, value, whole=False))
 
 
-_KEY_CHANGED = re.compile(rf"(?:`([A-Za-z_][\w.-]*)`|([A-Za-z_][\w.-]*)|(\S))\s*(?:{ZH_TO})")
+_KEY_CHANGED = re.compile(rf"(?:`([A-Za-z_][\w.-]*)`|([A-Za-z_][\w.-]*)|\S)\s*(?:{ZH_TO})")
 
 
 def changes_another(new: str, old: str) -> bool:
