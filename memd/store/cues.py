@@ -49,6 +49,11 @@ RETIRED = [
         rf"\b(?:no longer (?:use|uses|run|runs|need)|stop(?:ped)? using)\s+`?(?P<v>{V})", re.I
     ),
     re.compile(rf"\b(?:don't|do not) (?:use|run) `?(?P<v>{V})`?\s+(?:any ?more|again)", re.I),
+    re.compile(  # "Actually don't use #release-train, marketing reads that": a channel, a `value`
+        r"\b(?:don't|do not|never) (?:use|post to|send (?:\w+ )?to|point (?:\w+ ){0,2}(?:at|to))\s+"
+        r"`?(?P<v>#[\w-]+|(?<=`)[^`\s]+(?=`))",
+        re.I,
+    ),
     re.compile(
         rf"`?(?P<v>{V})`?\s+(?:no longer|doesn't|does not)\s+(?:exists?|resolves?|works?)", re.I
     ),
@@ -191,6 +196,7 @@ _HINTS = [
     r"left the|went on|is on leave|handed|on (?:\w+ )?leave",
     r"no longer|stop",
     r"don't|do not",
+    r"don't|do not|never",
     r"no longer|doesn't|does not",
     r"\bdropped\b",
     r"\bold\b",
@@ -230,9 +236,10 @@ RETIRED_HINTED = list(zip([re.compile(h, re.I) for h in _HINTS], RETIRED, strict
 start with a value try every position of a sentence (0.1 ms each on a long one)."""
 
 
-def retired(sentence: str) -> set[str]:
-    """The values ``sentence`` says are no longer current, as written (not folded)."""
-    out = diff_removed(sentence) if _DIFF_HINT.search(sentence) else set()
+def retired(sentence: str, diffs: bool = True) -> set[str]:
+    """The values ``sentence`` says are no longer current, as written (not folded); with
+    ``diffs=False``, not those a diff in it takes away (the caller reads them itself)."""
+    out = diff_removed(sentence) if diffs and shows_diff(sentence) else set()
     if not RETIRE_HINT.search(sentence):
         return out
     return out | {
@@ -244,6 +251,11 @@ def retired(sentence: str) -> set[str]:
 
 
 _DIFF_HINT = re.compile(r"(?:^|\s)\+\s*(?:-\s+)?[\"']?[@A-Za-z_/]", re.M)
+
+
+def shows_diff(sentence: str) -> bool:
+    """Whether ``sentence`` shows a diff (a ```` ```diff ```` fence, or a line added)."""
+    return "```diff" in sentence or _DIFF_HINT.search(sentence) is not None
 
 
 SELF_CORRECTION = (

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from memd.store import clock, cues, personal, proposals, restated, roles, similar
+from memd.store.diffs import diff_removed
 from memd.store.families import VERSION, family, rolled_back, stem_of
 from memd.store.values import listed
 from memd.text import searchterms, stance, stopwords
@@ -102,6 +103,9 @@ class Claim:
     who: str = ""  # who says it, in a chat between named people ("Caroline: I've known ...")
     refs: frozenset[str] = frozenset()
     """The PRs, MRs and branches it names (:func:`memd.store.proposals.refs`)."""
+    diffed: frozenset[str] = frozenset()
+    """The values of :attr:`retired` that a diff of it takes away (a line removed, a line
+    added in its place): no mere mention, so a number needs no shared word around it."""
 
 
 _NUMBER_WORD = re.compile(
@@ -159,8 +163,12 @@ def _names(sentence: str) -> set[str]:
 @lru_cache(maxsize=8192)
 def claim(sentence: str) -> Claim | None:
     """What ``sentence`` states, or None for a question or a sentence of a word or two."""
-    if not sentence or len(sentence) > MAX_CLAIM or _QUESTION.search(sentence):
+    if not sentence or _QUESTION.search(sentence):
         return None
+    if len(sentence) > MAX_CLAIM:
+        if "```" not in sentence:
+            return None
+        sentence = sentence[:MAX_CODE]
     f = similar.features(_APOSTROPHE.sub(" ", _POSSESSIVE.sub("", _TYPE_EXPR.sub(" ", sentence))))
     values = {v for v in f.values if v not in similar._UNIT_NAMES | stopwords.MEASURES}
     values.update(
@@ -179,7 +187,8 @@ def claim(sentence: str) -> Claim | None:
     words = {w for w in f.words if w not in GENERIC and len(w) > 1} - values
     if not values and len(words) < 2 and len(cjk) < 3:
         return None
-    retired = {fold(v) for v in cues.retired(sentence)}
+    diffed = {fold(v) for v in diff_removed(sentence)} if cues.shows_diff(sentence) else set()
+    retired = {fold(v) for v in cues.retired(sentence, diffs=False)} | diffed
     retired |= {roles.PHRASES[r] for r in retired if r in roles.PHRASES}  # "VS Code": vscode
     plain = _ASIDE.sub(" ", folded) if "(" in folded or "（" in folded else folded
     refs = proposals.refs(sentence)
@@ -199,6 +208,7 @@ def claim(sentence: str) -> Claim | None:
         families=frozenset(key for v in values for key in family(v)),
         counted=sum(1 for v in values if v in plain and not _inside(v, values)),
         refs=refs,
+        diffed=frozenset(diffed),
     )
 
 
@@ -267,6 +277,38 @@ def claims(text: str) -> tuple[Claim, ...]:
 
 
 def _pieces(text: str) -> list[str]:
+    """``text``'s sentences; a fenced block of code is read whole, with the words that lead into
+    it: its lines end in ";" and "." that end no sentence (a diff's removed lines and its added
+    ones are read together, a config file's keys each with its value). The words after it are
+    a sentence of their own, unless the whole is one short sentence."""
+    if "```" not in text:
+        return _sentences(text)
+    out: list[str] = []
+    at = 0
+    for m in _FENCED.finditer(text):
+        if m.start() < at or len(m.group(0)) > MAX_CODE:
+            continue  # (a long log or file: cut at its fences as before)
+        before = _sentences(text[at : m.start()])
+        lead = before.pop() if before and before[-1].rstrip().endswith((":", "：")) else ""
+        end = _SENTENCE.search(text, m.end())
+        tail = text[m.end() : end.start() if end else len(text)].split("```", 1)[0]
+        piece = f"{lead.rstrip()} {m.group(0)}"
+        if len(piece) + len(tail) > MAX_CLAIM or _SENTENCE.search(m.group(0)):
+            tail = ""  # its own sentence, as where the code's ";" ended one: "``` and set
+            # `DB_POOL_MAX=20`, so each pod keeps up to 20 connections." (not a list's item)
+        out += before
+        out.append(f"{piece}{tail}".strip())
+        at = m.end() + len(tail)
+    return out + _sentences(text[at:])
+
+
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
+MAX_CODE = 1200
+"""Characters of a block of code read as one claim, words around it included (a longer block
+is cut at its fences as any sentence too long to be a statement, a longer claim cut there)."""
+
+
+def _sentences(text: str) -> list[str]:
     """``text``'s sentences; one too long to be a statement is cut at its code fences (a
     commit message in a code block of an excerpt's one line is a statement of its own)."""
     out: list[str] = []
@@ -366,11 +408,15 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 continue
         elif not (value in old.values or _CJK_RUN.fullmatch(value)):
             continue
+        if len(old.text) > MAX_CLAIM and value.isalpha():
+            continue  # a block of code names many words ("Finds entire/abc1234 …", branch)
         if mentions(old.text, value):
             dotted = VERSION.match(value) is not None  # "5.1": no list number
             if (
                 shape(value) == "number"
                 and not dotted
+                and not (value in new.diffed and len(value) >= 4)  # "-  BaudRate = 115200;"
+                and not (value in new.diffed and restated.same_key_named(old.text, new.text, value))
                 and not cues.CORRECTION.search(new.text)  # "I said 8080 but it's 8081"
                 and not slot(old.text, value) & slot(new.text, value)
                 and not (_CJK_RUN.search(old.text) and len(shared - {value}) >= 2)  # 日志保留

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from memd.store.values import V
+from memd.store.values import V, listed
 
 _DIFF_LINE = re.compile(
     rf"(?:^|\s)(?P<s>[-+])\s*(?:-\s+)?(?P<k>[A-Za-z_][\w.-]*)\s*[:=]\s*[`'\"]?(?P<v>{V})[`'\"]?",
@@ -22,29 +22,103 @@ _DIFF_KEY = re.compile(r"(?:^|\s)(?P<s>[-+])\s*\"(?P<k>@?[\w.-]+(?:/[\w.-]+)?)\"
 _VERSION_IN = re.compile(r"(?<![\w.])\d+(?:\.\d+)+")
 _SIGNED = re.compile(r"(?:^|(?<=\s))([-+])(?=[^\s+-])(.*?)(?=\s[-+][^\s+-]|\n|\Z)", re.S)
 """A diff's removed or added line, also where an excerpt ran its lines together."""
+_INDENTED = re.compile(
+    r"(?:^|(?<=\s))([-+])(?![-+]{2}\s)[ \t]*(?:-\s+)?(?=[^\s+-])(.*?)"
+    r"(?=\s[-+](?![-+])|\n|```|\Z)",
+    re.S,
+)
+"""In a text that shows a diff (:data:`_DIFF_SHOWN`), a removed or added line whose code is
+indented ("-    huart2.Init.BaudRate = 115200;", "-      - \"8080:8080\""), also run together
+in an excerpt's one line, where a sign between spaces starts the next line."""
+_DIFF_SHOWN = re.compile(r"```diff|(?:^|\s)(?:---|\+\+\+) [ab]/|(?:^|\s)@@ -\d", re.M)
+"""A diff's fence, file header or hunk header."""
+_TOP_KEY = re.compile(r"(?:^|\s)(?P<s>[-+])(?P<k>[A-Za-z_][\w.-]*):(?=\s|\Z)", re.M)
+"""A diff's line of a key at the start of its line (no indent: a YAML document's top level,
+``-apollo:``)."""
+_QUOTED_VALUE = re.compile(r"^\s*[\"'](?P<k>[\w.:@/-]+)[\"']\s*:\s*[\"'](?P<v>[^\"']*)[\"']")
+"""A line of a quoted key and its quoted value (``"build": "webpack --config x.js",``)."""
 _TOKEN = re.compile(V)
+_CONSTANTS = listed("none null nil true false yes no on off")
+"""A setting's constant, not a value a sentence names (``read=None`` → ``read=30.0``: "none"
+is a word of any sentence)."""
+_MAPPING = re.compile(r"\d+(?::\d+)+")
+"""A port mapping (``8080:8080``): its ports are taken away too."""
 
 
 def _line_pairs(text: str) -> set[str]:
-    """What a diff's removed line gives that the added line after it, on the same first word,
-    gives otherwise: one or two words ("-ACCESS_TOKEN_EXPIRE = timedelta(hours=2)
-    +ACCESS_TOKEN_EXPIRE = timedelta(minutes=15)": hours, 2)."""
+    """What a diff's removed line gives that the added line after it, on the same first word
+    (or the one line of one value that replaces another in place), gives otherwise: one or two
+    words ("-ACCESS_TOKEN_EXPIRE = timedelta(hours=2) +ACCESS_TOKEN_EXPIRE =
+    timedelta(minutes=15)": hours, 2; ``- "8080:8080"`` ``+ "8443:8443"``: the mapping and its
+    port 8080)."""
     out: set[str] = set()
     removed: dict[str, list[str]] = {}
-    for m in _SIGNED.finditer(text):
-        words = _TOKEN.findall(m.group(2))
+    run: list[list[str]] = []  # the removed lines right before, for a line replaced in place
+    added = 0
+    for sign, line in _signed_lines(text):
+        words = _TOKEN.findall(line)
         if not words:
             continue
-        if m.group(1) == "-":
+        if sign == "-":
+            if added:
+                run, added = [], 0
+            run.append(words)
             removed.setdefault(words[0], words)
             continue
+        added += 1
         before = removed.pop(words[0], None)
-        if before is None:
-            continue
+        if before is None:  # "-  - \"8080:8080\"" then "+  - \"8443:8443\"": one line, one value
+            if len(run) == 1 and added == 1 and len(run[0]) == len(words) == 1:
+                before = run[0]
+            else:
+                continue
         gone = [w for w in before if w not in words]
         if 0 < len(gone) <= 2 and any(w not in before for w in words):
             out.update(gone)
+            kept = {p for w in words if _MAPPING.fullmatch(w) for p in w.split(":")}
+            out.update(
+                p for w in gone if _MAPPING.fullmatch(w) for p in w.split(":") if p not in kept
+            )
     return out
+
+
+def _signed_lines(text: str) -> list[tuple[str, str]]:
+    """A diff's removed and added lines, as (sign, line)."""
+    lines = _INDENTED if _DIFF_SHOWN.search(text) else _SIGNED
+    return [(m.group(1), m.group(2)) for m in lines.finditer(text)]
+
+
+def _commands_swapped(text: str) -> set[str]:
+    """The first word of a quoted value a diff's removed line gives a quoted key when its added
+    line gives the key a value without that word (``-"build": "webpack --config x.js"``,
+    ``+"build": "rsbuild build"``: webpack, a package.json script's tool swapped)."""
+    out: set[str] = set()
+    removed: dict[str, str] = {}
+    for sign, line in _signed_lines(text):
+        m = _QUOTED_VALUE.match(line)
+        if m is None:
+            continue
+        key, value = m.group("k"), m.group("v")
+        if sign == "-":
+            removed.setdefault(key, value)
+            continue
+        before = removed.pop(key, None)
+        words = _TOKEN.findall(before or "")
+        if words and words[0] not in _TOKEN.findall(value) and len(words[0]) > 2:
+            out.add(words[0])
+    return out
+
+
+def _top_keys_swapped(text: str) -> set[str]:
+    """The keys a diff removes from a YAML document's top level while it adds others there
+    (``-apollo:`` … ``+spring:``: the Apollo block replaced by Spring Cloud's)."""
+    if not _DIFF_SHOWN.search(text):
+        return set()
+    keys: dict[str, set[str]] = {"-": set(), "+": set()}
+    for m in _TOP_KEY.finditer(text):
+        keys[m.group("s")].add(m.group("k"))
+    gone, new = keys["-"] - keys["+"], keys["+"] - keys["-"]
+    return gone if new else set()
 
 
 def diff_removed(text: str) -> set[str]:
@@ -53,7 +127,8 @@ def diff_removed(text: str) -> set[str]:
     "- - id: pylint + - repo: … + - id: ruff": pylint; "-go 1.21 +go 1.23": 1.21;
     "-FROM golang:1.21.6-alpine +FROM golang:1.23.2-alpine": the image and its 1.21.6), and
     the quoted keys it removes while it adds others (``-"@bugsnag/js": … +"@sentry/react": …``:
-    a dependency swapped)."""
+    a dependency swapped), a script's tool (:func:`_commands_swapped`) and a YAML document's
+    top-level key (:func:`_top_keys_swapped`); never a constant (``read=None``)."""
     out: set[str] = set()
     for pattern in (_DIFF_LINE, _DIFF_WORDS):
         removed: dict[str, str] = {}
@@ -65,7 +140,8 @@ def diff_removed(text: str) -> set[str]:
                 old = removed[key]
                 out.add(old)
                 out.update(v for v in _VERSION_IN.findall(old) if v not in value)
-    out |= _line_pairs(text)
+    out |= _line_pairs(text) | _commands_swapped(text) | _top_keys_swapped(text)
+    out = {v for v in out if v.casefold() not in _CONSTANTS}
     keys: dict[str, set[str]] = {"-": set(), "+": set()}
     for m in _DIFF_KEY.finditer(text):
         keys[m.group("s")].add(m.group("k"))

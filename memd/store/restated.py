@@ -87,7 +87,9 @@ def same_key(new: current.Claim, old: current.Claim) -> bool:
 
 
 _KEY_BEFORE = re.compile(
-    r"([A-Za-z]\w*(?:_\w+|(?:[.-][A-Za-z]\w*)*\.[A-Za-z]\w*-\w+))[\s:=`'\"]+\Z", re.I
+    r"([A-Za-z]\w*(?:_\w+|(?:[.-][A-Za-z]\w*)*\.[A-Za-z]\w*-\w+))(?:[\s:=`'\"]+"
+    r"|[\s`'\"]*[，,]\s*(?:默认值?(?:为|是)?|defaults? to|default)[\s:=`'\"]*)\Z",
+    re.I,
 )
 _FLAG_BEFORE = re.compile(r"(--[a-z][\w-]*[a-z])[\s=]+\Z", re.I)
 """A command's flag just before a number (``--partitions 12``)."""
@@ -113,6 +115,13 @@ def _key_before(sentence: str, value: str) -> str:
     return ""
 
 
+def same_key_named(old: str, new: str, value: str) -> bool:
+    """Whether ``new`` names the key that ``old`` writes just before ``value``
+    (``rate_limit.search.requests_per_minute: 100`` / a diff's ``-requests_per_minute: 100``)."""
+    key = _key_before(old, value) or _code_key_before(old, value)
+    return bool(key) and key.rsplit(" ", 1)[-1] in new.casefold()
+
+
 _COMMAND = re.compile(r"(?:^|[`$|;&(\n])\s*([A-Za-z][\w.-]*)")
 """The first word of a command (after a backtick, a prompt's ``$``, a pipe or a line's start)."""
 
@@ -121,6 +130,11 @@ _CODE = re.compile(r"```(.*?)(?:```|$)|`([^`]+)`", re.S)
 _CODE_KEY = re.compile(r"(?<![\w@:./-])[\"']?(@?[A-Za-z][\w.:/-]*)[\"']?\s*[:=]\s*[\"']?\Z", re.I)
 """A key in code, with its scope (``@acme:registry=`` is no ``registry=``, an annotation's
 ``prometheus.io/port:`` no ``server.port:``)."""
+_DIRECTIVE = re.compile(r"[;{}]\s*([a-z][a-z_]+[a-z])\s+[/\"']?\Z")
+"""A directive of an nginx-like config before its value, in a block (``{ alias /srv/www/h5/;``;
+not the shell's ``alias kbj='…'``)."""
+_DIRECTIVES = listed("alias root")
+"""Such directives without an underscore (``proxy_pass``, ``worker_processes`` have one)."""
 _PLAIN_KEYS = listed("name id type kind key value title description label run uses with on if")
 """Keys of code that say which item a value belongs to, not a setting (``- name: lint``)."""
 
@@ -136,6 +150,9 @@ def _code_key_before(sentence: str, value: str) -> str:
             if k:
                 key = k.group(1).casefold().rsplit(".", 1)[-1]
                 return "" if key in _PLAIN_KEYS else key
+            d = _DIRECTIVE.search(code, 0, at) if m.group(1) else None
+            if d and ("_" in d.group(1) or d.group(1) in _DIRECTIVES):
+                return d.group(1)
     return ""
 
 
