@@ -32,7 +32,8 @@ blind in session 31; ``corrections_heldout21.jsonl`` written blind at the start 
 its totals taken on the session's first commit (``2477a11``), run once blind (``5ffe40a``), then
 read in session 32; ``corrections_heldout22.jsonl`` written blind at the start of session 32,
 its totals taken on the session's first commit (``b465d25``), run once blind (``2915d5c``), then
-read;
+read; ``corrections_heldout23.jsonl`` written blind at the start of session 33, its totals taken
+on the session's first commit (``6cae275``), run once blind at the session's end;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -99,6 +100,7 @@ SPLITS = {
     "heldout20": ROOT / "tests" / "labelled" / "corrections_heldout20.jsonl",
     "heldout21": ROOT / "tests" / "labelled" / "corrections_heldout21.jsonl",
     "heldout22": ROOT / "tests" / "labelled" / "corrections_heldout22.jsonl",
+    "heldout23": ROOT / "tests" / "labelled" / "corrections_heldout23.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
