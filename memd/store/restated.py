@@ -76,19 +76,24 @@ def same_key(new: current.Claim, old: current.Claim) -> bool:
         for f in new.values - old.anchors:
             number = current.shape(f) == "number"
             if in_code:
-                if (
-                    number == (current.shape(o) == "number")
-                    and _code_key_before(new.text, f) == key
+                if number == (current.shape(o) == "number") and key in (
+                    _code_key_before(new.text, f),
+                    _key_before(new.text, f),  # "bumped `CONFIG_X` to 4096" / ```CONFIG_X=2048```
                 ):
                     return True
-            elif current.shape(f) == current.shape(o) and _key_before(new.text, f) == key:
+            elif current.shape(f) == current.shape(o) and key in (
+                _key_before(new.text, f),
+                _code_key_before(new.text, f),
+            ):
                 return True
     return False
 
 
 _KEY_BEFORE = re.compile(
     r"([A-Za-z]\w*(?:_\w+|(?:[.-][A-Za-z]\w*)*\.[A-Za-z]\w*-\w+))(?:[\s:=`'\"]+"
-    r"|[\s`'\"]*[，,]\s*(?:默认值?(?:为|是)?|defaults? to|default)[\s:=`'\"]*)\Z",
+    r"|[\s`'\"]*[，,(（]?\s*(?:默认值?(?:为|是)?|defaults? to|default)\s*(?:->|→|=>)?[\s:=`'\"]*"
+    r"|[\s`'\"]+(?:from\s+\S+\s+)?(?:to|->|→|=>)[\s`'\"]+"
+    r"|[\s`'\"]*(?:从\s*\S+\s*)?(?:调到|调成|调整为|改成|改为|改到|设为|设成|设置为|设置成)[\s`'\"]*)\Z",
     re.I,
 )
 _FLAG_BEFORE = re.compile(r"(--[a-z][\w-]*[a-z])[\s=]+\Z", re.I)
@@ -133,6 +138,9 @@ _CODE_KEY = re.compile(r"(?<![\w@:./-])[\"']?(@?[A-Za-z][\w.:/-]*)[\"']?\s*[:=]\
 _DIRECTIVE = re.compile(r"[;{}]\s*([a-z][a-z_]+[a-z])\s+[/\"']?\Z")
 """A directive of an nginx-like config before its value, in a block (``{ alias /srv/www/h5/;``;
 not the shell's ``alias kbj='…'``)."""
+_FROM = re.compile(r"\bFROM\s+\Z")
+"""A Dockerfile's ``FROM``: its image's tag is its value, the image's name part of its key (the
+stages of one Dockerfile build from different images)."""
 _DIRECTIVES = listed("alias root")
 """Such directives without an underscore (``proxy_pass``, ``worker_processes`` have one)."""
 _PLAIN_KEYS = listed("name id type kind key value title description label run uses with on if")
@@ -150,6 +158,8 @@ def _code_key_before(sentence: str, value: str) -> str:
             if k:
                 key = k.group(1).casefold().rsplit(".", 1)[-1]
                 return "" if key in _PLAIN_KEYS else key
+            if _FROM.search(code, 0, at) and ":" in value:  # a Dockerfile's image, by name
+                return "from " + value.split(":", 1)[0].casefold()
             d = _DIRECTIVE.search(code, 0, at) if m.group(1) else None
             if d and ("_" in d.group(1) or d.group(1) in _DIRECTIVES):
                 return d.group(1)
