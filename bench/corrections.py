@@ -33,7 +33,9 @@ its totals taken on the session's first commit (``2477a11``), run once blind (``
 read in session 32; ``corrections_heldout22.jsonl`` written blind at the start of session 32,
 its totals taken on the session's first commit (``b465d25``), run once blind (``2915d5c``), then
 read; ``corrections_heldout23.jsonl`` written blind at the start of session 33, its totals taken
-on the session's first commit (``6cae275``), run once blind at the session's end;
+on the session's first commit (``6cae275``), run once blind (``57eed5e``), then read;
+``corrections_heldout24.jsonl`` written blind in session 33, its totals taken on ``6cae275``,
+run once blind at the session's end (``abc11cc``);
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -101,6 +103,7 @@ SPLITS = {
     "heldout21": ROOT / "tests" / "labelled" / "corrections_heldout21.jsonl",
     "heldout22": ROOT / "tests" / "labelled" / "corrections_heldout22.jsonl",
     "heldout23": ROOT / "tests" / "labelled" / "corrections_heldout23.jsonl",
+    "heldout24": ROOT / "tests" / "labelled" / "corrections_heldout24.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
