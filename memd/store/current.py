@@ -415,8 +415,10 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             if (
                 shape(value) == "number"
                 and not dotted
-                and not (value in new.diffed and len(value) >= 4)  # "-  BaudRate = 115200;"
-                and not (value in new.diffed and restated.same_key_named(old.text, new.text, value))
+                and not (  # a diff took it away: "-  BaudRate = 115200;", "-limit: 100"
+                    value in new.diffed
+                    and (len(value) >= 4 or restated.same_key_named(old.text, new.text, value))
+                )
                 and not cues.CORRECTION.search(new.text)  # "I said 8080 but it's 8081"
                 and not slot(old.text, value) & slot(new.text, value)
                 and not (_CJK_RUN.search(old.text) and len(shared - {value}) >= 2)  # 日志保留

@@ -45,7 +45,7 @@ _MAPPING = re.compile(r"\d+(?::\d+)+")
 """A port mapping (``8080:8080``): its ports are taken away too."""
 
 
-def _line_pairs(text: str) -> set[str]:
+def _line_pairs(lines: list[tuple[str, str]]) -> set[str]:
     """What a diff's removed line gives that the added line after it, on the same first word
     (or the one line of one value that replaces another in place), gives otherwise: one or two
     words ("-ACCESS_TOKEN_EXPIRE = timedelta(hours=2) +ACCESS_TOKEN_EXPIRE =
@@ -55,7 +55,7 @@ def _line_pairs(text: str) -> set[str]:
     removed: dict[str, list[str]] = {}
     run: list[list[str]] = []  # the removed lines right before, for a line replaced in place
     added = 0
-    for sign, line in _signed_lines(text):
+    for sign, line in lines:
         words = _TOKEN.findall(line)
         if not words:
             continue
@@ -88,13 +88,13 @@ def _signed_lines(text: str) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in lines.finditer(text)]
 
 
-def _commands_swapped(text: str) -> set[str]:
+def _commands_swapped(lines: list[tuple[str, str]]) -> set[str]:
     """The first word of a quoted value a diff's removed line gives a quoted key when its added
     line gives the key a value without that word (``-"build": "webpack --config x.js"``,
     ``+"build": "rsbuild build"``: webpack, a package.json script's tool swapped)."""
     out: set[str] = set()
     removed: dict[str, str] = {}
-    for sign, line in _signed_lines(text):
+    for sign, line in lines:
         m = _QUOTED_VALUE.match(line)
         if m is None:
             continue
@@ -140,7 +140,8 @@ def diff_removed(text: str) -> set[str]:
                 old = removed[key]
                 out.add(old)
                 out.update(v for v in _VERSION_IN.findall(old) if v not in value)
-    out |= _line_pairs(text) | _commands_swapped(text) | _top_keys_swapped(text)
+    lines = _signed_lines(text)
+    out |= _line_pairs(lines) | _commands_swapped(lines) | _top_keys_swapped(text)
     out = {v for v in out if v.casefold() not in _CONSTANTS}
     keys: dict[str, set[str]] = {"-": set(), "+": set()}
     for m in _DIFF_KEY.finditer(text):
