@@ -286,7 +286,7 @@ def _pieces(text: str) -> list[str]:
     out: list[str] = []
     at = 0
     for m in _FENCED.finditer(text):
-        if m.start() < at or len(m.group(0)) > MAX_CODE:
+        if len(m.group(0)) > MAX_CODE:
             continue  # (a long log or file: cut at its fences as before)
         before = _sentences(text[at : m.start()])
         lead = before.pop() if before and before[-1].rstrip().endswith((":", "：")) else ""

@@ -74,17 +74,12 @@ def same_key(new: current.Claim, old: current.Claim) -> bool:
         if not key:
             continue
         for f in new.values - old.anchors:
-            number = current.shape(f) == "number"
             if in_code:
-                if number == (current.shape(o) == "number") and key in (
-                    _code_key_before(new.text, f),
-                    _key_before(new.text, f),  # "bumped `CONFIG_X` to 4096" / ```CONFIG_X=2048```
-                ):
-                    return True
-            elif current.shape(f) == current.shape(o) and key in (
-                _key_before(new.text, f),
-                _code_key_before(new.text, f),
-            ):
+                alike = (current.shape(f) == "number") == (current.shape(o) == "number")
+            else:
+                alike = current.shape(f) == current.shape(o)
+            # in code or in words, either way ("bumped `CONFIG_X` to 4096" / ```CONFIG_X=2048```)
+            if alike and (_key_before(new.text, f) == key or _code_key_before(new.text, f) == key):
                 return True
     return False
 
