@@ -23,7 +23,7 @@ RETIRED = [
         re.I,
     ),
     re.compile(
-        rf"\b(?:instead of|rather than|in place of|replac(?:e|ed|ing))\s+(?:the\s+)?`?(?P<v>{V})",
+        rf"\b(?:instead of|rather than|in place of|replac(?:e|es|ed|ing))\s+(?:the\s+)?`?(?P<v>{V})",
         re.I,
     ),
     re.compile(rf"(?:,|\bnow)\s+not\s+`?(?P<v>{V})", re.I),
@@ -156,6 +156,15 @@ RETIRED = [
         rf"(?:把\s*)?`?(?P<v>{LATIN_V})`?\s*(?:已经|已)?被?(?:换掉|替换掉|干掉|下掉|去掉)了?"
         r"(?=\s*(?:[，,。；;！!]|$))"  # (not "3.12 去掉了 distutils": 3.12 did it)
     ),
+    re.compile(  # "用 zap 替换 logrus", "以 Caddy 取代了 nginx": the second is gone
+        rf"(?:用|以|拿)\s*`?(?:{LATIN_V})`?\s*(?:替换|替代|代替|取代)(?:了|掉)?\s*(?:原来的|旧的|原有的)?"
+        rf"\s*`?(?P<v>{LATIN_V})"
+    ),
+    re.compile(  # "staging-api.x.io now returns 301 to https://api.stg.x.io": a host moved
+        rf"`?(?P<v>{V})`?\s+(?:now\s+)?(?:(?:returns?|answers?|responds?)(?:\s+with)?\s+(?:an?\s+)?"
+        r"30[1278]\b(?:\s+\w+)?|(?:permanently\s+)?redirects?)\s+to\b",
+        re.I,
+    ),
     re.compile(  # "So it's no longer CloudFront", "the owner is no longer Tomás"
         r"\b(?:it's|it is|is|are|we're|we are)\s+no longer\s+(?:on\s+|behind\s+|using\s+)?"
         r"(?P<v>[A-Z][\w.+-]*[\w+]|`[^`\s]+`)(?=[\s,;:.—-]|$)"
@@ -179,6 +188,7 @@ RETIRE_HINT = re.compile(
     r"|\bchang|->|→|=>|branch -[mM]|used to|以前|called off|scrapped|shelved|decided against|n't"
     r"|never|取消|作废|搁置|放弃|不做|不搞|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上"
     r"|请假|休假|请了假|done with|finished with|through with|换掉|替换掉|干掉|下掉|去掉|退役|淘汰|不用了"
+    r"|替换|替代|代替|取代|\b30[1278]\b|redirect"
     r"|删了|删掉|删除了|移除了|卸载了|Revert\s+\"",
     re.I,
 )
@@ -227,6 +237,8 @@ _HINTS = [
     r"(?:done|finished|through) with",
     r"->|→|=>",
     r"换掉|替换掉|干掉|下掉|去掉",
+    r"替换|替代|代替|取代",
+    r"\b30[1278]\b|redirect",
     r"no longer",
     r"Revert\s+\"",
     r"删了|删掉|删除了|移除了|卸载了",
@@ -242,12 +254,19 @@ def retired(sentence: str, diffs: bool = True) -> set[str]:
     out = diff_removed(sentence) if diffs and shows_diff(sentence) else set()
     if not RETIRE_HINT.search(sentence):
         return out
+    reverted = [m.span() for m in _REVERTED.finditer(sentence)] if "Revert" in sentence else []
     return out | {
         m.group("v")
         for hint, pattern in RETIRED_HINTED
         if hint.search(sentence)
         for m in pattern.finditer(sentence)
+        if not any(a < m.start() < b for a, b in reverted)
     }
+
+
+_REVERTED = re.compile(r"\bRevert\s+\"[^\"]*\"")
+"""The subject of a commit a revert undoes (``Revert "perf: 使用 sonic 替代 encoding/json"``):
+what it retired is current again, so only :data:`RETIRED`'s own pattern for it reads inside."""
 
 
 _DIFF_HINT = re.compile(r"(?:^|\s)\+\s*(?:-\s+)?[\"']?[@A-Za-z_/]", re.M)
@@ -516,6 +535,36 @@ def declined(new: str, old: str) -> str:
         return ""
     m = _SUGGESTED.search(old)
     return (m.group("v") or m.group("w")) if m else ""
+
+
+OLD_MENTION = re.compile(
+    r"\b(?:old|legacy|leftover)\b|旧|遗留|迁移前|没人用",
+    re.I,
+)
+"""Words that tell a value named as the old one ("the old `…` bucket in us-east-1 is still
+there", "cn-hangzhou 那个旧桶还没删"): a sentence of them mentions the old value, it does not
+say it holds again (unless it says a rollback, :data:`ROLLED_BACK`)."""
+
+
+def mentions_old(sentence: str) -> bool:
+    """Whether ``sentence`` names something as the old one, and says no rollback."""
+    return OLD_MENTION.search(sentence) is not None and not ROLLED_BACK.search(sentence)
+
+
+@lru_cache(maxsize=4096)
+def named_old(sentence: str, value: str) -> bool:
+    """Whether ``sentence`` calls ``value`` itself the old one: the word right before or after
+    it ("cn-hangzhou 的旧 SLB", "旧的 `/data/exports`", "the old `acme-assets` bucket")."""
+    v = re.escape(value)
+    return (
+        re.search(
+            rf"(?<![\w-]){v}[`'\"]?\s*(?:的|那个|这个|那套|那台|下)?\s*(?:旧|老|迁移前)"
+            rf"|(?:\b(?:the\s+)?(?:old|legacy|leftover)|旧的?|老的?|原来的|迁移前的?)\s*[`'\"]?{v}(?![\w-])",
+            sentence,
+            re.I,
+        )
+        is not None
+    )
 
 
 KEPT = re.compile(

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from memd.store import clock, cues, personal, proposals, restated, roles, similar
-from memd.store.diffs import diff_removed
+from memd.store.diffs import before_after, diff_removed
 from memd.store.families import VERSION, family, rolled_back, stem_of
 from memd.store.values import listed
 from memd.text import searchterms, stance, stopwords
@@ -165,8 +165,9 @@ def claim(sentence: str) -> Claim | None:
     """What ``sentence`` states, or None for a question or a sentence of a word or two."""
     if not sentence or _QUESTION.search(sentence):
         return None
+    changed = before_after(sentence) if "|" in sentence and "--" in sentence else []
     if len(sentence) > MAX_CLAIM:
-        if "```" not in sentence:
+        if "```" not in sentence and not changed:
             return None
         sentence = sentence[:MAX_CODE]
     f = similar.features(_APOSTROPHE.sub(" ", _POSSESSIVE.sub("", _TYPE_EXPR.sub(" ", sentence))))
@@ -188,6 +189,11 @@ def claim(sentence: str) -> Claim | None:
     if not values and len(words) < 2 and len(cjk) < 3:
         return None
     diffed = {fold(v) for v in diff_removed(sentence)} if cues.shows_diff(sentence) else set()
+    for _row, before, after in changed:  # a table's "before" cell: as a diff's removed line
+        diffed |= {fold(v) for v in cues.retired(f"from {before} to {after}", diffs=False)}
+        amount = _AMOUNT.fullmatch(before)
+        if amount and _AMOUNT.fullmatch(after):  # "25 MB" → "100 MB": 25, as a sentence has it
+            diffed.add(amount.group(1).replace(",", ""))
     retired = {fold(v) for v in cues.retired(sentence, diffs=False)} | diffed
     retired |= {roles.PHRASES[r] for r in retired if r in roles.PHRASES}  # "VS Code": vscode
     plain = _ASIDE.sub(" ", folded) if "(" in folded or "（" in folded else folded
@@ -210,6 +216,10 @@ def claim(sentence: str) -> Claim | None:
         refs=refs,
         diffed=frozenset(diffed),
     )
+
+
+_AMOUNT = re.compile(r"[~≈<>=]*\s*(\d[\d,]*(?:\.\d+)?)\s*[^\d\s|]{0,8}")
+"""A table cell of an amount ("25 MB", "5,000", "30 days", "200 条/秒")."""
 
 
 def _inside(value: str, values: set[str]) -> bool:
@@ -313,12 +323,35 @@ def _sentences(text: str) -> list[str]:
     commit message in a code block of an excerpt's one line is a statement of its own)."""
     out: list[str] = []
     for raw in _SENTENCE.split(text):
-        if len(raw) <= MAX_CLAIM or "```" not in raw:
+        if "|" in raw and _ROW.search(raw) and not before_after(raw):
+            out += _ROW.split(raw)  # a table's rows, each a statement (as on their own lines)
+            continue
+        items = _items(raw) if "```" not in raw else [raw]
+        if len(items) > 2:  # a list or a report run onto one line: an item each
+            out += items  # (an excerpt's "## Move … - replaces X with Y - sessions live …")
+            continue
+        if len(raw) <= MAX_CLAIM:
             out.append(raw)
             continue
         for part in raw.split("```"):  # a shell session run together: a command each
             out += _PROMPT.split(part) if len(part) > MAX_CLAIM else [part]
     return [p for p in out if p.strip()]
+
+
+_ROW = re.compile(r"(?<=\|)[ \t]+(?=\|)")
+"""Where a table's row ends and the next starts, in a text whose lines an excerpt ran together
+(``| a | b | | c | d |``)."""
+_ITEM = re.compile(r"\s+(?=[-*•]\s|#{1,4}\s)")
+"""Where a list's item or a heading starts in a text whose lines an excerpt ran together."""
+_INLINE_CODE = re.compile(r"`[^`]*`")
+
+
+def _items(text: str) -> list[str]:
+    """``text`` cut where a list's item or a heading starts, outside inline code (a cron
+    schedule's `0 2 * * *` is no list)."""
+    code = [m.span() for m in _INLINE_CODE.finditer(text)] if "`" in text else []
+    cuts = [m.start() for m in _ITEM.finditer(text) if not any(a < m.start() < b for a, b in code)]
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
 
 
 _PROMPT = re.compile(r"(?<=\s)(?=\$ \S)")
@@ -377,6 +410,35 @@ class Replacement:
     reason: str
 
 
+_ENVIRONMENTS = (
+    ("prod", re.compile(r"(?<![\w-])(?:prod|production)(?![\w-])|生产|线上|正式环境", re.I)),
+    ("staging", re.compile(r"(?<![\w-])(?:staging|stg|pre-?prod)(?![\w-])|预发", re.I)),
+    (
+        "test",
+        re.compile(
+            r"(?<=[/.])test(?=[/.])|\btest (?:env|environment|cluster|server)s?\b|测试环境|测试集群",
+            re.I,
+        ),
+    ),
+    (
+        "dev",
+        re.compile(
+            r"(?<=[/.])dev(?=[/.])|\b(?:dev|development) (?:env|environment|cluster|server|box)s?\b"
+            r"|开发环境",
+            re.I,
+        ),
+    ),
+)
+"""The environments a statement can be about, by the words and the paths that name them
+(``config/prod.yaml``, ``kafka-t1.test.x.internal``, "测试环境")."""
+
+
+@lru_cache(maxsize=16384)
+def environments(text: str) -> frozenset[str]:
+    """The environments ``text`` names: a change told of one is no change of another's value."""
+    return frozenset(name for name, pattern in _ENVIRONMENTS if pattern.search(text))
+
+
 def mentions(text: str, value: str) -> bool:
     if not value:
         return False
@@ -390,6 +452,9 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     """Why ``new`` (said later) replaces ``old``, or "" when it does not."""
     if new.text == old.text or personal.two_people(new.who, old.who):
         return ""  # Melanie's "seven years now" is not Caroline's "for 4 years"
+    was, now = environments(old.text), environments(new.text)
+    if was and now and not was & now:
+        return ""  # "测试环境 kafka 换到 kafka-t3" against `config/prod.yaml`'s brokers
     if ref := proposals.calls_off(new.text, old.text, new.refs & old.refs):
         return f"calls off {ref}"  # "Closed #482 without merging" / "Opened PR #482 that sets …"
     shared = new.anchors & old.anchors
@@ -407,7 +472,12 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             elif not all(part in old.values for part in value.split()):
                 continue
         elif not (value in old.values or _CJK_RUN.fullmatch(value)):
-            continue
+            url = [
+                v for v in old.values if "://" in v and v.split("://", 1)[1].split("/")[0] == value
+            ]
+            if not url:
+                continue
+            value = url[0]  # "staging-api.x.io now returns 301 …" of "https://staging-api.x.io"
         if len(old.text) > MAX_CLAIM and value.isalpha():
             continue  # a block of code names many words ("Finds entire/abc1234 …", branch)
         if mentions(old.text, value):

@@ -27,10 +27,12 @@ _INDENTED = re.compile(
     r"(?=\s[-+](?![-+])|\n|```|\Z)",
     re.S,
 )
-"""In a text that shows a diff (:data:`_DIFF_SHOWN`), a removed or added line whose code is
+"""In a text that shows a diff (:data:`DIFF_SHOWN`), a removed or added line whose code is
 indented ("-    huart2.Init.BaudRate = 115200;", "-      - \"8080:8080\""), also run together
 in an excerpt's one line, where a sign between spaces starts the next line."""
-_DIFF_SHOWN = re.compile(r"```diff|(?:^|\s)(?:---|\+\+\+) [ab]/|(?:^|\s)@@ -\d", re.M)
+HUNK = re.compile(r"@@ -[\d,]+ \+[\d,]+ @@")
+"""A diff's hunk header (``@@ -8,7 +8,7 @@``): no line of it."""
+DIFF_SHOWN = re.compile(r"```diff|(?:^|\s)(?:---|\+\+\+) [ab]/|(?:^|\s)@@ -\d", re.M)
 """A diff's fence, file header or hunk header."""
 _TOP_KEY = re.compile(r"(?:^|\s)(?P<s>[-+])(?P<k>[A-Za-z_][\w.-]*):(?=\s|\Z)", re.M)
 """A diff's line of a key at the start of its line (no indent: a YAML document's top level,
@@ -68,8 +70,8 @@ def _line_pairs(lines: list[tuple[str, str]]) -> set[str]:
         added += 1
         before = removed.pop(words[0], None)
         if before is None:  # "-  - \"8080:8080\"" then "+  - \"8443:8443\"": one line, one value
-            if len(run) == 1 and added == 1 and len(run[0]) == len(words) == 1:
-                before = run[0]
+            if len(run) == 1 and added == 1 and len(run[0]) == 1:
+                before, words = run[0], words[:1]  # (an excerpt runs the lines after onto it)
             else:
                 continue
         gone = [w for w in before if w not in words]
@@ -84,8 +86,8 @@ def _line_pairs(lines: list[tuple[str, str]]) -> set[str]:
 
 def _signed_lines(text: str) -> list[tuple[str, str]]:
     """A diff's removed and added lines, as (sign, line)."""
-    lines = _INDENTED if _DIFF_SHOWN.search(text) else _SIGNED
-    return [(m.group(1), m.group(2)) for m in lines.finditer(text)]
+    lines = _INDENTED if DIFF_SHOWN.search(text) else _SIGNED
+    return [(m.group(1), m.group(2)) for m in lines.finditer(HUNK.sub(" ", text))]
 
 
 def _commands_swapped(lines: list[tuple[str, str]]) -> set[str]:
@@ -112,13 +114,50 @@ def _commands_swapped(lines: list[tuple[str, str]]) -> set[str]:
 def _top_keys_swapped(text: str) -> set[str]:
     """The keys a diff removes from a YAML document's top level while it adds others there
     (``-apollo:`` … ``+spring:``: the Apollo block replaced by Spring Cloud's)."""
-    if not _DIFF_SHOWN.search(text):
+    if not DIFF_SHOWN.search(text):
         return set()
     keys: dict[str, set[str]] = {"-": set(), "+": set()}
     for m in _TOP_KEY.finditer(text):
         keys[m.group("s")].add(m.group("k"))
     gone, new = keys["-"] - keys["+"], keys["+"] - keys["-"]
     return gone if new else set()
+
+
+_TABLE_RULE = re.compile(r"\|(?:[ \t]*:?-{3,}:?[ \t]*\|)+")
+"""A markdown table's rule under its header (``|---|---|``), also in an excerpt's one line."""
+_BEFORE = re.compile(
+    r"(?:before|old|from|previous|prior|was)(?: value| setting)?|(?!目前)[\u4e00-\u9fff]{0,3}前|旧值?|原值?",
+    re.I,
+)
+_AFTER = re.compile(
+    r"(?:after|new|to|now)(?: value| setting)?|[\u4e00-\u9fff]{0,3}后|新值?|现在", re.I
+)
+
+
+def before_after(text: str) -> list[tuple[str, str, str]]:
+    """The rows of a markdown table of a change (columns "before" and "after", "迁移前" and
+    "迁移后") whose two cells differ, as (row's first cell, before, after): "| max upload size
+    | 25 MB | 100 MB |" under "| limit | before | after |"."""
+    out: list[tuple[str, str, str]] = []
+    for rule in _TABLE_RULE.finditer(text):
+        n = rule.group(0).count("|") - 1
+        head = text[: rule.start()].rstrip()
+        if n < 3 or not head.endswith("|"):
+            continue
+        header = [c.strip(" *`") for c in head.split("|")[-(n + 1) : -1]]
+        was = [i for i, c in enumerate(header) if _BEFORE.fullmatch(c)]
+        now = [i for i, c in enumerate(header) if _AFTER.fullmatch(c)]
+        if len(was) != 1 or len(now) != 1 or min(was[0], now[0]) == 0:
+            continue
+        row = re.compile(r"[ \t\n]*\|" + r"([^|\n]*)\|" * n)
+        at = rule.end()
+        while (m := row.match(text, at)) is not None:
+            cells = [c.strip(" *") for c in m.groups()]
+            before, after = cells[was[0]], cells[now[0]]
+            if before and after and before.casefold() != after.casefold():
+                out.append((cells[0], before, after))
+            at = m.end()
+    return out
 
 
 def diff_removed(text: str) -> set[str]:

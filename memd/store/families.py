@@ -57,14 +57,23 @@ def rolled_back(
     older tag; whatever else it names (the newer version in a comment)."""
     if not cues.ROLLED_BACK.search(text):
         return False
+    back = {m.group(1).casefold() for m in _BACK_ON.finditer(text)}
     for f in new - old:
-        for o in old - {f}:
+        for o in old - {f} - back:  # (the version it is back on is not one it undoes)
             kin = family(f) & family(o)
             if any(k.startswith("img:") for k in kin) or (
                 any(re.fullmatch(r"v\d+", k) for k in kin) and shared - {o, f}
             ):
                 return True
     return False
+
+
+_BACK_ON = re.compile(
+    r"(?:\bback (?:to|on)|\brolled back to|回滚到|退回到|回到)\s*(?:the\s+)?(?:old\s+)?"
+    r"(?:[A-Za-z][\w.-]*\s+)?`?v?(\d+(?:\.\d+)+)",
+    re.I,
+)
+"""The version a rollback is back on ("back on the old Python 3.10.14", "回滚到 2.3.1")."""
 
 
 def stem_of(path: str) -> str:

@@ -136,6 +136,8 @@ not the shell's ``alias kbj='…'``)."""
 _FROM = re.compile(r"\bFROM\s+\Z")
 """A Dockerfile's ``FROM``: its image's tag is its value, the image's name part of its key (the
 stages of one Dockerfile build from different images)."""
+_EXPOSE = re.compile(r"\bEXPOSE\s+\Z")
+"""A Dockerfile's ``EXPOSE``: the port the container listens on."""
 _DIRECTIVES = listed("alias root")
 """Such directives without an underscore (``proxy_pass``, ``worker_processes`` have one)."""
 _PLAIN_KEYS = listed("name id type kind key value title description label run uses with on if")
@@ -155,6 +157,8 @@ def _code_key_before(sentence: str, value: str) -> str:
                 return "" if key in _PLAIN_KEYS else key
             if _FROM.search(code, 0, at) and ":" in value:  # a Dockerfile's image, by name
                 return "from " + value.split(":", 1)[0].casefold()
+            if _EXPOSE.search(code, 0, at):  # a Dockerfile's port
+                return "expose"
             d = _DIRECTIVE.search(code, 0, at) if m.group(1) else None
             if d and ("_" in d.group(1) or d.group(1) in _DIRECTIVES):
                 return d.group(1)
