@@ -270,7 +270,9 @@ def mark_disputed(results: list[Hit], query: str) -> list[Hit]:
     values: dict[str, tuple[Value, ...]] = {}
     for r in hits:
         values[r.id] = _values(r.memory.text, versions)
-        for _, value, kinds, near in values[r.id]:
+        for sentence, value, kinds, near in values[r.id]:
+            if cues.named_old(sentence, value):
+                continue  # "cn-hangzhou 的旧 SLB 还没释放": no answer of what holds now
             for kind in kinds:
                 by_kind[kind].append((r, value, near))
     changed: dict[str, Hit] = {}

@@ -23,22 +23,37 @@ from typing import Any
 from memd.models import Memory
 from memd.recall.hits import Hit
 from memd.store import cues, current, proposals
+from memd.store.diffs import DIFF_SHOWN, HUNK, before_after
 
 OLDER_SIDE = 12
 """How many of the best relevant candidates are checked for a replaced claim (a block shows
 about that many)."""
 MARK_WORDS = 14
 """How many words of the newer statement the mark quotes."""
+_BULLET = re.compile(r"^(?:[-*•]|#{1,4})\s+")
+"""A list item's or a heading's mark, run onto an excerpt's line: no word of what it says."""
 _END = re.compile(r"[.!?;。！？；]+$")
 _WORD_CUT = re.compile(r"\S+")
 
 
 def mark_text(new_sentence: str, date: str) -> str:
     words = _WORD_CUT.findall(
-        _END.sub("", _diff_told(new_sentence.strip())).replace("[", "(").replace("]", ")")
+        _END.sub("", _told(_BULLET.sub("", new_sentence.strip())))
+        .replace("[", "(")
+        .replace("]", ")")
     )
     quoted = " ".join(words[:MARK_WORDS]) + (" …" if len(words) > MARK_WORDS else "")
     return f" [until {date}; now: {quoted}]"
+
+
+def _told(sentence: str) -> str:
+    """A sentence as a mark quotes it: a diff by its added lines, a table of a change by its
+    changed rows ("max upload size: 25 MB → 100 MB")."""
+    if "|" in sentence and (rows := before_after(sentence)):
+        lead = sentence.split("|", 1)[0].strip()
+        told = "; ".join(f"{key}: {was} → {now}" for key, was, now in rows)
+        return f"{lead} {told}".strip()
+    return _diff_told(sentence)
 
 
 def _diff_told(sentence: str) -> str:
@@ -46,16 +61,18 @@ def _diff_told(sentence: str) -> str:
     added lines ("Upgraded to Go 1.23: go 1.23; FROM golang:1.23.2-alpine AS builder"): the
     removed lines are what the mark says is no longer so."""
     lead, fence, body = sentence.partition("```")
-    if not fence:
-        return sentence
+    if not fence or not DIFF_SHOWN.search(sentence):
+        return sentence  # (a "+" in a commit's words is no line a diff adds)
     added: list[list[str]] = []
     line: list[str] | None = None
-    for token in body.replace("```", " ").split():
+    for token in HUNK.sub(" ", body.replace("```", " ")).split():
         if token.startswith(("+++", "---")):
             line = None
         elif token.startswith("+"):
             line = [token[1:]] if len(token) > 1 else []
             added.append(line)
+        elif token == "-" and line == []:  # "+ - channel: …": a YAML list's item added
+            continue
         elif token.startswith("-"):  # a removed line (a flag of an added one is cut too)
             line = None
         elif line is not None:
@@ -124,6 +141,7 @@ def mark_replaced(results: list[Hit], vectors: dict[str, Any], model_id: str) ->
     if not index:
         return results  # no later candidate says a change about what they say
     changed: dict[str, Hit] = {}
+    gone: list[tuple[frozenset[str], int, str]] = []  # values replaced, by whom, the mark
     for o in relevant:
         old = active[o]
         found = _replacements(active, said, index, o, vectors, model_id)
@@ -137,15 +155,66 @@ def mark_replaced(results: list[Hit], vectors: dict[str, Any], model_id: str) ->
             short = rep.new in quoted
             mark = f" [until {date}]" if short else mark_text(rep.new, date)
             quoted.add(rep.new)
+            gone.append((_replaced_values(old.text, rep, new.text), n, mark_text(rep.new, date)))
             if n == o:  # corrected within itself (:func:`_corrected_within`)
                 mine = replace(mine, marked=annotate(mine.text, rep.old, mark))
                 continue
             mine = replace(mine, marked=annotate(mine.text, rep.old, mark), replaced_by=new.id)
             changed[new.id] = replace(new, relevant=True, score=max(new.score, old.score + 0.001))
         changed[old.id] = mine
+    for values, n, mark in gone:
+        _mark_old_mentions(active, said, changed, values, n, mark)
     if not changed:
         return results
     return [changed.get(r.id, r) for r in results]
+
+
+def _replaced_values(old_text: str, rep: current.Replacement, new_text: str) -> frozenset[str]:
+    """The values of ``rep``'s older claim that its newer one does not state (a place, a
+    version, a name it retired): what a later mention calls "the old …"."""
+    old = next((c for c in current.claims(old_text) if c.text == rep.old), None)
+    new = next((c for c in current.claims(new_text) if c.text == rep.new), None)
+    if old is None or new is None:
+        return frozenset()
+    return frozenset(
+        v
+        for v in old.values
+        if len(v) > 3 and (v in new.retired or (v not in new.values and not v.isalpha()))
+    )
+
+
+def _mark_old_mentions(
+    active: list[Hit],
+    said: list[str],
+    changed: dict[str, Hit],
+    values: frozenset[str],
+    n: int,
+    mark: str,
+) -> None:
+    """Mark, in the candidates said after ``n`` (the replacement), a sentence that names one of
+    ``values`` as the old one ("cn-hangzhou 那个旧桶还没删 [cn-hangzhou: until …; now: …]"): it
+    names no current value, and the reader learns which one is."""
+    for p, r in enumerate(active):
+        if not values or said[p] <= said[n] or r.project != active[n].project:
+            continue
+        for claim in current.claims(r.text):
+            named = sorted(values & claim.values)
+            mine = changed.get(r.id) or r
+            if not named or not cues.mentions_old(claim.text) or claim.text not in mine.text:
+                continue
+            at = mine.text.find(claim.text) + len(claim.text)
+            if "[until" in mine.text[at : at + 10] or ": until " in mine.text[at : at + 80]:
+                continue
+            value = _as_written(claim.text, named[0])
+            changed[r.id] = replace(
+                mine, marked=annotate(mine.text, claim.text, f" [{value}: {mark[2:]}")
+            )
+
+
+def _as_written(sentence: str, value: str) -> str:
+    """``value`` (folded) as ``sentence`` writes it (``/data/logs/huaxi``, ``cn-hangzhou``)."""
+    m = re.search(rf"[\w./:@#-]*{re.escape(value)}[\w./:@#-]*", sentence, re.I | re.A)
+    return m.group(0).strip(".:") if m else value
 
 
 _BOUNDARY = re.compile(r"[.!?;。！？；\n]")
@@ -230,12 +299,16 @@ def _replacements(
                     continue  # the newest; of two said at once, the one closer to the older
                 cos = round(_cosine(vectors, active[n].id, old.id), 2)
                 why = current.replaces(nc, oc, cos, model_id)
-                explicit = why.startswith(("retires", "a correction", "calls off")) or bool(
+                explicit = why.startswith(
+                    ("retires", "a correction", "calls off", "rolled")
+                ) or bool(
                     why
                     and (cues.CORRECTION.search(nc.text) or cues.CORRECTION.search(active[n].text))
                 )  # said as such ("No wait, sorry, legal just said 50 MB. … Changed to 50 MB")
                 if why and not explicit and _kept_by(active[n].text, oc, nc):
                     continue  # "staging 已升级 … 3.2.0。生产保持 3.1.4": both hold
+                if why and not explicit and any(cues.named_old(nc.text, v) for v in oc.values):
+                    continue  # "cn-hangzhou 的旧 SLB 还没释放": of the old, no new value
                 if why and (explicit or not same_session(active[n], old)):
                     if not why.startswith("calls off") and _called_off(active, said, n, nc):
                         continue  # its PR was closed unmerged: the older value still holds
@@ -311,9 +384,12 @@ def _said_again(
         if not v.isalpha() and (not shapes or current.shape(v) in shapes)
     }
     if why.startswith("retires"):
-        dropped = {v for v in old.values & new.retired if not v.isalpha()}
+        parts = {p for v in new.retired for p in v.split()}  # "python 3.10.14": 3.10.14
+        dropped = {v for v in old.values & parts if not v.isalpha()}
     for key in dropped:
         for n, c in index.get(key, ()):
-            if said[n] > said[after] and key not in c.retired and len(c.anchors & old.anchors) > 1:
-                return True
+            if said[n] <= said[after] or key in c.retired or cues.mentions_old(c.text):
+                continue  # ("the old `chore/pydantic-v2` branch with the 2.7.1 changes")
+            if len({a.lstrip("#@") for a in c.anchors & old.anchors}) > 1:
+                return True  # (`#ops` is also read as `ops`: one word, not two)
     return False
