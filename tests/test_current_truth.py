@@ -21,7 +21,7 @@ from daemon_process import DaemonProcess, served
 from hitdata import hit
 
 from memd.extract import rules
-from memd.recall import lexical, stale, synonyms
+from memd.recall import disputed, lexical, stale, synonyms
 from memd.store import clock, current
 from memd.text import searchterms
 
@@ -540,6 +540,24 @@ def test_a_claim_said_again_after_a_change_is_current() -> None:
     assert out["c"].relevant and out["c"].score > out["b"].score
 
 
+def test_an_upgrade_rolled_back_to_the_old_version_is_marked_and_the_first_is_not() -> None:
+    """ "Upgraded … from Python 3.10.14 to 3.11.9", then "rolled back, … back on the old Python
+    3.10.14": the upgrade is marked with the rollback, the first statement is current again
+    and unmarked (its value was retired as "python 3.10.14", two words; the rollback names it
+    as the version it is back on, not one it undoes)."""
+    results = [
+        {"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "sources": [{"timestamp": "2026-03-01T10:00:00Z"}],
+         "text": "claude: The ingest box runs Python 3.10.14 from the deadsnakes PPA."},
+        {"id": "b", "project": "p", "kind": "excerpt", "score": 0.8, "sources": [{"timestamp": "2026-03-10T10:00:00Z"}],
+         "text": "claude: Upgraded the ingest box from Python 3.10.14 to 3.11.9; the venv is rebuilt."},
+        {"id": "c", "project": "p", "kind": "excerpt", "score": 0.7, "sources": [{"timestamp": "2026-03-20T10:00:00Z"}],
+         "text": "user: The 3.11 upgrade got rolled back, the ingest box is back on the old Python 3.10.14."},
+    ]  # fmt: skip
+    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+    assert "[until" not in out["a"].text
+    assert "3.11.9 [until 2026-03-20; now: The 3.11 upgrade got rolled back" in out["b"].text
+
+
 def test_of_two_replacements_said_at_once_the_mark_quotes_the_closer_one() -> None:
     """Two newer statements of one time replace an older one: the mark quotes the one on the
     older's subject (the config line), not the one that happens to come first; the choice was
@@ -671,6 +689,62 @@ def test_a_mark_quotes_what_a_diff_adds() -> None:
     assert stale.mark_text(sentence, "2024-05-10") == (
         " [until 2024-05-10; now: 已升级到 Go 1.23: go 1.23; FROM golang:1.23.2-alpine AS builder]"
     )
+
+
+def test_a_mark_quotes_a_tables_changed_rows_and_a_diffs_added_line() -> None:
+    table = "Updated the limits: | limit | before | after | |---|---|---| | max upload size | 25 MB | 100 MB | | share links | 10 | 10 |"
+    assert stale.mark_text(table, "2024-03-15") == (
+        " [until 2024-03-15; now: Updated the limits: max upload size: 25 MB → 100 MB]"
+    )
+    diff = "```diff --- a/alertmanager.yml +++ b/alertmanager.yml @@ -8,7 +8,7 @@ receivers: - - channel: '#ops-alerts' + - channel: '#ops-incidents' ```"
+    assert stale.mark_text(diff, "2024-08-26") == (
+        " [until 2024-08-26; now: channel: '#ops-incidents']"
+    )  # (not the hunk's "8,7 @@ receivers:", nor a line emptied by the YAML list's dash)
+
+
+def test_a_mention_of_the_old_value_neither_replaces_nor_disputes() -> None:
+    """ "cn-hangzhou 的旧 SLB 还没释放" names the old region after the move to cn-beijing: it
+    replaces nothing of the older memory (it gives no new value) and does not mark the move
+    itself "may be outdated" (twenty-third set, read)."""
+    results = [
+        {"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "sources": [{"timestamp": "2024-03-01T10:00:00Z"}],
+         "text": "claude: `infra/provider.tf`：`provider \"alicloud\" { region = \"cn-hangzhou\" }`。`terraform import` 了现有的 VPC、2 台 ECS 和 SLB。"},
+        {"id": "b", "project": "p", "kind": "excerpt", "score": 0.8, "sources": [{"timestamp": "2024-03-18T10:00:00Z"}],
+         "text": "claude: 主站点迁到北京：```diff - region = \"cn-hangzhou\" + region = \"cn-beijing\" ``` 3 月 16 日凌晨切的 DNS。"},
+        {"id": "c", "project": "p", "kind": "excerpt", "score": 0.7, "sources": [{"timestamp": "2024-04-01T10:00:00Z"}],
+         "text": "claude: 费用中心看，主要是 cn-hangzhou 的旧 SLB 和 ECS 还没释放，约 1800 元。"},
+    ]  # fmt: skip
+    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+    assert '[until 2024-03-18; now: 主站点迁到北京： region = "cn-beijing"' in out["a"].text
+    assert "[until 2024-04-01" not in out["a"].text
+    hits = [hit(r) for r in results]
+    out = {r.id: r for r in disputed.mark_disputed(hits, "主站点部署在哪个 region？")}
+    assert "may be outdated" not in out["b"].text
+
+
+def test_a_later_mention_of_the_old_value_says_which_is_current() -> None:
+    """ "cn-shanghai 那个旧桶还没删" after the move to cn-shenzhen names the old region as old:
+    it is marked with the change, so the line does not read as where the bucket is; a later
+    line that names it without calling it old is left as it is (twenty-fourth set, read)."""
+    results = [
+        {"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "sources": [{"timestamp": "2024-04-15T10:00:00Z"}],
+         "text": "claude: 静态资源放在 OSS bucket `foo-assets`，地域 cn-shanghai。"},
+        {"id": "b", "project": "p", "kind": "excerpt", "score": 0.8, "sources": [{"timestamp": "2024-05-06T10:00:00Z"}],
+         "text": "claude: 迁移完成： | 项 | 迁移前 | 迁移后 | |---|---|---| | 地域 | cn-shanghai | cn-shenzhen | | bucket | foo-assets | foo-assets-sz |"},
+        {"id": "c", "project": "p", "kind": "excerpt", "score": 0.7, "sources": [{"timestamp": "2024-06-03T10:00:00Z"}],
+         "text": "claude: 账单涨了：cn-shanghai 那个旧桶还没删，两边各存了一份。已经加了生命周期规则。"},
+    ]  # fmt: skip
+    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+    assert (
+        "地域 cn-shanghai [until 2024-05-06; now: 迁移完成： 地域: cn-shanghai → cn-shenzhen"
+        in out["a"].text
+    )
+    assert "两边各存了一份 [cn-shanghai: until 2024-05-06; now: 迁移完成：" in out["c"].text
+    plain = dict(results[2], text="claude: 账单涨了：cn-shanghai 的流量费占了一半。")
+    out = {
+        r.id: r for r in stale.mark_replaced([hit(r) for r in (*results[:2], plain)], {}, MINILM)
+    }
+    assert ": until" not in out["c"].text
 
 
 @pytest.mark.parametrize(
@@ -851,6 +925,15 @@ def test_a_mark_quotes_what_a_diff_adds() -> None:
         ("Bot token is in repo secrets now. Actually don't use #release-train, marketing reads that. Post to #hop-deploys.", "Use `slackapi/slack-github-action@v1.26.0` to post to #release-train with environment, commit range and who triggered it."),
         ("`sdkconfig.defaults` 当前内容： ``` CONFIG_PLUG_MQTT_URI=\"mqtts://iot.lumacore.cn:8883\" CONFIG_PLUG_MQTT_CA_BUNDLE=y CONFIG_ESP_TASK_WDT_TIMEOUT_S=10 ```", "`main/Kconfig.projbuild` 新增 `CONFIG_PLUG_MQTT_URI`，默认值 `mqtt://10.0.8.12:1883`。"),
         ("```diff --- a/src/main/resources/application.yml +++ b/src/main/resources/application.yml -apollo: - meta: http://apollo-config.infra:8080 - bootstrap: - enabled: true +spring: + cloud: + nacos: + config: + server-addr: nacos.infra:8848 ```", "member-center 的配置都在 Apollo 上，namespace 是 points.rules。"),
+        # a table of a change ("before" / "after" columns), "replaces X with Y", "用 Y 替换 X",
+        # a YAML list's line replaced in a diff run onto one line, a list's item (twenty-fourth
+        # set, run blind once, then read)
+        ("Applied the new quotas: | quota | before | after | |---|---|---| | max attachment size | 10 MB | 40 MB | | seats per team | 25 | 50 |", "Attachments are capped at 10 MB by `MAX_ATTACHMENT_MB = 10` in `settings.py`."),
+        ("PR #88: ## Switch the job queue - replaces `bull` with `bullmq` in `worker/queue.ts` - same Redis instance, new key prefix `bmq:` - no migration: queued jobs drain before the deploy - follow-up: drop the old dashboards after a week", "Jobs are queued with `bull` (`worker/queue.ts`), one queue per tenant."),
+        ('```\n$ git commit -m "refactor(log): 用 slog 替换 zerolog"\n```', "日志用的是 `zerolog`，初始化在 `internal/log/log.go`。"),
+        ("```diff --- a/deploy/values.yaml +++ b/deploy/values.yaml @@ -4,5 +4,5 @@ redis: hosts: - - redis-a1.cache.internal:6379 + - redis-a4.cache.internal:6379 db: 0 ```", "```yaml # deploy/values.yaml redis: hosts: - redis-a1.cache.internal:6379 db: 0 ```"),
+        ("- While running e2e I saw staging-api.example.io now returns 301 to `https://api.stg.example.io`.", '`cli/envs.go`: ```go var Envs = map[string]string{ "prod": "https://api.example.io", "staging": "https://staging-api.example.io", } ```'),
+        ("Reverted the bump. `requirements.txt` is back to `pydantic==1.10.15`.", "- `requirements.txt`: `pydantic==2.7.1` - ran `bump-pydantic app/models/` → 37 files changed (`Config` → `model_config`, `.dict()` → `.model_dump()`) - fixed 4 spots in `app/normalize.py`"),
     ],
 )  # fmt: skip
 def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
@@ -962,6 +1045,11 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("加了 `alias ksz='kubectl config use-context ack-cn-shenzhen'`，并写了 scripts/pods_both.sh，依次对 cn-beijing 和 cn-shenzhen 执行 `kubectl get pods -n order`。", "在 ~/.zshrc 里加了 `alias kbj='kubectl config use-context ack-cn-beijing'`。"),
         # a constant a diff's line gives another value: no word to retire (twentieth set, read)
         ("The connect timeout stays as it is. I set the read timeout: ```diff - timeout=httpx.Timeout(connect=2.0, read=None, write=10.0, pool=5.0), + timeout=httpx.Timeout(connect=2.0, read=30.0, write=10.0, pool=5.0), ``` Now it's a connect timeout of 2s and a read timeout of 30s.", "In `shipping/rates_client.py`: ```python timeout=httpx.Timeout(connect=2.0, read=None, write=10.0, pool=5.0), ``` So there's a connect timeout of 2 seconds, and we fail over to the cached rate card when none answers."),
+        # a revert of a commit that replaced a library: the library is back, not retired
+        ('```\n$ git revert 4b7d2e9\n[main a91c3f0] Revert "perf(codec): 使用 sonic 替代 encoding/json"\n```', "目前用的是标准库 `encoding/json`，`json.Marshal` 占了 27% 的 CPU。"),
+        # a change told of one environment, against another's value (twenty-fourth set, read)
+        ("测试环境 redis 换到新集群了：```diff --- a/config/test.yaml +++ b/config/test.yaml @@ -1,4 +1,4 @@ redis: hosts: - - redis-t1.test.x.internal:6379 + - redis-t4.test.x.internal:6379 ```", "`config/` 下按环境分文件： ```yaml # config/prod.yaml redis: hosts: - redis-p1.prod.x.internal:6379 - redis-p2.prod.x.internal:6379 ```"),
+        ("Moved the staging API to api.stg.example.io.", "The production API is served from api.example.io behind CloudFront."),
     ],
 )  # fmt: skip
 def test_claims_that_hold_together_are_not_replaced(new: str, old: str) -> None:
