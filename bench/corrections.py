@@ -35,7 +35,10 @@ its totals taken on the session's first commit (``b465d25``), run once blind (``
 read; ``corrections_heldout23.jsonl`` written blind at the start of session 33, its totals taken
 on the session's first commit (``6cae275``), run once blind (``57eed5e``), then read;
 ``corrections_heldout24.jsonl`` written blind in session 33, its totals taken on ``6cae275``,
-run once blind at the session's end (``abc11cc``);
+run once blind at the session's end (``abc11cc``), read in session 34;
+``corrections_heldout25.jsonl`` written blind at the start of session 34 and
+``corrections_heldout26.jsonl`` written blind in it, their totals taken on the session's first
+commit (``c6251e0``), each run once blind at its end;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -104,6 +107,8 @@ SPLITS = {
     "heldout22": ROOT / "tests" / "labelled" / "corrections_heldout22.jsonl",
     "heldout23": ROOT / "tests" / "labelled" / "corrections_heldout23.jsonl",
     "heldout24": ROOT / "tests" / "labelled" / "corrections_heldout24.jsonl",
+    "heldout25": ROOT / "tests" / "labelled" / "corrections_heldout25.jsonl",
+    "heldout26": ROOT / "tests" / "labelled" / "corrections_heldout26.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
