@@ -932,6 +932,7 @@ def test_a_later_mention_of_the_old_value_says_which_is_current() -> None:
         ("PR #88: ## Switch the job queue - replaces `bull` with `bullmq` in `worker/queue.ts` - same Redis instance, new key prefix `bmq:` - no migration: queued jobs drain before the deploy - follow-up: drop the old dashboards after a week", "Jobs are queued with `bull` (`worker/queue.ts`), one queue per tenant."),
         ('```\n$ git commit -m "refactor(log): 用 slog 替换 zerolog"\n```', "日志用的是 `zerolog`，初始化在 `internal/log/log.go`。"),
         ("```diff --- a/deploy/values.yaml +++ b/deploy/values.yaml @@ -4,5 +4,5 @@ redis: hosts: - - redis-a1.cache.internal:6379 + - redis-a4.cache.internal:6379 db: 0 ```", "```yaml # deploy/values.yaml redis: hosts: - redis-a1.cache.internal:6379 db: 0 ```"),
+        ('```\n$ git commit -m "chore(deps): 删除 amqp091-go 依赖和 exchange 声明"\n```', "在 `order/publisher.go` 里用 `amqp091-go` 往 RabbitMQ 的 exchange `order.events` 发 `order.created`。"),
         ("- While running e2e I saw staging-api.example.io now returns 301 to `https://api.stg.example.io`.", '`cli/envs.go`: ```go var Envs = map[string]string{ "prod": "https://api.example.io", "staging": "https://staging-api.example.io", } ```'),
         ("Reverted the bump. `requirements.txt` is back to `pydantic==1.10.15`.", "- `requirements.txt`: `pydantic==2.7.1` - ran `bump-pydantic app/models/` → 37 files changed (`Config` → `model_config`, `.dict()` → `.model_dump()`) - fixed 4 spots in `app/normalize.py`"),
     ],

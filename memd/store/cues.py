@@ -156,6 +156,10 @@ RETIRED = [
         rf"(?:把\s*)?`?(?P<v>{LATIN_V})`?\s*(?:已经|已)?被?(?:换掉|替换掉|干掉|下掉|去掉)了?"
         r"(?=\s*(?:[，,。；;！!]|$))"  # (not "3.12 去掉了 distutils": 3.12 did it)
     ),
+    re.compile(  # "删除 amqp091-go 依赖", "移除了 `sentry-go` 包": a dependency, a service removed
+        rf"(?:删除|移除|去掉|卸载)(?:了)?\s*`?(?P<v>{LATIN_V})`?\s*"
+        r"(?:的)?(?:依赖|包|库|服务|插件|模块|客户端)"
+    ),
     re.compile(  # "用 zap 替换 logrus", "以 Caddy 取代了 nginx": the second is gone
         rf"(?:用|以|拿)\s*`?(?:{LATIN_V})`?\s*(?:替换|替代|代替|取代)(?:了|掉)?\s*(?:原来的|旧的|原有的)?"
         rf"\s*`?(?P<v>{LATIN_V})"
@@ -188,7 +192,7 @@ RETIRE_HINT = re.compile(
     r"|\bchang|->|→|=>|branch -[mM]|used to|以前|called off|scrapped|shelved|decided against|n't"
     r"|never|取消|作废|搁置|放弃|不做|不搞|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上"
     r"|请假|休假|请了假|done with|finished with|through with|换掉|替换掉|干掉|下掉|去掉|退役|淘汰|不用了"
-    r"|替换|替代|代替|取代|\b30[1278]\b|redirect"
+    r"|替换|替代|代替|取代|\b30[1278]\b|redirect|删除|移除"
     r"|删了|删掉|删除了|移除了|卸载了|Revert\s+\"",
     re.I,
 )
@@ -237,6 +241,7 @@ _HINTS = [
     r"(?:done|finished|through) with",
     r"->|→|=>",
     r"换掉|替换掉|干掉|下掉|去掉",
+    r"删除|移除|去掉|卸载",
     r"替换|替代|代替|取代",
     r"\b30[1278]\b|redirect",
     r"no longer",
