@@ -558,6 +558,23 @@ def test_an_upgrade_rolled_back_to_the_old_version_is_marked_and_the_first_is_no
     assert "3.11.9 [until 2026-03-20; now: The 3.11 upgrade got rolled back" in out["b"].text
 
 
+def test_a_rollback_marks_the_upgrade_and_not_the_version_it_is_back_on() -> None:
+    """"Rolled back to 4.2.2: … - I kept the TileMapLayer branch": the upgrade's request is
+    marked (keeping a branch keeps no version), the first setup's 4.2.2 is not (twenty-sixth
+    set, read after its blind run)."""
+    results = [
+        {"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "sources": [{"timestamp": "2024-05-06T10:00:00Z"}],
+         "text": "claude: Set up: - `.gitignore`: `.godot/` excluded - `.godot-version`: `4.2.2` - `.github/workflows/export.yml`: container `barichello/godot-ci:4.2.2`"},
+        {"id": "b", "project": "p", "kind": "excerpt", "score": 0.8, "sources": [{"timestamp": "2024-06-18T10:00:00Z"}],
+         "text": "user: upgrade to Godot 4.3 stable, I want TileMapLayer"},
+        {"id": "c", "project": "p", "kind": "excerpt", "score": 0.7, "sources": [{"timestamp": "2024-06-25T10:00:00Z"}],
+         "text": "claude: Rolled back to 4.2.2: - reverted `e4a91c0` (TileMapLayer conversion) - `.godot-version` → `4.2.2` - `project.godot` features back to `\"4.2\"`. I kept the TileMapLayer branch as `feat/tilemaplayer`."},
+    ]  # fmt: skip
+    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+    assert "TileMapLayer [until 2024-06-25; now: Rolled back to 4.2.2:]" in out["b"].text
+    assert "[until" not in out["a"].text
+
+
 def test_of_two_replacements_said_at_once_the_mark_quotes_the_closer_one() -> None:
     """Two newer statements of one time replace an older one: the mark quotes the one on the
     older's subject (the config line), not the one that happens to come first; the choice was
@@ -1048,6 +1065,8 @@ def test_a_newer_claim_replaces_an_older(new: str, old: str) -> None:
         ("The connect timeout stays as it is. I set the read timeout: ```diff - timeout=httpx.Timeout(connect=2.0, read=None, write=10.0, pool=5.0), + timeout=httpx.Timeout(connect=2.0, read=30.0, write=10.0, pool=5.0), ``` Now it's a connect timeout of 2s and a read timeout of 30s.", "In `shipping/rates_client.py`: ```python timeout=httpx.Timeout(connect=2.0, read=None, write=10.0, pool=5.0), ``` So there's a connect timeout of 2 seconds, and we fail over to the cached rate card when none answers."),
         # a revert of a commit that replaced a library: the library is back, not retired
         ('```\n$ git revert 4b7d2e9\n[main a91c3f0] Revert "perf(codec): 使用 sonic 替代 encoding/json"\n```', "目前用的是标准库 `encoding/json`，`json.Marshal` 占了 27% 的 CPU。"),
+        # "falls back to" says no change (twenty-sixth set, read after its blind run)
+        ("`feeds/duration.py` returns `None` instead of raising; the episode then falls back to the enclosure's duration after download, 40 cases from real feeds.", "- `ingest.high`: new episodes from feed polling, `prefetch_count=1`"),
         # a change told of one environment, against another's value (twenty-fourth set, read)
         ("测试环境 redis 换到新集群了：```diff --- a/config/test.yaml +++ b/config/test.yaml @@ -1,4 +1,4 @@ redis: hosts: - - redis-t1.test.x.internal:6379 + - redis-t4.test.x.internal:6379 ```", "`config/` 下按环境分文件： ```yaml # config/prod.yaml redis: hosts: - redis-p1.prod.x.internal:6379 - redis-p2.prod.x.internal:6379 ```"),
         ("Moved the staging API to api.stg.example.io.", "The production API is served from api.example.io behind CloudFront."),

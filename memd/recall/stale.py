@@ -24,6 +24,7 @@ from memd.models import Memory
 from memd.recall.hits import Hit
 from memd.store import cues, current, proposals
 from memd.store.diffs import DIFF_SHOWN, HUNK, before_after
+from memd.store.families import back_on
 
 OLDER_SIDE = 12
 """How many of the best relevant candidates are checked for a replaced claim (a block shows
@@ -309,6 +310,8 @@ def _replacements(
                     continue  # "staging 已升级 … 3.2.0。生产保持 3.1.4": both hold
                 if why and not explicit and any(cues.named_old(nc.text, v) for v in oc.values):
                     continue  # "cn-hangzhou 的旧 SLB 还没释放": of the old, no new value
+                if why and _states(oc) & back_on(active[n].text):
+                    continue  # "Rolled back to 4.2.2: …": a statement of 4.2.2 holds again
                 if why and (explicit or not same_session(active[n], old)):
                     if not why.startswith("calls off") and _called_off(active, said, n, nc):
                         continue  # its PR was closed unmerged: the older value still holds
@@ -316,6 +319,11 @@ def _replacements(
         if best is not None and not _said_again(said, index, best[0], oc, best[1], best[2]):
             out.append((best[0], current.Replacement(oc.text, best[1].text, "")))
     return out
+
+
+def _states(claim: current.Claim) -> frozenset[str]:
+    """The values ``claim`` gives as they are (not those it says it moved from)."""
+    return claim.values - {part for v in claim.retired for part in v.split()}
 
 
 def _corrected_within(
@@ -335,7 +343,8 @@ def _corrected_within(
 def _kept_by(text: str, old: current.Claim, new: current.Claim) -> bool:
     """Whether the replacement's memory says, beside it, that a value of ``old`` it does not
     repeat is kept ("生产保持 3.1.4", "staging-eu is unchanged")."""
-    gone = old.values - new.values
+    shapes = {current.shape(f) for f in new.values - old.values}  # what the change gives
+    gone = {v for v in old.values - new.values if current.shape(v) in shapes}
     return any(
         c.text != new.text and gone & c.values and cues.KEPT.search(c.text)
         for c in current.claims(text)

@@ -306,7 +306,7 @@ CUE = re.compile(
     r"|reports|lists|outputs|finds|logs)\b)"
     r"|no longer|any ?more|instead|ditched|swapped|switch(?:ed|ing)?|mov(?:ed|ing)|relocat(?:ed|ing)|migrat(?:ed|ing)|"
     r"(?<!before )(?<!without )chang(?:ed|ing)(?! (?:anything|nothing))|renam(?:ed|ing)|replac(?:ed|ing)|bump(?:ed)?|upgrad(?:ed|ing)|"
-    r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|back (?:to|on)|"
+    r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|(?<!falls )(?<!fall )back (?:to|on)|"
     r"(?:is|are) \S+ again|"
     r"has left|took over|handed|from now on|these days|(?<!\bto )actually|made|make the|set to|"
     r"(?:updated|set|raised|lowered|changed) (?:the |its |our )?\S+(?: \S+){0,2} to|"

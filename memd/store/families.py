@@ -57,7 +57,7 @@ def rolled_back(
     older tag; whatever else it names (the newer version in a comment)."""
     if not cues.ROLLED_BACK.search(text):
         return False
-    back = {m.group(1).casefold() for m in _BACK_ON.finditer(text)}
+    back = back_on(text)
     for f in new - old:
         for o in old - {f} - back:  # (the version it is back on is not one it undoes)
             kin = family(f) & family(o)
@@ -74,6 +74,13 @@ _BACK_ON = re.compile(
     re.I,
 )
 """The version a rollback is back on ("back on the old Python 3.10.14", "回滚到 2.3.1")."""
+
+
+def back_on(text: str) -> frozenset[str]:
+    """The versions a rollback in ``text`` is back on ("Rolled back to 4.2.2", "回滚到 2.3.1")."""
+    if not cues.ROLLED_BACK.search(text) and "back" not in text:
+        return frozenset()
+    return frozenset(m.group(1).casefold() for m in _BACK_ON.finditer(text))
 
 
 def stem_of(path: str) -> str:
