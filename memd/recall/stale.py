@@ -204,8 +204,8 @@ def _mark_old_mentions(
             if not named or not cues.mentions_old(claim.text) or claim.text not in mine.text:
                 continue
             at = mine.text.find(claim.text) + len(claim.text)
-            if "[until" in mine.text[at : at + 10] or ": until " in mine.text[at : at + 80]:
-                continue
+            if mine.text[at:].lstrip().startswith("["):
+                continue  # marked already (a sentence marked before its full stop is not found)
             value = _as_written(claim.text, named[0])
             changed[r.id] = replace(
                 mine, marked=annotate(mine.text, claim.text, f" [{value}: {mark[2:]}")
