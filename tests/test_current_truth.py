@@ -559,7 +559,7 @@ def test_an_upgrade_rolled_back_to_the_old_version_is_marked_and_the_first_is_no
 
 
 def test_a_rollback_marks_the_upgrade_and_not_the_version_it_is_back_on() -> None:
-    """"Rolled back to 4.2.2: … - I kept the TileMapLayer branch": the upgrade's request is
+    """ "Rolled back to 4.2.2: … - I kept the TileMapLayer branch": the upgrade's request is
     marked (keeping a branch keeps no version), the first setup's 4.2.2 is not (twenty-sixth
     set, read after its blind run)."""
     results = [
