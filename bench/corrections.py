@@ -38,7 +38,7 @@ on the session's first commit (``6cae275``), run once blind (``57eed5e``), then 
 run once blind at the session's end (``abc11cc``), read in session 34;
 ``corrections_heldout25.jsonl`` written blind at the start of session 34 and
 ``corrections_heldout26.jsonl`` written blind in it, their totals taken on the session's first
-commit (``c6251e0``), each run once blind at its end;
+commit (``c6251e0``), each run once blind (``8f48399``), then read;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
