@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from memd.store.values import V, listed
+from memd.store.values import CJK, V, listed
 
 _DIFF_LINE = re.compile(
     rf"(?:^|\s)(?P<s>[-+])\s*(?:-\s+)?(?P<k>[A-Za-z_][\w.-]*)\s*[:=]\s*[`'\"]?(?P<v>{V})[`'\"]?",
@@ -126,12 +126,10 @@ def _top_keys_swapped(text: str) -> set[str]:
 _TABLE_RULE = re.compile(r"\|(?:[ \t]*:?-{3,}:?[ \t]*\|)+")
 """A markdown table's rule under its header (``|---|---|``), also in an excerpt's one line."""
 _BEFORE = re.compile(
-    r"(?:before|old|from|previous|prior|was)(?: value| setting)?|(?!目前)[\u4e00-\u9fff]{0,3}前|旧值?|原值?",
+    rf"(?:before|old|from|previous|prior|was)(?: value| setting)?|(?!目前)[{CJK}]{{0,3}}前|旧值?|原值?",
     re.I,
 )
-_AFTER = re.compile(
-    r"(?:after|new|to|now)(?: value| setting)?|[\u4e00-\u9fff]{0,3}后|新值?|现在", re.I
-)
+_AFTER = re.compile(rf"(?:after|new|to|now)(?: value| setting)?|[{CJK}]{{0,3}}后|新值?|现在", re.I)
 
 
 def before_after(text: str) -> list[tuple[str, str, str]]:
