@@ -154,9 +154,10 @@ def mark_replaced(results: list[Hit], vectors: dict[str, Any], model_id: str) ->
             new = changed.get(active[n].id) or active[n]
             date = said[n][:10]
             short = rep.new in quoted
-            mark = f" [until {date}]" if short else mark_text(rep.new, date)
+            full = mark_text(rep.new, date)
+            mark = f" [until {date}]" if short else full
             quoted.add(rep.new)
-            gone.append((_replaced_values(old.text, rep, new.text), n, mark_text(rep.new, date)))
+            gone.append((_replaced_values(old.text, rep, new.text), n, full))
             if n == o:  # corrected within itself (:func:`_corrected_within`)
                 mine = replace(mine, marked=annotate(mine.text, rep.old, mark))
                 continue
@@ -195,12 +196,14 @@ def _mark_old_mentions(
     """Mark, in the candidates said after ``n`` (the replacement), a sentence that names one of
     ``values`` as the old one ("cn-hangzhou 那个旧桶还没删 [cn-hangzhou: until …; now: …]"): it
     names no current value, and the reader learns which one is."""
+    if not values:
+        return
     for p, r in enumerate(active):
-        if not values or said[p] <= said[n] or r.project != active[n].project:
+        if said[p] <= said[n] or r.project != active[n].project:
             continue
         for claim in current.claims(r.text):
             named = sorted(values & claim.values)
-            mine = changed.get(r.id) or r
+            mine = changed.get(r.id) or r  # (another claim of it may be marked already)
             if not named or not cues.mentions_old(claim.text) or claim.text not in mine.text:
                 continue
             at = mine.text.find(claim.text) + len(claim.text)
@@ -323,7 +326,12 @@ def _replacements(
 
 def _states(claim: current.Claim) -> frozenset[str]:
     """The values ``claim`` gives as they are (not those it says it moved from)."""
-    return claim.values - {part for v in claim.retired for part in v.split()}
+    return claim.values - _retired_words(claim)
+
+
+def _retired_words(claim: current.Claim) -> frozenset[str]:
+    """The words of the values ``claim`` retires ("python 3.10.14": python, 3.10.14)."""
+    return frozenset(part for v in claim.retired for part in v.split())
 
 
 def _corrected_within(
@@ -393,8 +401,7 @@ def _said_again(
         if not v.isalpha() and (not shapes or current.shape(v) in shapes)
     }
     if why.startswith("retires"):
-        parts = {p for v in new.retired for p in v.split()}  # "python 3.10.14": 3.10.14
-        dropped = {v for v in old.values & parts if not v.isalpha()}
+        dropped = {v for v in old.values & _retired_words(new) if not v.isalpha()}
     for key in dropped:
         for n, c in index.get(key, ()):
             if said[n] <= said[after] or key in c.retired or cues.mentions_old(c.text):
