@@ -9,7 +9,10 @@ or marked where it stands ("until DATE; now: ...").
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -538,6 +541,31 @@ def test_a_claim_said_again_after_a_change_is_current() -> None:
         in (out["b"].text)
     )
     assert out["c"].relevant and out["c"].score > out["b"].score
+
+
+def test_why_a_claim_is_replaced_does_not_depend_on_the_hash_seed() -> None:
+    """A diff that takes two packages out retires both: the reason names the same one in every
+    run (it named either, by the order of a set)."""
+    code = (
+        "from memd.store import current\n"
+        "old = 'assistant: Installed Redux Toolkit (`@reduxjs/toolkit`) and `react-redux`.'\n"
+        'new = \'assistant: ```diff --- a/package.json +++ b/package.json "dependencies": { '
+        '-    "@reduxjs/toolkit": "^2.2.1", -    "react-redux": "^9.1.0", '
+        '+    "zustand": "^4.5.2", ``` Replaced the slices with zustand stores.\'\n'
+        "print(current.replaced_claim(new, old, 0.9, 'm'))\n"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(outs) == 1
+    assert "retires '@reduxjs/toolkit'" in outs.pop()
 
 
 def test_an_upgrade_rolled_back_to_the_old_version_is_marked_and_the_first_is_not() -> None:

@@ -461,7 +461,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
     turned_down = cues.declined(new.text, old.text)
     if turned_down and (shared or mentions(new.text, turned_down)):
         return f"retires {fold(turned_down)!r}"  # "建议…换成飞书" / "不换，…还是钉钉"
-    for value in new.retired - old.retired:
+    for value in sorted(new.retired - old.retired):  # (sorted: one reason for any hash seed)
         if "_" in value and value not in old.values and mentions(old.text, value.replace("_", " ")):
             value = value.replace("_", " ")  # `priya_raman` in code, "Priya Raman" in words
             if not all(part in old.values for part in value.split()):
@@ -472,9 +472,9 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             elif not all(part in old.values for part in value.split()):
                 continue
         elif not (value in old.values or _CJK_RUN.fullmatch(value)):
-            url = [
+            url = sorted(
                 v for v in old.values if "://" in v and v.split("://", 1)[1].split("/")[0] == value
-            ]
+            )
             if not url:
                 continue
             value = url[0]  # "staging-api.x.io now returns 301 …" of "https://staging-api.x.io"
@@ -534,8 +534,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 for v in old.values & new.values
             )
         }
-        for o in old.values - fresh - kept:
-            for f in fresh - listed:
+        for o in sorted(old.values - fresh - kept):
+            for f in sorted(fresh - listed):
                 if shape(f) != shape(o):
                     continue
                 kin = family(f) & family(o)  # 3.11 -> 3.12, stg.x -> stg.eu1.x, yarn -> pnpm
