@@ -586,6 +586,40 @@ def test_an_upgrade_rolled_back_to_the_old_version_is_marked_and_the_first_is_no
     assert "3.11.9 [until 2026-03-20; now: The 3.11 upgrade got rolled back" in out["b"].text
 
 
+@pytest.mark.parametrize(
+    ("first", "upgrade", "rollback", "marked"),
+    [
+        (
+            "claude: 采集机上跑的是 Python 3.10.14，装在 deadsnakes PPA 里。",
+            "claude: 采集机已从 Python 3.10.14 升级到 3.11.9，venv 已重建。",
+            "user: 3.11 的升级回滚了，采集机回滚到 Python 3.10.14。",
+            "升级到 3.11.9，venv 已重建 [until 2026-03-20; now: 3.11 的升级回滚了",
+        ),
+        (
+            "claude: 前端依赖 `vite` 版本 `5.2.8`，构建通过。",
+            "claude: 把 vite 升到了 `5.4.1`，dev server 启动更快。",
+            "claude: 5.4.1 和插件不兼容，vite 已退回 `5.2.8`，`pnpm build` 通过。",
+            "dev server 启动更快 [until 2026-03-20; now: 5.4.1 和插件不兼容",
+        ),
+    ],
+    ids=["python", "vite"],
+)
+def test_a_rollback_told_in_chinese_leaves_the_version_it_is_back_on_current(
+    first: str, upgrade: str, rollback: str, marked: str
+) -> None:
+    """ "回滚到 Python 3.10.14", "vite 已退回 `5.2.8`": the upgrade is marked, the first
+    statement holds again, unmarked (it was marked "until" the rollback that restored it, and
+    "从 Python 3.10.14 升级到" retired nothing, its value being two words)."""
+    results = [
+        {"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "sources": [{"timestamp": "2026-03-01T10:00:00Z"}], "text": first},
+        {"id": "b", "project": "p", "kind": "excerpt", "score": 0.8, "sources": [{"timestamp": "2026-03-10T10:00:00Z"}], "text": upgrade},
+        {"id": "c", "project": "p", "kind": "excerpt", "score": 0.7, "sources": [{"timestamp": "2026-03-20T10:00:00Z"}], "text": rollback},
+    ]  # fmt: skip
+    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+    assert "[until" not in out["a"].text
+    assert marked in out["b"].text
+
+
 def test_a_rollback_marks_the_upgrade_and_not_the_version_it_is_back_on() -> None:
     """ "Rolled back to 4.2.2: … - I kept the TileMapLayer branch": the upgrade's request is
     marked (keeping a branch keeps no version), the first setup's 4.2.2 is not (twenty-sixth

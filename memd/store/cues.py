@@ -60,7 +60,8 @@ RETIRED = [
     re.compile(rf"\bdropped\s+(?:the\s+)?`?(?P<v>{V})", re.I),
     re.compile(rf"`?(?P<v>{V})`?\s+(?:belongs to|is|was)\s+(?:the|an?|our)\s+old\b", re.I),
     re.compile(
-        rf"(?:从|由)\s*(?P<v>{V}|[{CJK}]{{2,4}}?)\s*(?:天|小时|分钟|秒|个|条|次|台|核)?\s*"
+        rf"(?:从|由)\s*(?P<v>(?:{V})(?:\s+(?:[A-Z][\w.+-]*|\d[\w.]*)){{0,2}}|[{CJK}]{{2,4}}?)\s*"
+        r"(?:天|小时|分钟|秒|个|条|次|台|核)?\s*"
         rf"(?:{ZH_TO}|到)"
     ),
     re.compile(

@@ -69,11 +69,13 @@ def rolled_back(
 
 
 _BACK_ON = re.compile(
-    r"\bback (?:to|on)\s*(?:the\s+)?(?:old\s+)?(?:[A-Za-z][\w.-]*\s+)?`?v?(\d+(?:\.\d+)+)",
+    r"(?:\bback (?:to|on)\s*(?:the\s+)?(?:old\s+)?(?:[A-Za-z][\w.-]*\s+)?"
+    r"|(?:回滚|回退|退回|降回|切回|换回|回到)(?:到|至|成|为)?了?\s*(?:旧的?|之前的?|原来的?)?\s*"
+    r"(?:[A-Za-z][\w.-]*\s*)?)`?v?(\d+(?:\.\d+)+)",
     re.I,
 )
 """The version a rollback is back on ("back on the old Python 3.10.14", "Rolled back to
-4.2.2"; not yet said in Chinese)."""
+4.2.2", "回滚到 Python 3.10.14", "vite 已退回 `5.2.8`")."""
 
 
 def back_on(text: str) -> frozenset[str]:
