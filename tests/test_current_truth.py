@@ -25,7 +25,7 @@ from hitdata import hit
 
 from memd.extract import rules
 from memd.recall import disputed, lexical, stale, synonyms
-from memd.store import clock, current
+from memd.store import clock, cues, current, families
 from memd.text import searchterms
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -1389,3 +1389,57 @@ def test_words_of_asking_about_now_are_no_search_terms() -> None:
 )
 def test_clock_times_of_a_cron_schedule_and_a_chinese_hour(sentence: str, times: set[str]) -> None:
     assert clock.clock_times(sentence) == times
+
+
+def _marked(*texts: tuple[str, str], session: str = "") -> dict[str, str]:
+    """``stale.mark_replaced`` over excerpts said on the given days (of one session when
+    ``session`` is given): each one's text as the block would show it."""
+    results = [
+        {"id": chr(97 + i), "project": "p", "kind": "excerpt", "score": 0.9 - i / 10,
+         "sources": [{"session_id": session or f"s{i}", "timestamp": f"{day}T10:0{i}:00Z"}], "text": text}
+        for i, (day, text) in enumerate(texts)
+    ]  # fmt: skip
+    return {r.id: r.text for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+
+
+def test_a_diff_of_a_commands_flags_retires_the_flags_old_value() -> None:
+    """ "- --workers 4 … --timeout 30 + --workers 4 … --timeout 120": a removed line that starts
+    with a flag is a line of the diff, and the unit file's ``--timeout 30`` is marked (twenty-
+    fifth set, read after its blind run)."""
+    out = _marked(
+        ("2024-10-01", "claude: `/etc/systemd/system/pelican.service`: ```ini [Service] ExecStart=/srv/pelican/.venv/bin/gunicorn pelican.wsgi:application \\ --workers 4 --bind 127.0.0.1:8000 --timeout 30 Restart=on-failure ```"),
+        ("2024-10-08", "claude: The report takes ~70s and the worker gets killed at 30s. ```diff - --workers 4 --bind 127.0.0.1:8000 --timeout 30 + --workers 4 --bind 127.0.0.1:8000 --timeout 120 ``` So workers now get 120 seconds."),
+    )  # fmt: skip
+    assert "Restart=on-failure ``` [until 2024-10-08; now:" in out["a"]
+    assert "[until" not in out["b"]
+
+
+def test_its_this_now_not_that_corrects_a_draft_of_the_same_session() -> None:
+    """ "actually it's 300 now, not 120" corrects the draft an earlier turn of the same session
+    wrote (twenty-fifth set, read after its blind run)."""
+    out = _marked(
+        ("2024-08-20", "user: write the docs page for rate limits / claude: Draft `docs/rate-limits.md`: > Each API key can make 120 requests per minute. Exceeding it returns `429`."),
+        ("2024-08-20", "user: actually it's 300 now, not 120 — we raised it last week / claude: You're right, `settings.py` has `RATE_LIMIT = \"300/minute\"`. Fixed the page."),
+        session="one",
+    )  # fmt: skip
+    assert (
+        "120 requests per minute [until 2024-08-20; now: actually it's 300 now, not 120" in out["a"]
+    )
+    assert cues.CORRECTION.search("it's `pnpm`, not `yarn`")
+    assert not cues.CORRECTION.search("it's fine, not a problem")
+
+
+def test_an_image_pushed_to_another_registry_marks_the_old_path() -> None:
+    """docker.io/wrenfield/api, later "images are now pushed to ghcr.io/wrenfield-labs/api":
+    one image moved between registries (twenty-fifth set, read after its blind run); two images
+    of one registry are two things."""
+    out = _marked(
+        ("2024-07-08", "claude: Added `.github/workflows/release.yml`: on `v*` tags it pushes ``` docker.io/wrenfield/api:latest ``` with the `DOCKERHUB_TOKEN` secret."),
+        ("2024-07-22", "claude: PR #97: - images are now pushed to `ghcr.io/wrenfield-labs/api` (same tags) - login with `GITHUB_TOKEN`"),
+    )  # fmt: skip
+    assert (
+        "secret [until 2024-07-22; now: images are now pushed to `ghcr.io/wrenfield-labs/api`"
+        in (out["a"])
+    )
+    assert families.family("ghcr.io/acme/api") & families.family("docker.io/acme/api:1.2")
+    assert not families.family("ghcr.io/acme/api") & families.family("ghcr.io/acme/worker")

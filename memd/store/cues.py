@@ -293,8 +293,10 @@ OTHER_CORRECTION = (
     r"(?:^|[.!?]\s+)(?:no|nope)\b[,.!]?\s*(?:[—–-]+\s*)?(?:that'?s|that is|it'?s|it is)\s+"
     r"(?:wrong|incorrect|not (?:right|correct|true)|outdated|out of date|the old)"
     r"|\bthat'?s (?:wrong|incorrect|not right|not correct)\b"
+    r"|\bit'?s\s+(?:`[^`\s]+`|\S*\d\S*?)(?:\s+now)?,?\s+not\s+(?:`[^`\s]+`|\S*\d)"
 )
-"""A speaker saying what was said before is wrong ("No, that's wrong — …")."""
+"""A speaker saying what was said before is wrong ("No, that's wrong — …", "actually it's 300
+now, not 120")."""
 REQUEST = re.compile(
     r",?\s+(?:so |and |but )?(?:can|could|would|will) you\b"
     r"|[，,]\s*(?:那|请|帮我|能不能|可以|怎么|如何|为什么)",

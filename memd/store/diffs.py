@@ -23,12 +23,12 @@ _VERSION_IN = re.compile(r"(?<![\w.])\d+(?:\.\d+)+")
 _SIGNED = re.compile(r"(?:^|(?<=\s))([-+])(?=[^\s+-])(.*?)(?=\s[-+][^\s+-]|\n|\Z)", re.S)
 """A diff's removed or added line, also where an excerpt ran its lines together."""
 _INDENTED = re.compile(
-    r"(?:^|(?<=\s))([-+])(?![-+]{2}\s)[ \t]*(?:-\s+)?(?=[^\s+-])(.*?)"
+    r"(?:^|(?<=\s))([-+])(?![-+]{2}\s)[ \t]*(?:-\s+)?(?=[^\s+-]|(?<=\s)--\w)(.*?)"
     r"(?=\s[-+](?![-+])|\n|```|\Z)",
     re.S,
 )
 """In a text that shows a diff (:data:`DIFF_SHOWN`), a removed or added line whose code is
-indented ("-    huart2.Init.BaudRate = 115200;", "-      - \"8080:8080\""), also run together
+indented ("-    huart2.Init.BaudRate = 115200;", "-      - \"8080:8080\"", "-    --timeout 30"), also run together
 in an excerpt's one line, where a sign between spaces starts the next line."""
 HUNK = re.compile(r"@@ -[\d,]+ \+[\d,]+ @@")
 """A diff's hunk header (``@@ -8,7 +8,7 @@``): no line of it."""

@@ -24,8 +24,12 @@ def family(value: str) -> frozenset[str]:
     if mail:  # support@kelpie.io, later help@kelpie.io: one organisation's addresses
         return frozenset([f"mail:{mail.group(1)}"])
     image = _IMAGE.match(value)
+    registry = _REGISTRY.match(value)  # docker.io/wrenfield/api, later ghcr.io/wrenfield-labs/api
+    moved = [f"repo:{registry.group(1)}"] if registry else []  # (one image in another registry)
     if image:
-        return frozenset([f"img:{image.group(1)}"])
+        return frozenset([f"img:{image.group(1)}", *moved])
+    if moved:
+        return frozenset(moved)
     url = _URL.match(value)
     if url:  # an endpoint: its host's family ("http://localhost:8000" -> "h:localhost")
         value = url.group(1)
@@ -46,6 +50,13 @@ _TLDS = frozenset(["com", "net", "org", "io", "dev", "app", "co", "cloud", "ai",
 """Top-level domains a host of one organisation moves between (not a file's extension)."""
 _IMAGE = re.compile(r"^([a-z][\w.-]*(?:/[\w.-]+)*):[\w][\w.-]*$")
 """A container image and its tag ("python:3.12-alpine"): the tags of one image are one family."""
+_REGISTRY = re.compile(
+    r"^(?:docker\.io|ghcr\.io|quay\.io|(?:[a-z\d-]+\.)*gcr\.io|[a-z\d-]+-docker\.pkg\.dev"
+    r"|[\w.-]+\.dkr\.ecr\.[\w.-]+\.amazonaws\.com|[\w-]+\.azurecr\.io|registry\.[\w.-]+)"
+    r"(?::\d+)?/(?:[\w.-]+/)*([\w.-]+?)(?::[\w][\w.-]*)?$"
+)
+"""An image's path in a container registry (group 1: its name, without the tag): one image
+pushed to another registry is one thing moved."""
 
 
 def rolled_back(
