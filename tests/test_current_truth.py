@@ -1443,3 +1443,14 @@ def test_an_image_pushed_to_another_registry_marks_the_old_path() -> None:
     )
     assert families.family("ghcr.io/acme/api") & families.family("docker.io/acme/api:1.2")
     assert not families.family("ghcr.io/acme/api") & families.family("ghcr.io/acme/worker")
+
+
+def test_a_key_given_another_absolute_path_replaces_the_old_one() -> None:
+    """``dir = "/data/sim/out"`` then ``dir = "/scratch/lbm/runs"`` in the same TOML table: the
+    key is read before a path's root too (twenty-sixth set, read after its blind run)."""
+    out = _marked(
+        ("2023-10-09", "claude: 配置在 `sim.toml`： ```toml [output] dir = \"/data/sim/out\" every = 1000 format = \"hdf5\" ``` 单个快照约 3.1MB。"),
+        ("2023-11-02", "claude: 已修改 `sim.toml`： ```toml [output] dir = \"/scratch/lbm/runs\" every = 1000 format = \"hdf5\" run_subdir = true ```"),
+    )  # fmt: skip
+    assert "[until 2023-11-02; now: 已修改 `sim.toml`" in out["a"]
+    assert "[until" not in out["b"]

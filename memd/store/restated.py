@@ -127,9 +127,10 @@ _COMMAND = re.compile(r"(?:^|[`$|;&(\n])\s*([A-Za-z][\w.-]*)")
 
 
 _CODE = re.compile(r"```(.*?)(?:```|$)|`([^`]+)`", re.S)
-_CODE_KEY = re.compile(r"(?<![\w@:./-])[\"']?(@?[A-Za-z][\w.:/-]*)[\"']?\s*[:=]\s*[\"']?\Z", re.I)
+_CODE_KEY = re.compile(r"(?<![\w@:./-])[\"']?(@?[A-Za-z][\w.:/-]*)[\"']?\s*[:=]\s*[\"']?/?\Z", re.I)
 """A key in code, with its scope (``@acme:registry=`` is no ``registry=``, an annotation's
-``prometheus.io/port:`` no ``server.port:``)."""
+``prometheus.io/port:`` no ``server.port:``), also before an absolute path's root, which a
+value leaves out (``dir = "/data/sim/out"``)."""
 _DIRECTIVE = re.compile(r"[;{}]\s*([a-z][a-z_]+[a-z])\s+[/\"']?\Z")
 """A directive of an nginx-like config before its value, in a block (``{ alias /srv/www/h5/;``;
 not the shell's ``alias kbj='…'``)."""
