@@ -1454,3 +1454,14 @@ def test_a_key_given_another_absolute_path_replaces_the_old_one() -> None:
     )  # fmt: skip
     assert "[until 2023-11-02; now: 已修改 `sim.toml`" in out["a"]
     assert "[until" not in out["b"]
+
+
+def test_a_value_kept_in_another_clause_does_not_keep_the_old_statement() -> None:
+    """ "`inventory-svc`、`coupon-svc` 同步切换订阅，消费组名不变": what stays is the consumer groups'
+    names, not the services' subscriptions, so the old topic is still marked (twenty-fourth set,
+    read); "生产保持 3.1.4" still keeps what it names."""
+    out = _marked(
+        ("2024-03-18", "claude: `order-svc/internal/event/publisher.go`：下单成功后往 Kafka topic `mall_order_evt` 发一条 JSON，key 是 `user_id`，6 个分区。消费方有 `inventory-svc` 和 `coupon-svc`。"),
+        ("2024-03-25", "claude: PR #356： ## 订单事件迁移到新 topic - 生产者改为发送到 `trade.order.created.v2`，key 改为 `order_id`，12 分区 - `inventory-svc`、`coupon-svc` 同步切换订阅，消费组名不变 - 旧 topic 保留 7 天用于回放"),
+    )  # fmt: skip
+    assert "[until 2024-03-25; now: 生产者改为发送到 `trade.order.created.v2`" in out["a"]

@@ -354,9 +354,19 @@ def _kept_by(text: str, old: current.Claim, new: current.Claim) -> bool:
     shapes = {current.shape(f) for f in new.values - old.values}  # what the change gives
     gone = {v for v in old.values - new.values if current.shape(v) in shapes}
     return any(
-        c.text != new.text and gone & c.values and cues.KEPT.search(c.text)
+        c.text != new.text
+        and any(  # in the clause that says it is kept ("`inventory-svc` 切换订阅，消费组名不变": no)
+            cues.KEPT.search(part)
+            and any(  # ("旧 topic 保留 7 天": the old one is kept around, not in use)
+                current.mentions(part, v) and not cues.named_old(part, v) for v in gone & c.values
+            )
+            for part in _CLAUSE.split(c.text)
+        )
         for c in current.claims(text)
     )
+
+
+_CLAUSE = re.compile(r"[，,;；]")
 
 
 def _called_off(active: list[Hit], said: list[str], n: int, claim: current.Claim) -> bool:
