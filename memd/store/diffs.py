@@ -28,8 +28,9 @@ _INDENTED = re.compile(
     re.S,
 )
 """In a text that shows a diff (:data:`DIFF_SHOWN`), a removed or added line whose code is
-indented ("-    huart2.Init.BaudRate = 115200;", "-      - \"8080:8080\"", "-    --timeout 30"), also run together
-in an excerpt's one line, where a sign between spaces starts the next line."""
+indented ("-    huart2.Init.BaudRate = 115200;", "-      - \"8080:8080\"") or starts with a
+flag ("- --workers 4 --timeout 30"), also run together in an excerpt's one line, where a sign
+between spaces starts the next line."""
 HUNK = re.compile(r"@@ -[\d,]+ \+[\d,]+ @@")
 """A diff's hunk header (``@@ -8,7 +8,7 @@``): no line of it."""
 DIFF_SHOWN = re.compile(r"```diff|(?:^|\s)(?:---|\+\+\+) [ab]/|(?:^|\s)@@ -\d", re.M)
