@@ -1465,3 +1465,22 @@ def test_a_value_kept_in_another_clause_does_not_keep_the_old_statement() -> Non
         ("2024-03-25", "claude: PR #356： ## 订单事件迁移到新 topic - 生产者改为发送到 `trade.order.created.v2`，key 改为 `order_id`，12 分区 - `inventory-svc`、`coupon-svc` 同步切换订阅，消费组名不变 - 旧 topic 保留 7 天用于回放"),
     )  # fmt: skip
     assert "[until 2024-03-25; now: 生产者改为发送到 `trade.order.created.v2`" in out["a"]
+
+
+def test_a_mark_quotes_the_new_value_when_the_newest_only_says_the_old_is_gone() -> None:
+    """The cutover gives the new topic, a later turn says the old topic has no consumers: the
+    old config line is marked with the cutover ("now: … commerce.orders.v2"), not only with the
+    later "the old `order-events` topic has had no consumers" (twenty-seventh set, read after
+    its blind run). A value retired for good ("FOO flag removed") still has the last word."""
+    out = _marked(
+        ("2024-07-02", "claude: `application.yml`: ```yaml fulfillment: orders-topic: order-events ``` The listener reads `${fulfillment.orders-topic}`."),
+        ("2024-08-06", "claude: Cutover done. Deployed fulfillment-svc `1.19.0` with `fulfillment.orders-topic: commerce.orders.v2` and `group-id: fulfillment-svc-v2`."),
+        ("2024-08-20", "claude: Added a DLQ. Also: the old `order-events` topic has had no consumers since the cutover; retention is 7 days now."),
+    )  # fmt: skip
+    assert "[until 2024-08-06; now: Deployed fulfillment-svc `1.19.0` with" in out["a"]
+    out = _marked(
+        ("2024-07-02", "claude: `flags.yaml`: ```yaml new_checkout: true ``` so every user gets the new checkout."),
+        ("2024-08-06", "claude: Set `new_checkout: false` in `flags.yaml` after the payment errors."),
+        ("2024-08-20", "claude: Removed the `new_checkout` flag and its dead code path."),
+    )  # fmt: skip
+    assert "[until 2024-08-20; now: Removed the `new_checkout` flag" in out["a"]

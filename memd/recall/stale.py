@@ -280,7 +280,11 @@ def _replacements(
     model_id: str,
 ) -> list[tuple[int, current.Replacement]]:
     """For each claim of candidate ``o`` that a newer candidate replaces, the newest such
-    candidate and the two claims; a claim said again later (its value back) is left out."""
+    candidate and the two claims; a claim said again later (its value back) is left out. When
+    the newest only says the old value is gone ("the old `order-events` topic has had no
+    consumers since the cutover"), the newest that gives the new value stands in for it
+    ("Deployed … with `fulfillment.orders-topic: commerce.orders.v2`"), unless the gone one
+    retires that too."""
     old = active[o]
     out = []
     own = current.claims(old.text)
@@ -288,6 +292,7 @@ def _replacements(
         best: tuple[int, current.Claim, str] | None = _corrected_within(
             own[at + 1 :], oc, o, model_id
         )
+        giving = best if best is not None and _fresh(best[1], oc) else None
         seen: set[tuple[int, str]] = set()
         for key in sorted(oc.anchors | oc.families):  # (sorted: the same answer every run)
             for n, nc in index.get(key, ()):
@@ -296,10 +301,10 @@ def _replacements(
                 seen.add((n, nc.text))
                 if active[n].project != old.project:
                     continue
-                if best is not None and (said[n], len(nc.anchors & oc.anchors)) <= (
-                    said[best[0]],
-                    len(best[1].anchors & oc.anchors),
-                ):
+                rank = (said[n], len(nc.anchors & oc.anchors))
+                newer = best is None or rank > _rank(best, said, oc)
+                gives = bool(_fresh(nc, oc)) and (giving is None or rank > _rank(giving, said, oc))
+                if not newer and not gives:
                     continue  # the newest; of two said at once, the one closer to the older
                 cos = round(_cosine(vectors, active[n].id, old.id), 2)
                 why = current.replaces(nc, oc, cos, model_id)
@@ -318,10 +323,36 @@ def _replacements(
                 if why and (explicit or not same_session(active[n], old)):
                     if not why.startswith("calls off") and _called_off(active, said, n, nc):
                         continue  # its PR was closed unmerged: the older value still holds
-                    best = (n, nc, why)
+                    if newer:
+                        best = (n, nc, why)
+                    if gives:
+                        giving = (n, nc, why)
+        if (
+            best is not None
+            and giving is not None
+            and said[giving[0]] < said[best[0]]  # (a later session: "the old … is gone")
+            and not same_session(active[giving[0]], active[best[0]])
+            and not _fresh(best[1], oc)
+            and not _retired_words(best[1]) & giving[1].values
+            and not best[2].startswith(("calls off", "rolled"))  # (a closed MR, a rollback)
+        ):
+            best = giving  # the gone value's mark says what holds now
         if best is not None and not _said_again(said, index, best[0], oc, best[1], best[2]):
             out.append((best[0], current.Replacement(oc.text, best[1].text, "")))
     return out
+
+
+def _rank(
+    found: tuple[int, current.Claim, str], said: list[str], old: current.Claim
+) -> tuple[str, int]:
+    """How a replacement found ranks: the newest, and of two said at once the one closer to
+    the older claim."""
+    return (said[found[0]], len(found[1].anchors & old.anchors))
+
+
+def _fresh(new: current.Claim, old: current.Claim) -> frozenset[str]:
+    """The values ``new`` gives that ``old`` does not and that it does not retire."""
+    return new.values - old.values - _retired_words(new)
 
 
 def _states(claim: current.Claim) -> frozenset[str]:
