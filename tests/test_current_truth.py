@@ -9,10 +9,7 @@ or marked where it stands ("until DATE; now: ...").
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -21,6 +18,7 @@ from typing import Any
 
 import pytest
 from daemon_process import DaemonProcess, served
+from hashseed import outputs_by_seed
 from hitdata import hit
 
 from memd.extract import rules
@@ -554,16 +552,7 @@ def test_why_a_claim_is_replaced_does_not_depend_on_the_hash_seed() -> None:
         '+    "zustand": "^4.5.2", ``` Replaced the slices with zustand stores.\'\n'
         "print(current.replaced_claim(new, old, 0.9, 'm'))\n"
     )
-    outs = {
-        subprocess.run(
-            [sys.executable, "-c", code],
-            env={**os.environ, "PYTHONHASHSEED": str(seed)},
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for seed in range(6)
-    }
+    outs = outputs_by_seed(code)
     assert len(outs) == 1
     assert "retires '@reduxjs/toolkit'" in outs.pop()
 
@@ -610,14 +599,9 @@ def test_a_rollback_told_in_chinese_leaves_the_version_it_is_back_on_current(
     """ "回滚到 Python 3.10.14", "vite 已退回 `5.2.8`": the upgrade is marked, the first
     statement holds again, unmarked (it was marked "until" the rollback that restored it, and
     "从 Python 3.10.14 升级到" retired nothing, its value being two words)."""
-    results = [
-        {"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "sources": [{"timestamp": "2026-03-01T10:00:00Z"}], "text": first},
-        {"id": "b", "project": "p", "kind": "excerpt", "score": 0.8, "sources": [{"timestamp": "2026-03-10T10:00:00Z"}], "text": upgrade},
-        {"id": "c", "project": "p", "kind": "excerpt", "score": 0.7, "sources": [{"timestamp": "2026-03-20T10:00:00Z"}], "text": rollback},
-    ]  # fmt: skip
-    out = {r.id: r for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
-    assert "[until" not in out["a"].text
-    assert marked in out["b"].text
+    out = _marked(("2026-03-01", first), ("2026-03-10", upgrade), ("2026-03-20", rollback))
+    assert "[until" not in out["a"]
+    assert marked in out["b"]
 
 
 def test_a_rollback_marks_the_upgrade_and_not_the_version_it_is_back_on() -> None:

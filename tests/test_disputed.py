@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hashseed import outputs_by_seed
 from hitdata import hit
 
 from memd.recall import disputed
@@ -398,9 +399,6 @@ def test_a_shell_session_an_excerpt_ran_together_gives_its_commands_values() -> 
 def test_the_mark_is_the_same_whatever_the_hash_seed() -> None:
     """Two values of one kind said on one day: which one the mark quotes was the order of a
     set, so it changed from one daemon start to the next (nineteenth set, c19-en-08)."""
-    import subprocess
-    import sys
-
     code = (
         "import sys; sys.path.insert(0, 'tests')\n"
         "from test_disputed import results\n"
@@ -411,15 +409,6 @@ def test_the_mark_is_the_same_whatever_the_hash_seed() -> None:
         "q = 'Which ingress-nginx Helm chart version is deployed in the prod cluster?'\n"
         "print([r.text for r in disputed.mark_disputed(results(old, new), q)][0])\n"
     )
-    outs = {
-        subprocess.run(
-            [sys.executable, "-c", code],
-            env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)},
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for seed in range(6)
-    }
+    outs = outputs_by_seed(code)
     assert len(outs) == 1
     assert "[may be outdated: 2026-02-12 says" in outs.pop()
