@@ -351,8 +351,8 @@ def _rank(
 
 
 def _fresh(new: current.Claim, old: current.Claim) -> frozenset[str]:
-    """The values ``new`` gives that ``old`` does not and that it does not retire."""
-    return new.values - old.values - _retired_words(new)
+    """The values ``new`` gives as they are that ``old`` does not."""
+    return _states(new) - old.values
 
 
 def _states(claim: current.Claim) -> frozenset[str]:
