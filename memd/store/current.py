@@ -115,7 +115,7 @@ NUMBER_WORDS = listed("one two three four five six seven eight nine ten twelve s
 _ASIDE = re.compile(r"[(（][^()（）]*[)）]")
 _REF = re.compile(r"(?:#|\b(?:pr|issue|pull request|bead|ticket)s? #?)(\d+)\b")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]+")
-_NUMBER = re.compile(r"[v~^<>=]*\d[\d.,:x/_-]*[a-z%]{0,3}")
+_NUMBER = re.compile(r"[v~^<>=]*\d[\d.,:x/_-]*(?:e[-+]?\d+)?[a-z%]{0,3}")
 
 
 def shape(value: str) -> str:
@@ -540,6 +540,14 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     continue
                 kin = family(f) & family(o)  # 3.11 -> 3.12, stg.x -> stg.eu1.x, yarn -> pnpm
                 mail = all(k.startswith("mail:") for k in kin)  # two people's addresses
+                if (
+                    kin == {"v0"}
+                    and _FRACTION.match(o)
+                    and _FRACTION.match(f)
+                    and not shared - {o, f}
+                    and old.text.startswith("|")
+                ):
+                    continue  # "| 1000 | 0.61 | 17.2 |" / "GPU util is now … → 0.78 s": figures
                 if kin and (
                     any(not k.startswith(("job:", "mail:")) for k in kin)
                     or (not mail and (shared - {o, f} or roles.one_at_a_time(o)))
@@ -604,6 +612,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
 
 _ZH_DATE = re.compile(r"(?<![\d.])#\s*月\s*\d{1,2}\s*[日号]|(?<![\d.])\d{1,2}\s*月\s*#\s*[日号]")
 """A number of a date in Chinese (``#`` in its place): "3 月 29 日"."""
+_FRACTION = re.compile(r"^0\.\d+$")
+"""A number under one ("0.61"), not a version "0.17.2" or "v0.9"."""
 _PARTS = re.compile(r"[-./_:@]")
 """What separates the parts of a value (``staging-eu``, ``eu-central-1``)."""
 _FILE = re.compile(r"^(?!\w+://)[\w./-]+\.(?:go|py|tsx?|jsx?|json|ya?ml|toml|md|rs|rb|exs?)$")
