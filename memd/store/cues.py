@@ -28,6 +28,11 @@ RETIRED = [
     ),
     re.compile(rf"(?:,|\bnow)\s+not\s+`?(?P<v>{V})", re.I),
     re.compile(rf"\bI said `?(?P<v>{V})`? but\b", re.I),
+    re.compile(  # "now served to 75% of users (was 20%)", "超时改为 30s（原来是 10s）"
+        rf"[(（]\s*(?:was|previously|formerly|used to be|原来是|原来|之前是|原为|原先是|以前是)"
+        rf"\s*:?\s*`?(?P<v>{V})`?\s*%?\s*[)）]",
+        re.I,
+    ),
     re.compile(rf"`?(?P<v>{V})`?\s*(?:\.\.\.|…|,|\.|-+|—)?\s*sorry,? I meant\b", re.I),
     re.compile(rf"不是\s*`?(?P<v>{LATIN_V})`?\s*[，,]\s*(?:而)?是"),
     re.compile(
@@ -182,6 +187,11 @@ RETIRED = [
         rf"(?:\s*(?:和|及)(?:它们|其)的?[{CJK}]{{0,6}}?)?\s*(?:都|也|全)?"
         r"(?:删了|删掉了?|删除了|移除了|卸载了)"
     ),
+    re.compile(  # "Scrap the Doppler migration", "cancel the Kafka move": a plan called off
+        rf"\b(?:scrap|cancel|shelve|abandon|call off|drop)\s+the\s+`?(?P<v>{V})`?\s+"
+        r"(?:plan|migration|switch|move|upgrade|rollout)\b",
+        re.I,
+    ),
 ]
 """Where a sentence names a value that is no longer current."""
 RETIRE_HINT = re.compile(
@@ -194,7 +204,7 @@ RETIRE_HINT = re.compile(
     r"|never|取消|作废|搁置|放弃|不做|不搞|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上"
     r"|请假|休假|请了假|done with|finished with|through with|换掉|替换掉|干掉|下掉|去掉|退役|淘汰|不用了"
     r"|替换|替代|代替|取代|\b30[1278]\b|redirect|删除|移除"
-    r"|删了|删掉|删除了|移除了|卸载了|Revert\s+\"",
+    r"|删了|删掉|删除了|移除了|卸载了|Revert\s+\"|scrap|cancel|shelve|abandon|call off|drop|[(（]\s*(?:was|previously|formerly|原来|之前是|原为|原先是)",
     re.I,
 )
 """What every pattern of :data:`RETIRED` holds: one search rules most sentences out."""
@@ -203,6 +213,7 @@ _HINTS = [
     r"instead of|rather than|in place of|replac",
     r"\bnot\b",
     r"\bI said\b",
+    r"[(（]\s*(?:was|previously|formerly|used to be|原来|之前是|原为|原先是|以前是)",
     r"sorry,? I meant",
     r"不是",
     r"archived|deleted|removed|retired|dropped|deprecated|gone|rolled back|renamed",
@@ -248,6 +259,7 @@ _HINTS = [
     r"no longer",
     r"Revert\s+\"",
     r"删了|删掉|删除了|移除了|卸载了",
+    r"scrap|cancel|shelve|abandon|call off|drop",
 ]
 RETIRED_HINTED = list(zip([re.compile(h, re.I) for h in _HINTS], RETIRED, strict=True))
 """Each pattern of :data:`RETIRED` behind the words it cannot match without: the patterns that

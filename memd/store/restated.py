@@ -134,6 +134,11 @@ value leaves out (``dir = "/data/sim/out"``)."""
 _DIRECTIVE = re.compile(r"[;{}]\s*([a-z][a-z_]+[a-z])\s+[/\"']?\Z")
 """A directive of an nginx-like config before its value, in a block (``{ alias /srv/www/h5/;``;
 not the shell's ``alias kbj='…'``)."""
+_GETENV = re.compile(
+    r"(?:environ\.get|getenv|env\.get|Getenv|env::var_or)\(\s*[\"']([A-Za-z_]\w*)[\"']\s*,\s*[\"']?\Z"
+)
+"""An environment variable's default in code (``os.environ.get("MODEL_BUCKET", "…")``): the
+variable is the key, as where a deployment sets it (``MODEL_BUCKET: nimbus-artifacts-prod``)."""
 _FROM = re.compile(r"\bFROM\s+\Z")
 """A Dockerfile's ``FROM``: its image's tag is its value, the image's name part of its key (the
 stages of one Dockerfile build from different images)."""
@@ -152,6 +157,9 @@ def _code_key_before(sentence: str, value: str) -> str:
     for m in _CODE.finditer(sentence):
         code = m.group(1) or m.group(2) or ""
         for at in cues.places(code, value, goes_on=_VALUE_GOES_ON):
+            env = _GETENV.search(code, 0, at)
+            if env:
+                return env.group(1).casefold()
             k = _CODE_KEY.search(code, 0, at)
             if k:
                 key = k.group(1).casefold().rsplit(".", 1)[-1]
