@@ -38,6 +38,10 @@ cut to one matching sentence loses the rest of what it said: at 280 characters a
 LoCoMo's evidence turns were cut, and budgeted recall on half A was 0.595 instead of 0.704.)"""
 KEEP_SHARE = 0.5
 """Of a long turn, the sentences whose match is at least half the best one's are kept."""
+LONG_SENTENCE_CHARS = 400
+"""A kept sentence longer than this (a block of code, a table) is cut to the words around the
+prompt's terms in it, ``NEAR_WORDS`` on each side."""
+NEAR_WORDS = 10
 _KIND_SECTIONS = [(k.name, k.section) for k in sorted(kinds.KINDS, key=lambda k: k.block_rank)]
 _AFTER_SUMMARY = [name for name, _ in _KIND_SECTIONS].index("summary") + 1
 SECTIONS = (
@@ -236,15 +240,29 @@ def spoken(line: str) -> str:
 
 
 def show_turns(
-    turns: list[tuple[str, str]], picked: Iterable[int], weights: dict[str, float]
+    turns: list[tuple[str, str]],
+    picked: Iterable[int],
+    weights: dict[str, float],
+    says: tuple[str, ...] = (),
+    near: bool = False,
 ) -> str:
     """The picked turns of an excerpt, in order (its day is shown apart: ``Item.day``): a
-    turn longer than ``WHOLE_TURN_CHARS`` is cut to its matching sentences."""
+    turn longer than ``WHOLE_TURN_CHARS`` is cut to its matching sentences and those of
+    ``says`` (:attr:`Hit.says`); with ``near``, a long one of them to the words around the
+    prompt's terms (:func:`near_terms`: when the block has no room for more)."""
     parts = []
     for n in sorted(picked):
         line = spoken(turns[n][1])
-        parts.append(cut_turn(line, weights) if len(line) > WHOLE_TURN_CHARS else line)
+        long = len(line) > WHOLE_TURN_CHARS
+        parts.append(cut_turn(line, weights, says, near) if long else line)
     return " / ".join(parts)
+
+
+def carries(line: str, says: tuple[str, ...]) -> bool:
+    """Whether ``line`` holds one of the sentences of ``says`` (a claim may span a few
+    sentences of the line, or a sentence a few claims)."""
+    flat = " ".join(line.split())
+    return any(s in flat or (len(flat) >= 12 and flat in s) for s in says)
 
 
 def whole_excerpt(memory: Hit) -> str:
@@ -253,8 +271,11 @@ def whole_excerpt(memory: Hit) -> str:
     return clip("\n".join(spoken(line) for line in body.split("\n")), MAX_EXCERPT_CHARS)
 
 
-def cut_turn(line: str, weights: dict[str, float]) -> str:
-    """A long turn cut to its matching sentences (keeping its "speaker:" prefix)."""
+def cut_turn(
+    line: str, weights: dict[str, float], says: tuple[str, ...] = (), near: bool = False
+) -> str:
+    """A long turn cut to its matching sentences (keeping its "speaker:" prefix); to those
+    that hold a sentence of ``says`` and its best match when it has them."""
     speaker, sep, rest = line.partition(": ")
     if not sep or len(speaker) > 40:
         speaker, rest = "", line
@@ -262,14 +283,52 @@ def cut_turn(line: str, weights: dict[str, float]) -> str:
     scores = [lexical.weighted_match(weights, s) for s in said]
     best = max(scores, default=0.0)
     hits = [i for i, score in enumerate(scores) if score > 0 and score >= KEEP_SHARE * best]
+    new = [i for i in range(len(said)) if says and carries(said[i], says)]
+    if new:  # what replaces an older value, and the best match with the prompt
+        hits = sorted({*new, *hits[:1]} if best <= 0 else {*new, scores.index(best)})
     if not hits:
         return clip(line, WHOLE_TURN_CHARS)
-    chosen = " … ".join(said[i].strip() for i in hits)
+    chosen = " … ".join(
+        near_terms(said[i], weights) if near and not carries(said[i], says) else said[i].strip()
+        for i in hits
+    )
     if hits[0] > 0:
         chosen = "… " + chosen
     if hits[-1] < len(said) - 1:
         chosen += " …"
+    chosen = _GAPS.sub("…", chosen)  # (a sentence cut to its terms starts or ends with one)
     return (f"{speaker}: " if speaker else "") + chosen
+
+
+_MARK = re.compile(r"\[(?:[^\[\]]*?\buntil \d{4}-\d{2}-\d{2}|may be outdated)[^\[\]]*\]")
+"""A mark of :mod:`memd.recall.stale` or :mod:`memd.recall.disputed` in a memory's text."""
+_WORD_OR_MARK = re.compile(rf"{_MARK.pattern}|\S+")
+_GAPS = re.compile(r"…(?:\s+…)+")
+
+
+def near_terms(sentence: str, weights: dict[str, float]) -> str:
+    """``sentence``, or when longer than ``LONG_SENTENCE_CHARS``, the words around those that
+    carry the prompt's terms (``NEAR_WORDS`` each side), the gaps shown as "…"."""
+    sentence = sentence.strip()
+    if len(sentence) <= LONG_SENTENCE_CHARS:
+        return sentence
+    words = _WORD_OR_MARK.findall(sentence)
+    keep = [False] * len(words)
+    for n, word in enumerate(words):
+        if word.startswith("[") and _MARK.fullmatch(word):  # a mark, and what it marks
+            keep[max(0, n - NEAR_WORDS) : n + 1] = [True] * (n + 1 - max(0, n - NEAR_WORDS))
+        elif lexical.weighted_match(weights, word) > 0:
+            for m in range(max(0, n - NEAR_WORDS), min(len(words), n + NEAR_WORDS + 1)):
+                keep[m] = True
+    if not any(keep):
+        return sentence
+    out: list[str] = []
+    for n, word in enumerate(words):
+        if keep[n]:
+            out.append(word)
+        elif not out or out[-1] != "…":
+            out.append("…")
+    return " ".join(out)
 
 
 _PIECE_END = re.compile(r"(?<=[.!?;])\s+")

@@ -18,6 +18,7 @@ from memd.recall import lexical
 from memd.recall.block import (
     BlockSize,
     Item,
+    carries,
     cut_item,
     day_of,
     excerpt_turns,
@@ -100,12 +101,18 @@ def choose(
         return plan
     weights = lexical.local_weights(query_terms, (r.text for r in relevant))
     split = {r.id: excerpt_turns(r) for r in relevant if r.kind == "excerpt"}
+    says = {r.id: r.says for r in relevant}
     matches = {  # each excerpt turn's match with the prompt's terms
         mid: [lexical.weighted_match(weights, line) for _, line in turns]
         for mid, (_, turns) in split.items()
         if turns
     }
-    pieces = ranked_pieces(relevant, weights, matches)
+    newer = {  # of each excerpt that replaces an older candidate's value, the turns that do
+        mid: {at for at, (_, line) in enumerate(turns) if carries(line, says[mid])}
+        for mid, (_, turns) in split.items()
+        if turns and says[mid]
+    }
+    pieces = ranked_pieces(relevant, weights, matches, newer)
     pinned_total = sum(1 for r in relevant if r.pinned) if brief else 0
     disagreements = Disagreements(vectors or {}, model_id)
     covered: set[str] = set()
@@ -120,14 +127,23 @@ def choose(
             day, turns = split[r.id]
             assert turns is not None
             uuid = turns[n][0]
-            if uuid in covered or size.now() + len(show_turns(turns, [n], weights)) + 3 > budget:
-                continue  # shown already, or cannot fit (the block only grows)
+            if uuid in covered:
+                continue  # shown already
+            alone = show_turns(turns, [n], weights, says[r.id])
+            if size.now() + len(alone) + 3 > budget:  # its long sentences cut to the terms
+                alone = show_turns(turns, [n], weights, says[r.id], near=True)
+                if size.now() + len(alone) + 3 > budget:
+                    continue  # cannot fit (the block only grows)
             item = items.get(r.id)
             if item is not None:  # another turn of an excerpt in the block
-                grown = show_turns(turns, [*picked[r.id], n], weights)
+                room = budget - size.now(overflow(pinned_total - pinned_shown))
+                grown = show_turns(turns, [*picked[r.id], n], weights, says[r.id])
                 delta = size.change(item, grown)
-                if size.now(overflow(pinned_total - pinned_shown)) + delta > budget:
-                    continue
+                if delta > room:
+                    grown = show_turns(turns, [*picked[r.id], n], weights, says[r.id], near=True)
+                    delta = size.change(item, grown)
+                    if delta > room:
+                        continue
                 item.display = grown
                 item.turns = item.turns | {uuid}
                 size.grow(delta)
@@ -136,7 +152,7 @@ def choose(
                 continue
             if not matches[r.id][n] and any(matches[r.id]):
                 continue  # a turn with none of the prompt's terms only joins its neighbours
-            display, turns_shown = show_turns(turns, [n], weights), frozenset([uuid])
+            display, turns_shown = alone, frozenset([uuid])
             day = day or day_of(r)
         elif r.id in items:
             continue
@@ -209,7 +225,10 @@ def priority(result: Hit) -> float:
 
 
 def ranked_pieces(
-    relevant: list[Hit], weights: dict[str, float], matches: dict[str, list[float]]
+    relevant: list[Hit],
+    weights: dict[str, float],
+    matches: dict[str, list[float]],
+    newer: dict[str, set[int]] | None = None,
 ) -> list[tuple[Hit, int | None]]:
     """What the block is filled from, best first: (memory, turn number) for each turn of an
     excerpt that is one line per turn, (memory, None) for any other memory; summaries last
@@ -218,7 +237,10 @@ def ranked_pieces(
 
     A turn scores its excerpt's priority plus ``LINE_MATCH`` times the weighted share of the
     prompt's terms it carries, so the turn that says what the prompt asks comes before its
-    neighbours, and a neighbour (often the question or the answer) before weaker excerpts."""
+    neighbours, and a neighbour (often the question or the answer) before weaker excerpts.
+    ``newer``: of an excerpt that replaces what an older candidate says, the turns that say
+    the new value; each comes just before the older's best piece (the current value first),
+    unless it scores higher on its own."""
     total = sum(weights.values())
     scored: list[tuple[bool, float, int, Hit, int | None]] = []
     for order, r in enumerate(relevant):
@@ -235,6 +257,21 @@ def ranked_pieces(
         for n, weighted in enumerate(matches[r.id]):
             match = weighted / total if total > 0 else 0.0
             scored.append((False, -(base + LINE_MATCH * match), order, r, n))
+    if newer:
+        best: dict[str, float] = {}
+        for _, score, _, r, _ in scored:
+            best[r.id] = min(best.get(r.id, 0.0), score)
+        lead: dict[str, float] = {}  # the best piece of what each newer one replaces
+        for r in relevant:
+            if r.replaced_by in newer and r.id in best:
+                was = lead.get(r.replaced_by, best.get(r.replaced_by, 0.0))
+                lead[r.replaced_by] = min(was, best[r.id])
+        scored = [
+            (summary, min(score, lead[r.id] - 1e-6), order, r, n)
+            if r.id in lead and n in newer[r.id]
+            else (summary, score, order, r, n)
+            for summary, score, order, r, n in scored
+        ]
     scored.sort(key=lambda x: x[:3])
     return [(r, n) for _, _, _, r, n in scored]
 

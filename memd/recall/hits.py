@@ -55,6 +55,9 @@ class Hit:
     marked: str = ""
     replaced_by: str = ""
     """The id of the newer memory that replaces what this one says (:mod:`memd.recall.stale`)."""
+    says: tuple[str, ...] = ()
+    """Its sentences that replace what an older candidate says (:mod:`memd.recall.stale`): a
+    block shows them first, so the new value is not cut from an excerpt that holds it."""
 
     @property
     def id(self) -> str:

@@ -162,7 +162,12 @@ def mark_replaced(results: list[Hit], vectors: dict[str, Any], model_id: str) ->
                 mine = replace(mine, marked=annotate(mine.text, rep.old, mark))
                 continue
             mine = replace(mine, marked=annotate(mine.text, rep.old, mark), replaced_by=new.id)
-            changed[new.id] = replace(new, relevant=True, score=max(new.score, old.score + 0.001))
+            changed[new.id] = replace(
+                new,
+                relevant=True,
+                score=max(new.score, old.score + 0.001),
+                says=tuple(sorted({*new.says, rep.new})),
+            )
         changed[old.id] = mine
     for values, n, mark in gone:
         _mark_old_mentions(active, said, changed, values, n, mark)
