@@ -54,6 +54,7 @@ def test_an_older_answer_is_marked_with_the_newer_date_and_value() -> None:
         "When did we first pick the primary region?",  # the past: the older value answers
         "What was the primary region before?",
         "以前主区域是哪个？",
+        "who's on the prod region's on-call rotation?",  # people on a rotation: several
     ],
 )
 def test_a_question_for_several_values_or_the_past_marks_nothing(question: str) -> None:
