@@ -12,6 +12,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,9 @@ from hitdata import hit
 
 from memd.extract import rules
 from memd.recall import disputed, lexical, stale, synonyms
+from memd.recall.block import render
+from memd.recall.choose import choose
+from memd.recall.retrieve import normalize_query
 from memd.store import clock, cues, current, families
 from memd.text import searchterms
 
@@ -1468,3 +1472,97 @@ def test_a_mark_quotes_the_new_value_when_the_newest_only_says_the_old_is_gone()
         ("2024-08-20", "claude: Removed the `new_checkout` flag and its dead code path."),
     )  # fmt: skip
     assert "[until 2024-08-20; now: Removed the `new_checkout` flag" in out["a"]
+
+
+def test_a_row_of_figures_is_no_version_of_a_later_figure() -> None:
+    """ "| 1000 | 0.61 | 17.2 |" in a table of a run, later "GPU util is now 91–94%, step time
+    1.42 s → 0.78 s": two fractions under one are no versions of one thing (twenty-seventh set,
+    read after its blind run); a version is still one ("Python 3.11" / "bumped to 3.12").
+    (The table's heading, "After 3k steps", is still taken for a count "step time" changed.)"""
+    row = current.claims("| 1000 | 0.61 | 17.2 |\n| 2000 | 0.48 | 15.9 |")
+    later = current.claims("Yes, data-bound. GPU util is now 91–94%, step time 1.42 s → 0.78 s.")
+    assert not [(n.text, o.text) for o in row for n in later if current.replaces(n, o, 0.9, MINILM)]
+    (old,) = current.claims("We're on Python 3.11.")
+    (new,) = current.claims("Bumped the runtime to 3.12 in the Dockerfile and CI.")
+    assert current.replaces(new, old, 0.9, MINILM)
+
+
+def test_a_key_given_a_number_in_scientific_notation_is_replaced() -> None:
+    """``learning_rate: 1e-4`` (a diff's added line), later ``learning_rate: 5.0e-5`` in the
+    config a sweep chose: both are numbers, so the key's value changed (twenty-seventh set)."""
+    assert current.shape("1e-4") == current.shape("5.0e-5") == current.shape("2e+3") == "number"
+    out = _marked(
+        ("2024-06-10", "claude: Changes in `configs/train.yaml`: ```diff optim: - learning_rate: 3e-4 + learning_rate: 1e-4 weight_decay: 0.01 ``` Relaunched."),
+        ("2024-06-27", "claude: 5e-5 wins on both sets. Updated the config: ```yaml optim: learning_rate: 5.0e-5 weight_decay: 0.01 ``` Committed."),
+    )  # fmt: skip
+    assert "[until 2024-06-27; now:" in out["a"] and "5.0e-5" in out["a"]
+
+
+def test_the_sentence_that_gives_the_new_value_reaches_the_block() -> None:
+    """A replacement's sentence is shown from its long reply, though the prompt's words sit in
+    other sentences of it ("线上 checkpoint 越来越慢" and a long answer whose diff sets
+    ``interval: 3min``): the block showed the request and the cut reply without the value
+    (twenty-seventh set, read after its blind run)."""
+    old = {
+        "id": "old",
+        "kind": "excerpt",
+        "score": 0.9,
+        "project": "p",
+        "text": "[2024-03-05] user: set up the checkpoints of the fraud job\nassistant: Config in `deploy/flink-conf.yaml`: ```yaml execution.checkpointing.interval: 60s execution.checkpointing.mode: EXACTLY_ONCE ``` The first checkpoint took 12s.",
+        "sources": [
+            {"uuid": "o1", "session_id": "s1", "timestamp": "2024-03-05T10:00:00Z"},
+            {"uuid": "o2", "session_id": "s1", "timestamp": "2024-03-05T10:01:00Z"},
+        ],
+    }
+    reply = (
+        "assistant: The fraud job's checkpoint grew to 18 GB and every checkpoint takes 40 to 70 s, so the job is checkpointing all the time. "
+        "Changed `deploy/flink-conf.yaml`: ```diff -execution.checkpointing.interval: 60s +execution.checkpointing.interval: 3min ``` "
+        "Unaligned checkpoints are on as well, so a checkpoint completes under backpressure. "
+        "Recovery may replay a few more minutes of events, which the fraud team accepts. "
+        "After a restart from a savepoint each checkpoint takes 20 to 35 s and the backpressure is gone. "
+        "The checkpoint alert thresholds in Grafana were left as they were for now."
+    )  # fmt: skip
+    new = {
+        "id": "new", "kind": "excerpt", "score": 0.5, "project": "p",
+        "text": f"[2024-04-08] user: the fraud job's checkpoint keeps timing out, look into it\n{reply}",
+        "sources": [{"uuid": "n1", "session_id": "s2", "timestamp": "2024-04-08T10:00:00Z"},
+                    {"uuid": "n2", "session_id": "s2", "timestamp": "2024-04-08T10:01:00Z"}],
+    }  # fmt: skip
+    assert len(reply) > 500  # a turn cut to the sentences that match the prompt
+    marked = stale.mark_replaced([hit(old), hit(new)], {}, MINILM)
+    newer = next(h for h in marked if h.id == "new")
+    assert any("interval: 3min" in s for s in newer.says), newer.says
+    query = searchterms.terms(normalize_query("how often does the fraud job checkpoint now?"))
+    for room in (1500, 700):
+        plan = choose(marked, set(), room, query, brief=False)
+        assert "+execution.checkpointing.interval: 3min" in render(plan.items, plan.footer), room
+    plain = [replace(h, says=()) for h in marked]  # without it, the cut reply lacks the value
+    plan = choose(plain, set(), 700, query, brief=False)
+    assert "3min" not in render(plan.items, plan.footer)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "old"),
+    [
+        ("New editor (`editor_v2`) now served to 75% of signed-in users (was 20%).", "20"),
+        ("The pool holds 40 connections (previously 20) since the load test.", "20"),
+        ("`worker.timeout` 改为 30s（原来是 10s），重启后不再超时。", "10s"),
+    ],
+)
+def test_a_value_in_brackets_after_was_is_retired(sentence: str, old: str) -> None:
+    """ "(was 20%)", "(previously 20)", "（原来是 10s）" name the old value (twenty-seventh set,
+    read after its blind run: a changelog line "now served to 75% … (was 20%)")."""
+    assert old in cues.retired(sentence)
+    assert not cues.retired("The pool holds 40 connections (the default) since the load test.")
+
+
+def test_a_plan_scrapped_in_the_imperative_retires_its_value() -> None:
+    """ "Scrap the Doppler migration." calls off "We're planning to move secrets to Doppler"
+    (nineteenth set: the plan's line was shown unmarked once the block showed the newer
+    reply instead of the plan's marked one); "drop the table users" retires nothing."""
+    out = _marked(
+        ("2024-03-10", "user: We're planning to move secrets to Doppler next quarter. Can you draft a migration plan for payments?"),
+        ("2024-04-02", "user: Scrap the Doppler migration. Security review said no, we're staying where we are."),
+    )  # fmt: skip
+    assert "next quarter [until 2024-04-02; now: Scrap the Doppler migration]" in out["a"]
+    assert not cues.retired("drop the table users before the import")

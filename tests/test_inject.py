@@ -783,3 +783,27 @@ def test_a_long_memory_that_matches_nowhere_is_clipped_not_cut_to_its_head() -> 
     assert "fewer parts" in shown and len(shown) <= MAX_ITEM_CHARS
     matched = cut_item(text, {"fewer": 1.0})  # a piece matches: the head and that piece
     assert matched.startswith("Please have a look") and "… It will choose" in matched
+
+
+def test_a_long_sentence_is_cut_to_the_prompts_terms_only_when_the_block_has_no_room() -> None:
+    """A block of code is one long sentence: shown whole while the block has room for it, and
+    cut to the words around the prompt's terms when it has not, so a second excerpt fits (the
+    other region of "which aws regions is beacon running in?" was left out over the budget).
+    A mark in it is kept whole, with the words it marks."""
+    hcl = " ".join(
+        f'module "m{i}" {{ source = "../../modules/m{i}" cidr = "10.{i}.0.0/16" }}'
+        for i in range(12)
+    )
+    first = window("first", 0.9, ["user: terraform skeleton for beacon prod", f'assistant: ```hcl provider "aws" {{ region = "us-east-1" }} {hcl} ``` `terraform plan` added 47.'], 0)  # fmt: skip
+    second = window("second", 0.8, ["user: stand up a second stack for EU tenants", f'assistant: ```hcl provider "aws" {{ region = "eu-west-1" }} {hcl} ``` [until 2026-11-21; now: moved] applied.'], 2)  # fmt: skip
+    from memd.text.searchterms import terms as lexical_terms
+
+    query = lexical_terms(normalize_query("which aws regions is beacon running in?"))
+    plan = choose([hit(first), hit(second)], set(), 1500, query, brief=False)
+    text = render(plan.items, plan.footer)
+    assert 'region = "us-east-1"' in text and 'region = "eu-west-1"' in text, text
+    assert text.count('cidr = "10.5.0.0/16"') == 1  # the first whole, the second cut
+    assert '"10.11.0.0/16" } ``` [until 2026-11-21; now: moved]' in text  # what it marks
+    assert len(text) <= 1500
+    alone = render(choose([hit(second)], set(), 1500, query, brief=False).items)
+    assert 'cidr = "10.5.0.0/16"' in alone  # room for it: whole
