@@ -150,8 +150,9 @@ def choose(
                 picked[r.id].add(n)
                 covered.add(uuid)
                 continue
-            if not matches[r.id][n] and any(matches[r.id]):
+            if not matches[r.id][n] and any(matches[r.id]) and n not in newer.get(r.id, ()):
                 continue  # a turn with none of the prompt's terms only joins its neighbours
+                # (unless it says what replaces an older value: that is what the prompt asks)
             display, turns_shown = alone, frozenset([uuid])
             day = day or day_of(r)
         elif r.id in items:

@@ -29,7 +29,7 @@ from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
 
 _LIST = re.compile(
-    r"\b(?:and|both|respectively|between|all|rotation)\b|\bwho(?:'s|\s+is|\s+are)\s+on\b"
+    r"\b(?:and|both|respectively|between|all)\b|\bwho(?:'s|\s+is|\s+are)\s+on\b"
     r"|\b(?:which|what)\s+(?:[\w-]+\s+){0,2}?"
     r"(?:ports|regions|linters|tools|databases|channels|queues|instances|checkers|checks|topics"
     r"|services|buckets|hosts|servers|libraries|frameworks|stores|teams|owners|people"
