@@ -1566,3 +1566,27 @@ def test_a_plan_scrapped_in_the_imperative_retires_its_value() -> None:
     )  # fmt: skip
     assert "next quarter [until 2024-04-02; now: Scrap the Doppler migration]" in out["a"]
     assert not cues.retired("drop the table users before the import")
+
+
+def test_a_reply_without_the_prompts_words_that_says_the_new_value_is_shown() -> None:
+    """ "用户头像现在存在哪家云的对象存储上？": the reply that says the move to COS carries none of
+    the prompt's words; it is shown with the request, not left out as a turn that only joins
+    its neighbours (twelfth set, after the new value's turn was ranked first)."""
+    old = {
+        "id": "old", "kind": "excerpt", "score": 0.9, "project": "p",
+        "text": "[2023-11-02] user: 用户头像上传之后存哪？\nassistant: 存在阿里云 OSS，bucket 是 `xy-avatar`，`storage/oss_client.py` 里用 oss2 上传，返回 CDN 地址。",
+        "sources": [{"uuid": "o1", "session_id": "s1", "timestamp": "2023-11-02T10:00:00Z"},
+                    {"uuid": "o2", "session_id": "s1", "timestamp": "2023-11-02T10:01:00Z"}],
+    }  # fmt: skip
+    new = {
+        "id": "new", "kind": "excerpt", "score": 0.5, "project": "p",
+        "text": "[2024-03-04] user: 头像上传报错了，帮忙看看\nassistant: 报错是 `CosServiceError: code=AccessDenied, bucket=xy-avatar-1310224587, region=ap-shanghai`。迁到腾讯云 COS 以后新的 SecretId 没有这个 bucket 的写权限，我在 CAM 里给 `avatar-uploader` 子账号加了 `cos:PutObject`，现在上传正常了。\nuser: OK，老的 OSS bucket 下个月就删了。",
+        "sources": [{"uuid": f"n{i}", "session_id": "s2", "timestamp": f"2024-03-04T10:0{i}:00Z"} for i in range(3)],
+    }  # fmt: skip
+    marked = stale.mark_replaced([hit(old), hit(new)], {}, MINILM)
+    assert next(h for h in marked if h.id == "new").says
+    query = searchterms.terms(normalize_query("用户头像现在存在哪家云的对象存储上？"))
+    plan = choose(marked, set(), 1500, query, brief=False)
+    shown = {i.memory.id: i for i in plan.items}
+    assert "n1" in shown["new"].turns, render(plan.items)
+    assert "迁到腾讯云 COS" in shown["new"].display
