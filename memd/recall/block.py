@@ -39,8 +39,8 @@ LoCoMo's evidence turns were cut, and budgeted recall on half A was 0.595 instea
 KEEP_SHARE = 0.5
 """Of a long turn, the sentences whose match is at least half the best one's are kept."""
 LONG_SENTENCE_CHARS = 400
-"""A kept sentence longer than this (a block of code, a table) is cut to the words around the
-prompt's terms in it, ``NEAR_WORDS`` on each side."""
+"""A kept sentence longer than this (a block of code, a table) of a turn the block has no room
+for is cut to the words around the prompt's terms in it, ``NEAR_WORDS`` on each side."""
 NEAR_WORDS = 10
 _KIND_SECTIONS = [(k.name, k.section) for k in sorted(kinds.KINDS, key=lambda k: k.block_rank)]
 _AFTER_SUMMARY = [name for name, _ in _KIND_SECTIONS].index("summary") + 1
@@ -283,9 +283,9 @@ def cut_turn(
     scores = [lexical.weighted_match(weights, s) for s in said]
     best = max(scores, default=0.0)
     hits = [i for i, score in enumerate(scores) if score > 0 and score >= KEEP_SHARE * best]
-    new = [i for i in range(len(said)) if says and carries(said[i], says)]
+    new = {i for i in range(len(said)) if says and carries(said[i], says)}
     if new:  # what replaces an older value, and the best match with the prompt
-        hits = sorted({*new, *hits[:1]} if best <= 0 else {*new, scores.index(best)})
+        hits = sorted(new | {scores.index(best)} if best > 0 else new)
     if not hits:
         return clip(line, WHOLE_TURN_CHARS)
     chosen = " … ".join(
@@ -316,10 +316,12 @@ def near_terms(sentence: str, weights: dict[str, float]) -> str:
     keep = [False] * len(words)
     for n, word in enumerate(words):
         if word.startswith("[") and _MARK.fullmatch(word):  # a mark, and what it marks
-            keep[max(0, n - NEAR_WORDS) : n + 1] = [True] * (n + 1 - max(0, n - NEAR_WORDS))
+            around = slice(max(0, n - NEAR_WORDS), n + 1)
         elif lexical.weighted_match(weights, word) > 0:
-            for m in range(max(0, n - NEAR_WORDS), min(len(words), n + NEAR_WORDS + 1)):
-                keep[m] = True
+            around = slice(max(0, n - NEAR_WORDS), n + NEAR_WORDS + 1)
+        else:
+            continue
+        keep[around] = [True] * len(keep[around])
     if not any(keep):
         return sentence
     out: list[str] = []

@@ -204,7 +204,8 @@ RETIRE_HINT = re.compile(
     r"|never|取消|作废|搁置|放弃|不做|不搞|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上"
     r"|请假|休假|请了假|done with|finished with|through with|换掉|替换掉|干掉|下掉|去掉|退役|淘汰|不用了"
     r"|替换|替代|代替|取代|\b30[1278]\b|redirect|删除|移除"
-    r"|删了|删掉|删除了|移除了|卸载了|Revert\s+\"|scrap|cancel|shelve|abandon|call off|drop|[(（]\s*(?:was|previously|formerly|原来|之前是|原为|原先是)",
+    r"|删了|删掉|删除了|移除了|卸载了|Revert\s+\"|scrap|cancel|shelve|abandon|call off|drop"
+    r"|[(（]\s*(?:was|previously|formerly|原来|之前是|原为|原先是)",
     re.I,
 )
 """What every pattern of :data:`RETIRED` holds: one search rules most sentences out."""
