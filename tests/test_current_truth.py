@@ -26,6 +26,7 @@ from memd.extract import rules
 from memd.recall import disputed, lexical, stale, synonyms
 from memd.recall.block import render
 from memd.recall.choose import choose
+from memd.recall.hits import Hit
 from memd.recall.retrieve import normalize_query
 from memd.store import clock, cues, current, families
 from memd.text import searchterms
@@ -1390,6 +1391,13 @@ def _marked(*texts: tuple[str, str], session: str = "") -> dict[str, str]:
     return {r.id: r.text for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
 
 
+def _excerpt(mid: str, day: str, score: float, *turns: str) -> Hit:
+    """An excerpt said on ``day`` (its own session), one turn per line."""
+    sources = [{"uuid": f"{mid}{i}", "session_id": mid, "timestamp": f"{day}T10:0{i}:00Z"} for i in range(len(turns))]  # fmt: skip
+    text = f"[{day}] " + "\n".join(turns)
+    return hit({"id": mid, "kind": "excerpt", "score": score, "text": text, "sources": sources})
+
+
 def test_a_diff_of_a_commands_flags_retires_the_flags_old_value() -> None:
     """ "- --workers 4 … --timeout 30 + --workers 4 … --timeout 120": a removed line that starts
     with a flag is a line of the diff, and the unit file's ``--timeout 30`` is marked (twenty-
@@ -1503,17 +1511,7 @@ def test_the_sentence_that_gives_the_new_value_reaches_the_block() -> None:
     other sentences of it ("线上 checkpoint 越来越慢" and a long answer whose diff sets
     ``interval: 3min``): the block showed the request and the cut reply without the value
     (twenty-seventh set, read after its blind run)."""
-    old = {
-        "id": "old",
-        "kind": "excerpt",
-        "score": 0.9,
-        "project": "p",
-        "text": "[2024-03-05] user: set up the checkpoints of the fraud job\nassistant: Config in `deploy/flink-conf.yaml`: ```yaml execution.checkpointing.interval: 60s execution.checkpointing.mode: EXACTLY_ONCE ``` The first checkpoint took 12s.",
-        "sources": [
-            {"uuid": "o1", "session_id": "s1", "timestamp": "2024-03-05T10:00:00Z"},
-            {"uuid": "o2", "session_id": "s1", "timestamp": "2024-03-05T10:01:00Z"},
-        ],
-    }
+    old = _excerpt("old", "2024-03-05", 0.9, "user: set up the checkpoints of the fraud job", "assistant: Config in `deploy/flink-conf.yaml`: ```yaml execution.checkpointing.interval: 60s execution.checkpointing.mode: EXACTLY_ONCE ``` The first checkpoint took 12s.")  # fmt: skip
     reply = (
         "assistant: The fraud job's checkpoint grew to 18 GB and every checkpoint takes 40 to 70 s, so the job is checkpointing all the time. "
         "Changed `deploy/flink-conf.yaml`: ```diff -execution.checkpointing.interval: 60s +execution.checkpointing.interval: 3min ``` "
@@ -1522,14 +1520,9 @@ def test_the_sentence_that_gives_the_new_value_reaches_the_block() -> None:
         "After a restart from a savepoint each checkpoint takes 20 to 35 s and the backpressure is gone. "
         "The checkpoint alert thresholds in Grafana were left as they were for now."
     )  # fmt: skip
-    new = {
-        "id": "new", "kind": "excerpt", "score": 0.5, "project": "p",
-        "text": f"[2024-04-08] user: the fraud job's checkpoint keeps timing out, look into it\n{reply}",
-        "sources": [{"uuid": "n1", "session_id": "s2", "timestamp": "2024-04-08T10:00:00Z"},
-                    {"uuid": "n2", "session_id": "s2", "timestamp": "2024-04-08T10:01:00Z"}],
-    }  # fmt: skip
+    new = _excerpt("new", "2024-04-08", 0.5, "user: the fraud job's checkpoint keeps timing out, look into it", reply)  # fmt: skip
     assert len(reply) > 500  # a turn cut to the sentences that match the prompt
-    marked = stale.mark_replaced([hit(old), hit(new)], {}, MINILM)
+    marked = stale.mark_replaced([old, new], {}, MINILM)
     newer = next(h for h in marked if h.id == "new")
     assert any("interval: 3min" in s for s in newer.says), newer.says
     query = searchterms.terms(normalize_query("how often does the fraud job checkpoint now?"))
@@ -1572,21 +1565,12 @@ def test_a_reply_without_the_prompts_words_that_says_the_new_value_is_shown() ->
     """ "用户头像现在存在哪家云的对象存储上？": the reply that says the move to COS carries none of
     the prompt's words; it is shown with the request, not left out as a turn that only joins
     its neighbours (twelfth set, after the new value's turn was ranked first)."""
-    old = {
-        "id": "old", "kind": "excerpt", "score": 0.9, "project": "p",
-        "text": "[2023-11-02] user: 用户头像上传之后存哪？\nassistant: 存在阿里云 OSS，bucket 是 `xy-avatar`，`storage/oss_client.py` 里用 oss2 上传，返回 CDN 地址。",
-        "sources": [{"uuid": "o1", "session_id": "s1", "timestamp": "2023-11-02T10:00:00Z"},
-                    {"uuid": "o2", "session_id": "s1", "timestamp": "2023-11-02T10:01:00Z"}],
-    }  # fmt: skip
-    new = {
-        "id": "new", "kind": "excerpt", "score": 0.5, "project": "p",
-        "text": "[2024-03-04] user: 头像上传报错了，帮忙看看\nassistant: 报错是 `CosServiceError: code=AccessDenied, bucket=xy-avatar-1310224587, region=ap-shanghai`。迁到腾讯云 COS 以后新的 SecretId 没有这个 bucket 的写权限，我在 CAM 里给 `avatar-uploader` 子账号加了 `cos:PutObject`，现在上传正常了。\nuser: OK，老的 OSS bucket 下个月就删了。",
-        "sources": [{"uuid": f"n{i}", "session_id": "s2", "timestamp": f"2024-03-04T10:0{i}:00Z"} for i in range(3)],
-    }  # fmt: skip
-    marked = stale.mark_replaced([hit(old), hit(new)], {}, MINILM)
+    old = _excerpt("old", "2023-11-02", 0.9, "user: 用户头像上传之后存哪？", "assistant: 存在阿里云 OSS，bucket 是 `xy-avatar`，`storage/oss_client.py` 里用 oss2 上传，返回 CDN 地址。")  # fmt: skip
+    new = _excerpt("new", "2024-03-04", 0.5, "user: 头像上传报错了，帮忙看看", "assistant: 报错是 `CosServiceError: code=AccessDenied, bucket=xy-avatar-1310224587, region=ap-shanghai`。迁到腾讯云 COS 以后新的 SecretId 没有这个 bucket 的写权限，我在 CAM 里给 `avatar-uploader` 子账号加了 `cos:PutObject`，现在上传正常了。", "user: OK，老的 OSS bucket 下个月就删了。")  # fmt: skip
+    marked = stale.mark_replaced([old, new], {}, MINILM)
     assert next(h for h in marked if h.id == "new").says
     query = searchterms.terms(normalize_query("用户头像现在存在哪家云的对象存储上？"))
     plan = choose(marked, set(), 1500, query, brief=False)
     shown = {i.memory.id: i for i in plan.items}
-    assert "n1" in shown["new"].turns, render(plan.items)
+    assert "new1" in shown["new"].turns, render(plan.items)
     assert "迁到腾讯云 COS" in shown["new"].display
