@@ -108,6 +108,37 @@ def test_url_password_keeps_scheme_user_and_host() -> None:
     assert redact("ssh git@github.com:acme/repo.git") == "ssh git@github.com:acme/repo.git"
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # the password a reference: nothing to hide, and the host is what a user asks for
+            'dsn: "mall:${MYSQL_PASSWORD}@tcp(10.0.3.21:3306)/mall?charset=utf8mb4"',
+            'dsn: "mall:${MYSQL_PASSWORD}@tcp(10.0.3.21:3306)/mall?charset=utf8mb4"',
+        ),
+        (
+            'dsn: "mall:hunter2pw@tcp(rm-bp1k9x.mysql.rds.aliyuncs.com:3306)/mall"',
+            'dsn: "mall:[REDACTED:password]@tcp(rm-bp1k9x.mysql.rds.aliyuncs.com:3306)/mall"',
+        ),
+        (
+            "dsn: postgres://app:pw12345@db:5432/x",
+            "dsn: postgres://app:[REDACTED:password]@db:5432/x",
+        ),
+        (
+            "SENTRY_DSN=https://3f1a9b2c4d5e6f708192a3b4c5d6e7f8@o1.ingest.sentry.io/4",
+            "SENTRY_DSN=https://[REDACTED:secret]@o1.ingest.sentry.io/4",
+        ),
+        (
+            'dsn = "host=db user=app password=s3cretpw dbname=x"',
+            'dsn = "host=db user=app password=[REDACTED:password] dbname=x"',
+        ),
+        ("DSN=q8Zr2LmXw4", "DSN=[REDACTED:secret]"),  # no connection string: all of it
+        ("dsn: sqlite:///data.db", "dsn: sqlite:///data.db"),
+    ],
+)
+def test_a_dsn_loses_its_password_and_keeps_its_host(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
 def test_private_spans_are_dropped() -> None:
     assert redact("a <private>secret stuff</private> b") == "a  b"
     assert redact("a <PRIVATE>x\ny</Private> b <private>c</private>") == "a  b "

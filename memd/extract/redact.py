@@ -12,7 +12,8 @@ Rules, applied in this order:
    webhooks, Google API keys, Stripe, Hugging Face, npm, SendGrid, JWTs.
 4. Passwords in URLs: ``scheme://user:pass@host`` keeps scheme, user and host.
 5. Assignments whose key looks secret (``password=``, ``"token": "…"``, ``API_KEY=…`` in .env
-   files, YAML ``secret:``, ``--password x``), and ``Authorization: Bearer …`` style headers.
+   files, YAML ``secret:``, ``--password x``), and ``Authorization: Bearer …`` style headers;
+   a ``dsn:`` loses only its password (or the key in its user's place), not its host.
 6. Secrets said in words (``my password is …``, ``密码是 …``), US SSNs, Chinese resident ids
    and Luhn-valid card numbers, ``mysql -p…`` and ``?password=`` in URLs:
    :mod:`memd.extract.prose_secrets`.
@@ -232,7 +233,38 @@ def _assignment(match: re.Match[str]) -> str:
     if not quote and inner.lower() in {match.group("key").lower(), *split_key(match.group("key"))}:
         return match.group(0)  # token = token or ..., f(password=password)
     head = match.group(0)[: match.start("val") - match.start(0)]
+    if "dsn" in split_key(match.group("key")) and (dsn := _dsn(inner)) is not None:
+        return f"{head}{quote}{dsn}{quote}"
     return f"{head}{quote}{mark(kind)}{quote}"
+
+
+_DSN_USER = re.compile(
+    r"^(?P<head>(?:[A-Za-z][\w+.\-]*://)?(?P<user>[^\s:/@(]*))(?::(?P<pw>[^\s@]*))?@"
+)
+"""A connection string's credentials (``mall:${MYSQL_PASSWORD}@tcp(10.0.3.21:3306)/mall``,
+``https://3f1a…@o1.ingest.sentry.io/4``)."""
+
+
+def _dsn(value: str) -> str | None:
+    """A connection string (a ``dsn:`` key's value) with only its password redacted, so its host
+    and database stay ("mall:[REDACTED:password]@tcp(10.0.3.21:3306)/mall"); a key in place of
+    a user (Sentry's) is redacted, a password that is a reference (``${MYSQL_PASSWORD}``) kept.
+    None when the value is no connection string: the whole value is then redacted."""
+    m = _DSN_USER.match(value)
+    if m is None:
+        if "=" in value:  # "host=db user=app password=s3cret": its own assignments
+            return _ASSIGNMENT.sub(_assignment, value)
+        return value if "://" in value else None
+    rest = value[m.end() :]
+    pw = m.group("pw")
+    if pw is None:
+        user = m.group("user")
+        return (
+            value if len(user) < 16 else m.group("head")[: -len(user)] + mark("secret") + "@" + rest
+        )
+    if _is_placeholder(pw, quoted=False) and pw[:1] in "$[<%*":
+        return value
+    return f"{m.group('head')}:{mark('password')}@{rest}"
 
 
 def _flag(match: re.Match[str]) -> str:
