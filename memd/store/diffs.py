@@ -5,6 +5,7 @@ give otherwise ("-go 1.21 +go 1.23", "-ACCESS_TOKEN_EXPIRE = timedelta(hours=2)
 from __future__ import annotations
 
 import re
+from itertools import takewhile
 
 from memd.store.values import CJK, V, listed
 
@@ -58,10 +59,9 @@ def _line_pairs(lines: list[tuple[str, str]]) -> set[str]:
     removed: dict[str, list[str]] = {}
     run: list[list[str]] = []  # the removed lines right before, for a line replaced in place
     added = 0
-    for sign, line in lines:
-        words = _TOKEN.findall(line)
-        if not words:
-            continue
+    signed = [(sign, _TOKEN.findall(line)) for sign, line in lines]
+    signed = [(sign, words) for sign, words in signed if words]
+    for at, (sign, words) in enumerate(signed):
         if sign == "-":
             if added:
                 run, added = [], 0
@@ -76,6 +76,10 @@ def _line_pairs(lines: list[tuple[str, str]]) -> set[str]:
             else:
                 continue
         gone = [w for w in before if w not in words]
+        if len(gone) > 2:  # a statement wrapped onto the added lines after it:
+            after = takewhile(lambda line: line[0] == "+", signed[at + 1 :])
+            said = {w for _, later in after for w in later}
+            gone = [w for w in gone if w not in said]  # "+redis = { url: … }," "+  pool_timeout: 5"
         if 0 < len(gone) <= 2 and any(w not in before for w in words):
             out.update(gone)
             kept = {p for w in words if _MAPPING.fullmatch(w) for p in w.split(":")}
@@ -89,6 +93,11 @@ def _signed_lines(text: str) -> list[tuple[str, str]]:
     """A diff's removed and added lines, as (sign, line)."""
     lines = _INDENTED if DIFF_SHOWN.search(text) else _SIGNED
     return [(m.group(1), m.group(2)) for m in lines.finditer(HUNK.sub(" ", text))]
+
+
+def removed_lines(text: str) -> str:
+    """A diff's removed lines, one to a line."""
+    return "\n".join(line for sign, line in _signed_lines(text) if sign == "-")
 
 
 def _commands_swapped(lines: list[tuple[str, str]]) -> set[str]:

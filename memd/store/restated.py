@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from memd.store import cues, current, roles
+from memd.store import cues, current, diffs, roles
 from memd.store.values import listed
 from memd.text.chinese import CJK_RUN
 
@@ -33,6 +33,8 @@ def restated(new: current.Claim, old: current.Claim, shared: frozenset[str]) -> 
     keys = sum(1 for x in shared - words if _KEY.search(x))  # `client_max_body_size`, a path
     if same_key(new, old):
         return True
+    if cues.shows_diff(new.text) and not new.diffed:
+        return False  # a diff that takes no value away adds (``+ users = [dana, marcus]``)
     if latin + 2 * keys < RESTATED_SUBJECT and len(words) - latin < 2 * RESTATED_SUBJECT:
         return False
     for o in old.values - new.anchors:
@@ -58,6 +60,8 @@ def restated(new: current.Claim, old: current.Claim, shared: frozenset[str]) -> 
             key_old, key_new = _key_before(old.text, o), _key_before(new.text, f)
             if key_old and key_new and key_old != key_new:
                 continue  # `work_mem 64MB` / `max_connections 100`: two settings
+            if not _one_item(old.text, o, new.text, f):
+                continue  # `module "ack_hz"`'s `worker_count` / `module "ack_sg"`'s
             return True
     return False
 
@@ -67,7 +71,9 @@ def same_key(new: current.Claim, old: current.Claim) -> bool:
     (``rollout_percent: 10`` / ``rollout_percent: 50``), whatever else the sentences say; a key
     in code counts by its last part and any value but a number is of one shape (```minute:
     250``` / ``config: minute: 600`` in a YAML block, ``{"queue": "thumbs-default"}`` /
-    ``{"queue": "media.thumbnails.v2"}``)."""
+    ``{"queue": "media.thumbnails.v2"}``). In a diff, only a key its removed lines name: the key
+    of an added line alone is another thing's (``+data "pagerduty_user" "marcus" { email = … }``
+    beside a user whose ``email`` stays)."""
     for o in old.values - new.anchors:
         key = _key_before(old.text, o)
         in_code = not key and bool(key := _code_key_before(old.text, o))
@@ -79,9 +85,23 @@ def same_key(new: current.Claim, old: current.Claim) -> bool:
             else:
                 alike = current.shape(f) == current.shape(o)
             # in code or in words, either way ("bumped `CONFIG_X` to 4096" / ```CONFIG_X=2048```)
-            if alike and (_key_before(new.text, f) == key or _code_key_before(new.text, f) == key):
+            if (
+                alike
+                and (_key_before(new.text, f) == key or _code_key_before(new.text, f) == key)
+                and _one_item(old.text, o, new.text, f)
+                and not _only_added(new.text, key)
+            ):
                 return True
     return False
+
+
+def _only_added(text: str, key: str) -> bool:
+    """Whether ``text`` shows a diff whose removed lines do not name ``key``: its added lines
+    give the key to another thing (``+data "pagerduty_user" "marcus" { email = … }``)."""
+    if not cues.shows_diff(text):
+        return False
+    removed = diffs.removed_lines(text)
+    return re.search(rf"(?<![\w.]){re.escape(key)}(?!\w)", removed, re.I) is None
 
 
 _KEY_BEFORE = re.compile(
@@ -131,13 +151,41 @@ _CODE_KEY = re.compile(r"(?<![\w@:./-])[\"']?(@?[A-Za-z][\w.:/-]*)[\"']?\s*[:=]\
 """A key in code, with its scope (``@acme:registry=`` is no ``registry=``, an annotation's
 ``prometheus.io/port:`` no ``server.port:``), also before an absolute path's root, which a
 value leaves out (``dir = "/data/sim/out"``)."""
+_ITEM_KEY = re.compile(r"(?:^|\s)-\s+\Z")
+"""A YAML list's item marker before a key: the key names which item (``- alert: NodeCPUHigh``,
+``- repo: …/ruff-pre-commit``), as :data:`_PLAIN_KEYS` do."""
+_ITEMS = re.compile(
+    r"(?:^|\s)-\s+[A-Za-z][\w.-]*:\s*[\"']?([^\s\"',]+)"
+    r"|\b(?:module|resource|data)((?:\s+\"[\w.-]+\"){1,2})\s*\{"
+)
+"""A YAML list's item and the value that names it (``- alert: NodeCPUHigh``), a Terraform
+block and its labels (``module "ack_hz" {``)."""
+
+
+def _one_item(old: str, o: str, new: str, f: str) -> bool:
+    """Whether ``o`` of ``old`` and ``f`` of ``new`` are not in two items of a list or two
+    blocks of Terraform that their names tell apart."""
+    return len({_item(old, o), _item(new, f)} - {""}) < 2
+
+
+def _item(sentence: str, value: str) -> str:
+    """The name of the YAML list's item or the Terraform block ``value`` is written in
+    (``nodecpuhigh`` for the ``for: 5m`` under ``- alert: NodeCPUHigh``), or ""."""
+    at = sentence.casefold().find(value)
+    names = [
+        (m.group(1) or m.group(2)).casefold() for m in _ITEMS.finditer(sentence, 0, max(at, 0))
+    ]
+    return names[-1] if names else ""
+
+
 _DIRECTIVE = re.compile(r"[;{}]\s*([a-z][a-z_]+[a-z])\s+[/\"']?\Z")
 """A directive of an nginx-like config before its value, in a block (``{ alias /srv/www/h5/;``;
 not the shell's ``alias kbj='…'``)."""
 _GETENV = re.compile(
-    r"(?:environ\.get|getenv|env\.get|Getenv|env::var_or)\(\s*[\"']([A-Za-z_]\w*)[\"']\s*,\s*[\"']?\Z"
+    r"(?:environ\.get|getenv|env\.get|ENV\.fetch|Getenv|env::var_or)\(\s*[\"']([A-Za-z_]\w*)[\"']\s*,\s*[\"']?\Z"
 )
-"""An environment variable's default in code (``os.environ.get("MODEL_BUCKET", "…")``): the
+"""An environment variable's default in code (``os.environ.get("MODEL_BUCKET", "…")``, Ruby's
+``ENV.fetch("REDIS_URL", "…")``): the
 variable is the key, as where a deployment sets it (``MODEL_BUCKET: nimbus-artifacts-prod``)."""
 _FROM = re.compile(r"\bFROM\s+\Z")
 """A Dockerfile's ``FROM``: its image's tag is its value, the image's name part of its key (the
@@ -163,7 +211,8 @@ def _code_key_before(sentence: str, value: str) -> str:
             k = _CODE_KEY.search(code, 0, at)
             if k:
                 key = k.group(1).casefold().rsplit(".", 1)[-1]
-                return "" if key in _PLAIN_KEYS else key
+                item = _ITEM_KEY.search(code, 0, k.start())  # `- alert: NodeCPUHigh`
+                return "" if key in _PLAIN_KEYS or item else key
             if _FROM.search(code, 0, at) and ":" in value:  # a Dockerfile's image, by name
                 return "from " + value.split(":", 1)[0].casefold()
             if _EXPOSE.search(code, 0, at):  # a Dockerfile's port
