@@ -71,7 +71,7 @@ RETIRED = [
     ),
     re.compile(
         rf"(?P<v>{LATIN_V}|[{CJK}]{{2,3}}?)\s*(?:集群|服务|实例|系统|那套|这套)?\s*(?:已经|已|也)?"
-        r"(?:离职|离开|不在了|停用|下线|废弃|弃用|退役|淘汰|不用了)"
+        r"(?:离职|离开|不在了|停用|下线|废弃|弃用|退役|淘汰|不用了|停止(?:投递|使用|写入|服务|维护))"
     ),
     re.compile(
         r"(?<!never )(?<!not )(?<!n't )(?<!was )(?<!were )(?<!been )(?<!be )(?<!is )"
@@ -202,7 +202,7 @@ RETIRE_HINT = re.compile(
     r"|不再|没有|没再用|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是"
     r"|\bchang|->|→|=>|branch -[mM]|used to|以前|called off|scrapped|shelved|decided against|n't"
     r"|never|取消|作废|搁置|放弃|不做|不搞|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上"
-    r"|请假|休假|请了假|done with|finished with|through with|换掉|替换掉|干掉|下掉|去掉|退役|淘汰|不用了"
+    r"|请假|休假|请了假|done with|finished with|through with|换掉|替换掉|干掉|下掉|去掉|退役|淘汰|不用了|停止"
     r"|替换|替代|代替|取代|\b30[1278]\b|redirect|删除|移除"
     r"|删了|删掉|删除了|移除了|卸载了|Revert\s+\"|scrap|cancel|shelve|abandon|call off|drop"
     r"|[(（]\s*(?:was|previously|formerly|原来|之前是|原为|原先是)",
@@ -228,7 +228,7 @@ _HINTS = [
     r"\bdropped\b",
     r"\bold\b",
     r"从|由",
-    r"离职|离开|不在了|停用|下线|废弃|弃用|退役|淘汰|不用了",
+    r"离职|离开|不在了|停用|下线|废弃|弃用|退役|淘汰|不用了|停止",
     r"removed|deleted|dropped|uninstalled|decommissioned",
     r"解散|停用|下线|废弃|关停|弃用|停掉",
     r"不再",
@@ -483,12 +483,12 @@ def listed_with(text: str, values: frozenset[str], a: str, b: str) -> bool:
     return LIST_GLUE.fullmatch(between) is not None
 
 
-_JOINED = re.compile(f"(?=([{CJK}]{{2}})[和与及、]([{CJK}]{{2}}))")
+_JOINED = re.compile(f"(?=([{CJK}]{{2}})(?:[（(][^（）()]{{1,40}}[)）])?[和与及、]([{CJK}]{{2}}))")
 
 
 def joined(text: str, anchors: frozenset[str]) -> bool:
     """Whether ``text`` joins a word of ``anchors`` and a new one with 和, 与, 及 or 、
-    ("周涛和林晓" after "需要周涛审批"), or adds one besides it ("除了王磊，还要陈静"): one
+    ("周涛和林晓" after "需要周涛审批", "杭州（cn-hangzhou）和新加坡"), or adds one besides it ("除了王磊，还要陈静"): one
     more beside the older's, not another."""
     if any((a in anchors) != (b in anchors) for a, b in _JOINED.findall(text)):
         return True
@@ -511,6 +511,19 @@ def added(text: str, value: str) -> bool:
 
 
 _BESIDES = re.compile(f"除了\\s*([{CJK}]{{2,6}})\\s*[，,]?\\s*(?:还|也)")
+_EXISTING = re.compile(
+    r"\b(?:next to|beside|alongside|on top of|in addition to|besides)\s+(?:the|our)\s+"
+    r"(?:existing|current)\s+`?([\w.@/-]+)|(?:在|除了)(?:现有|原有|已有)的?\s*`?([\w.@/-]+)",
+    re.I,
+)
+
+
+def existing(text: str) -> frozenset[str]:
+    """What ``text`` says stays beside what it adds ("Added a mypy hook next to the existing
+    ruff hook": ruff), folded."""
+    return frozenset(
+        (m.group(1) or m.group(2)).casefold().strip("`") for m in _EXISTING.finditer(text)
+    )
 
 
 def lead(sentence: str, value: str) -> frozenset[str]:

@@ -308,11 +308,27 @@ def _pieces(text: str) -> list[str]:
             # `DB_POOL_MAX=20`, so each pod keeps up to 20 connections." (not a list's item)
         out += before
         out.append(f"{piece}{tail}".strip())
+        if _SHELL.match(m.group(0)) and _OPENS.match(tail) and len(tail.strip()) >= 12:
+            out.append(tail.strip())  # after a command's output, a statement of its own too
+            # ("``` $ promtool check rules … ``` 现在是 CPU 超过 90% 持续 5 分钟才告警。")
         at = m.end() + len(tail)
     return out + _sentences(text[at:])
 
 
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
+_SHELL = re.compile(r"```\w*\s*\$ ")
+"""A block of code that is a shell session (``$ promtool check rules …``)."""
+_OPENS = re.compile(f"\\s*(?:[A-Z][a-z]|[{RANGES}])")
+"""Words after a block of code that open a sentence (a capital, a Chinese character)."""
+
+
+def _told(text: str, value: str) -> bool:
+    """Whether a long sentence names ``value`` in its words around its code, and those words
+    are short ("Used BoltDB (`go.etcd.io/bbolt`), single file at …: ```go …```")."""
+    words = _FENCED.sub(" ", text)
+    return len(words) <= MAX_CLAIM and mentions(words, value)
+
+
 MAX_CODE = 1200
 """Characters of a block of code read as one claim, words around it included (a longer block
 is cut at its fences as any sentence too long to be a statement, a longer claim cut there)."""
@@ -478,7 +494,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             if not url:
                 continue
             value = url[0]  # "staging-api.x.io now returns 301 …" of "https://staging-api.x.io"
-        if len(old.text) > MAX_CLAIM and value.isalpha():
+        if len(old.text) > MAX_CLAIM and value.isalpha() and not _told(old.text, value):
             continue  # a block of code names many words ("Finds entire/abc1234 …", branch)
         if mentions(old.text, value):
             dotted = VERSION.match(value) is not None  # "5.1": no list number
@@ -500,6 +516,8 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 return f"retires {value!r}"  # (not "5 retries instead of 3": another number)
     if rolled_back(new.text, new.values, old.values, shared):
         return "rolled back to another version"
+    if cues.existing(new.text) & old.values:
+        return ""  # "Added a mypy hook next to the existing ruff hook": ruff stays
     moved = any(cues.changed_to(new.text, f) for f in new.values - old.values)  # "改成 X"
     kept = old.values & new.values if cues.KEPT.search(new.text) and not moved else frozenset()
     if new.also or (old.values and kept == old.values):  # "Redis 那层保持不变": it holds
