@@ -29,7 +29,7 @@ from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
 
 _LIST = re.compile(
-    r"\b(?:and|both|respectively|between|all)\b|\bwho(?:'s|\s+is|\s+are)\s+on\b"
+    r"\b(?:and|both|respectively|between|all)\b|\bwho(?:'s|\s+is|\s+are)\s+on\b|\bwho\s+are\b"
     r"|\b(?:which|what)\s+(?:[\w-]+\s+){0,2}?"
     r"(?:ports|regions|linters|tools|databases|channels|queues|instances|checkers|checks|topics"
     r"|services|buckets|hosts|servers|libraries|frameworks|stores|teams|owners|people"
@@ -38,7 +38,7 @@ _LIST = re.compile(
     r"|dependencies|endpoints|domains|nodes|workers|repos|repositories|accounts|zones|urls"
     r"|addresses|sites|stacks|apis|specs|prefixes|locales|certificates|keys|secrets)\b"
     r"(?!\s+(?:the|a|an|our|my|this|its|your)\b)"  # "which region hosts the ...": a verb
-    r"|哪些|分别|各自|各个|都|和|以及|跟",
+    r"|哪些|哪几|有谁|分别|各自|各个|都|和|以及|跟",
     re.IGNORECASE,
 )
 """A prompt that asks for several values: each of them may hold."""

@@ -386,19 +386,43 @@ def _corrected_within(
 
 def _kept_by(text: str, old: current.Claim, new: current.Claim) -> bool:
     """Whether the replacement's memory says, beside it, that a value of ``old`` it does not
-    repeat is kept ("生产保持 3.1.4", "staging-eu is unchanged")."""
-    shapes = {current.shape(f) for f in new.values - old.values}  # what the change gives
+    repeat is kept ("生产保持 3.1.4", "staging-eu is unchanged"), or names it beside the new one,
+    both as they are ("现在是杭州（cn-hangzhou）和新加坡（ap-southeast-1）两套集群")."""
+    fresh = new.values - old.values  # what the change gives
+    shapes = {current.shape(f) for f in fresh}
     gone = {v for v in old.values - new.values if current.shape(v) in shapes}
     return any(
         c.text != new.text
-        and any(  # in the clause that says it is kept ("`inventory-svc` 切换订阅，消费组名不变": no)
-            cues.KEPT.search(part)
-            and any(  # ("旧 topic 保留 7 天": the old one is kept around, not in use)
-                current.mentions(part, v) and not cues.named_old(part, v) for v in gone & c.values
+        and (
+            any(  # in the clause that says it is kept ("`inventory-svc` 切换订阅，消费组名不变": no)
+                cues.KEPT.search(part)
+                and any(  # ("旧 topic 保留 7 天": the old one is kept around, not in use)
+                    current.mentions(part, v) and not cues.named_old(part, v)
+                    for v in gone & c.values
+                )
+                for part in _CLAUSE.split(c.text)
             )
-            for part in _CLAUSE.split(c.text)
+            or _both(c, gone, fresh)
         )
         for c in current.claims(text)
+    )
+
+
+_TWO = re.compile(r"\b(?:both|two|each)\b|两(?:个|套|台|条|处|地)|[两二]者|双")
+"""Words that count the values a sentence names as holding side by side ("两套集群")."""
+
+
+def _both(claim: current.Claim, gone: set[str], fresh: frozenset[str]) -> bool:
+    """Whether ``claim`` counts a value of each as holding side by side ("… two clusters"),
+    none of them as one that went (no diff's removed line, no "from", no "the old", no "moved
+    to")."""
+    return bool(
+        _TWO.search(claim.text)
+        and gone & (claim.values - claim.retired)
+        and fresh & (claim.values - claim.retired)
+        and not any(cues.named_old(claim.text, v) for v in gone)
+        and not cues.shows_diff(claim.text)
+        and not any(cues.changed_to(claim.text, f) for f in fresh)
     )
 
 
