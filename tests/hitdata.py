@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from memd.models import Memory, Source
+from memd.recall import stale
 from memd.recall.hits import Hit, Relevance
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def hit(raw: dict[str, Any]) -> Hit:
@@ -38,3 +41,14 @@ def hit(raw: dict[str, Any]) -> Hit:
         total=float(b.get("total", score)),
     )
     return Hit(memory, score, breakdown, bool(raw.get("relevant", True)))
+
+
+def marked(*texts: tuple[str, str], session: str = "") -> dict[str, str]:
+    """``stale.mark_replaced`` over excerpts said on the given days (of one session when
+    ``session`` is given): each one's text as the block would show it."""
+    results = [
+        {"id": chr(97 + i), "project": "p", "kind": "excerpt", "score": 0.9 - i / 10,
+         "sources": [{"session_id": session or f"s{i}", "timestamp": f"{day}T10:0{i}:00Z"}], "text": text}
+        for i, (day, text) in enumerate(texts)
+    ]  # fmt: skip
+    return {r.id: r.text for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}

@@ -21,6 +21,7 @@ import pytest
 from daemon_process import DaemonProcess, served
 from hashseed import outputs_by_seed
 from hitdata import hit
+from hitdata import marked as _marked
 
 from memd.extract import rules
 from memd.recall import disputed, lexical, stale, synonyms
@@ -1378,17 +1379,6 @@ def test_words_of_asking_about_now_are_no_search_terms() -> None:
 )
 def test_clock_times_of_a_cron_schedule_and_a_chinese_hour(sentence: str, times: set[str]) -> None:
     assert clock.clock_times(sentence) == times
-
-
-def _marked(*texts: tuple[str, str], session: str = "") -> dict[str, str]:
-    """``stale.mark_replaced`` over excerpts said on the given days (of one session when
-    ``session`` is given): each one's text as the block would show it."""
-    results = [
-        {"id": chr(97 + i), "project": "p", "kind": "excerpt", "score": 0.9 - i / 10,
-         "sources": [{"session_id": session or f"s{i}", "timestamp": f"{day}T10:0{i}:00Z"}], "text": text}
-        for i, (day, text) in enumerate(texts)
-    ]  # fmt: skip
-    return {r.id: r.text for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
 
 
 def _excerpt(mid: str, day: str, score: float, *turns: str) -> Hit:
