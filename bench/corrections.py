@@ -42,7 +42,9 @@ commit (``c6251e0``), each run once blind (``8f48399``), then read;
 ``corrections_heldout27.jsonl`` written blind at the start of session 35, its totals taken on
 the session's first commit (``f49edc3``), run once blind at the session's end;
 ``corrections_heldout28.jsonl`` written blind at the start of session 36, its totals taken on
-the session's first commit (``a155574``), run once blind at the session's end;
+the session's first commit (``a155574``), run once blind at the session's end, read in
+session 37; ``corrections_heldout29.jsonl`` written blind in session 37, its totals taken on the
+session's first commit (``9b3473a``), run once blind at the session's end;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -115,6 +117,7 @@ SPLITS = {
     "heldout26": ROOT / "tests" / "labelled" / "corrections_heldout26.jsonl",
     "heldout27": ROOT / "tests" / "labelled" / "corrections_heldout27.jsonl",
     "heldout28": ROOT / "tests" / "labelled" / "corrections_heldout28.jsonl",
+    "heldout29": ROOT / "tests" / "labelled" / "corrections_heldout29.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
