@@ -488,8 +488,8 @@ _JOINED = re.compile(f"(?=([{CJK}]{{2}})(?:[（(][^（）()]{{1,40}}[)）])?[和
 
 def joined(text: str, anchors: frozenset[str]) -> bool:
     """Whether ``text`` joins a word of ``anchors`` and a new one with 和, 与, 及 or 、
-    ("周涛和林晓" after "需要周涛审批", "杭州（cn-hangzhou）和新加坡"), or adds one besides it ("除了王磊，还要陈静"): one
-    more beside the older's, not another."""
+    ("周涛和林晓" after "需要周涛审批", "杭州（cn-hangzhou）和新加坡"), or adds one besides it
+    ("除了王磊，还要陈静"): one more beside the older's, not another."""
     if any((a in anchors) != (b in anchors) for a, b in _JOINED.findall(text)):
         return True
     return any(

@@ -185,8 +185,8 @@ _GETENV = re.compile(
     r"(?:environ\.get|getenv|env\.get|ENV\.fetch|Getenv|env::var_or)\(\s*[\"']([A-Za-z_]\w*)[\"']\s*,\s*[\"']?\Z"
 )
 """An environment variable's default in code (``os.environ.get("MODEL_BUCKET", "…")``, Ruby's
-``ENV.fetch("REDIS_URL", "…")``): the
-variable is the key, as where a deployment sets it (``MODEL_BUCKET: nimbus-artifacts-prod``)."""
+``ENV.fetch("REDIS_URL", "…")``): the variable is the key, as where a deployment sets it
+(``MODEL_BUCKET: nimbus-artifacts-prod``)."""
 _FROM = re.compile(r"\bFROM\s+\Z")
 """A Dockerfile's ``FROM``: its image's tag is its value, the image's name part of its key (the
 stages of one Dockerfile build from different images)."""
