@@ -44,7 +44,9 @@ the session's first commit (``f49edc3``), run once blind at the session's end;
 ``corrections_heldout28.jsonl`` written blind at the start of session 36, its totals taken on
 the session's first commit (``a155574``), run once blind at the session's end, read in
 session 37; ``corrections_heldout29.jsonl`` written blind in session 37, its totals taken on the
-session's first commit (``9b3473a``), run once blind at the session's end;
+session's first commit (``9b3473a``), run once blind (``ebcb99b``), then read;
+``corrections_heldout30.jsonl`` written blind later in session 37, its totals taken on
+``9b3473a``, run once blind at the session's end;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -118,6 +120,7 @@ SPLITS = {
     "heldout27": ROOT / "tests" / "labelled" / "corrections_heldout27.jsonl",
     "heldout28": ROOT / "tests" / "labelled" / "corrections_heldout28.jsonl",
     "heldout29": ROOT / "tests" / "labelled" / "corrections_heldout29.jsonl",
+    "heldout30": ROOT / "tests" / "labelled" / "corrections_heldout30.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
