@@ -192,12 +192,16 @@ RETIRED = [
         r"(?:plan|migration|switch|move|upgrade|rollout)\b",
         re.I,
     ),
+    re.compile(  # "$ sudo mv /etc/nginx/conf.d/mall.conf /etc/nginx/sites-available/mall-api.conf"
+        r"(?:^|[\s$;&])(?:sudo\s+)?(?:git\s+)?mv\s+(?:-\w+\s+)*[`'\"]?/?(?P<v>[\w.~-][\w./~-]*)"
+        r"[`'\"]?\s+[`'\"]?[\w./~-]"
+    ),
 ]
 """Where a sentence names a value that is no longer current."""
 RETIRE_HINT = re.compile(
     r"from|instead|rather than|in place of|replac|archiv|delet|remov|retir|deprecat|drop"
     r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried|old\b"
-    r"|gone|uninstall|decommission|\bI said\b|I meant|\boff\b|ditched|dumped|abandoned|swapped"
+    r"|gone|uninstall|decommission|\bI said\b|I meant|\boff\b|ditched|dumped|abandoned|swapped|\bmv\b"
     r"|traded|cancell?ed|shut down|turned off|stale|outdated|obsolete|wrong"
     r"|不再|没有|没再用|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是"
     r"|\bchang|->|→|=>|branch -[mM]|used to|以前|called off|scrapped|shelved|decided against|n't"
@@ -261,6 +265,7 @@ _HINTS = [
     r"Revert\s+\"",
     r"删了|删掉|删除了|移除了|卸载了",
     r"scrap|cancel|shelve|abandon|call off|drop",
+    r"\bmv\b",
 ]
 RETIRED_HINTED = list(zip([re.compile(h, re.I) for h in _HINTS], RETIRED, strict=True))
 """Each pattern of :data:`RETIRED` behind the words it cannot match without: the patterns that
@@ -374,7 +379,7 @@ MAY_REPLACE = re.compile(
     CUE.pattern
     + r"|\bfrom\b|instead of|rather than|in place of|replac|archived|deleted|removed|retired"
     r"|deprecated|dropped|renamed|has left|have left|went on|handed|stop(?:ped)? using"
-    r"|离开|停用|下线|废弃|从|由",
+    r"|离开|停用|下线|废弃|从|由|停止|```diff|\bmv\s",
     re.I,
 )
 
@@ -431,7 +436,9 @@ def changed_to(sentence: str, value: str) -> bool:
     (:func:`switched_to`) or Chinese ("从 2 小时改成 30 分钟", "换成 Caffeine")."""
     if switched_to(sentence, value):
         return True
-    return any(_CHANGED_ZH.search(sentence, 0, i) for i in places(sentence, value, whole=False))
+    low = sentence.lower()
+    seen = low if len(low) == len(sentence) else sentence  # ("Jackson" of a folded "jackson")
+    return any(_CHANGED_ZH.search(sentence, 0, i) for i in places(seen, value, whole=False))
 
 
 _KEY_CHANGED = re.compile(rf"(?:`([A-Za-z_][\w.-]*)`|([A-Za-z_][\w.-]*)|\S)\s*(?:{ZH_TO})")

@@ -66,6 +66,12 @@ def _unnumbered(text: str) -> str:
     return pattern.sub("\n", text)
 
 
+_HANDLE = re.compile(
+    r"(?<![\w.-])@[\w-]+/[\w.-]*\w|[#@][\w-]+|(?<![\w.:-])[A-Za-z]\w*(?:[-_]\w+)+\b"
+)
+"""A handle, a channel or a compound name: a team's handle whole (``@acme/backend``, no
+person ``@acme``), as a scoped package's (``@bugsnag/js``); a mail's domain (``@tallyhq`` of
+``support@tallyhq.com``) tells two addresses of one job apart."""
 _QUESTION = re.compile(r"[?？]\s*$")
 _CJK_RUN = re.compile(f"[{RANGES}]+")
 _CJK_STOP = re.compile(f"[{stopwords.SUBJECT_CJK_CHARS}]")
@@ -172,10 +178,7 @@ def claim(sentence: str) -> Claim | None:
         sentence = sentence[:MAX_CODE]
     f = similar.features(_APOSTROPHE.sub(" ", _POSSESSIVE.sub("", _TYPE_EXPR.sub(" ", sentence))))
     values = {v for v in f.values if v not in similar._UNIT_NAMES | stopwords.MEASURES}
-    values.update(
-        fold(m.group(0))
-        for m in re.finditer(r"[#@][\w-]+|(?<![\w.:-])[A-Za-z]\w*(?:[-_]\w+)+\b", sentence)
-    )
+    values.update(fold(m.group(0)) for m in re.finditer(_HANDLE, sentence))
     values.update(_names(sentence))
     folded = sentence.casefold()
     values.update(w for w in _NUMBER_WORD.findall(folded))
@@ -491,9 +494,13 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
             url = sorted(
                 v for v in old.values if "://" in v and v.split("://", 1)[1].split("/")[0] == value
             )
-            if not url:
+            host = value.split("://", 1)[1].split("/")[0].split(":")[0] if "://" in value else ""
+            if url:
+                value = url[0]  # "staging-api.x.io now returns 301 …" of "https://staging-api.x.io"
+            elif host in old.values:
+                value = host  # `-REDIS_URL=redis://cache-01.internal:6379/0` of "cache-01.internal"
+            else:
                 continue
-            value = url[0]  # "staging-api.x.io now returns 301 …" of "https://staging-api.x.io"
         if len(old.text) > MAX_CLAIM and value.isalpha() and not _told(old.text, value):
             continue  # a block of code names many words ("Finds entire/abc1234 …", branch)
         if mentions(old.text, value):
@@ -570,6 +577,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                     any(not k.startswith(("job:", "mail:")) for k in kin)
                     or (not mail and (shared - {o, f} or roles.one_at_a_time(o)))
                     or cues.switched_to(new.text, f, place=True)
+                    or cues.changed_to(new.text, f)  # "统一换成 Jackson"
                 ):  # two tools of one job on no other shared word: ClickHouse beside Postgres
                     return "a new version of the same thing"
                 if not shared or roles.different_jobs({f}, {o}):

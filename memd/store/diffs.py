@@ -73,13 +73,20 @@ def _line_pairs(lines: list[tuple[str, str]]) -> set[str]:
         if before is None:  # "-  - \"8080:8080\"" then "+  - \"8443:8443\"": one line, one value
             if len(run) == 1 and added == 1 and len(run[0]) == 1:
                 before, words = run[0], words[:1]  # (an excerpt runs the lines after onto it)
+            elif (
+                run
+                and added == 1
+                and len(words[0]) > len(run[-1][0]) > 3
+                and words[0].startswith(run[-1][0])
+            ):
+                before = run[-1]  # "- node-version: '18.19'" / "+ node-version-file: '.nvmrc'"
             else:
                 continue
-        gone = [w for w in before if w not in words]
-        if len(gone) > 2:  # a statement wrapped onto the added lines after it:
-            after = takewhile(lambda line: line[0] == "+", signed[at + 1 :])
-            said = {w for _, later in after for w in later}
-            gone = [w for w in gone if w not in said]  # "+redis = { url: … }," "+  pool_timeout: 5"
+        after = takewhile(lambda line: line[0] == "+", signed[at + 1 :])
+        said = {w for _, later in after for w in later}  # what the added lines after it keep:
+        gone = [w for w in before if w not in words and w not in said]  # a statement wrapped
+        # ("+redis = { url: … }," "+  pool_timeout: 5"), a command moved to a script of its
+        # own (`-"lint": "eslint ."` / `+"lint": "npm run lint:js && …"` `+"lint:js": "eslint ."`)
         if 0 < len(gone) <= 2 and any(w not in before for w in words):
             out.update(gone)
             kept = {p for w in words if _MAPPING.fullmatch(w) for p in w.split(":")}
@@ -106,6 +113,7 @@ def _commands_swapped(lines: list[tuple[str, str]]) -> set[str]:
     ``+"build": "rsbuild build"``: webpack, a package.json script's tool swapped)."""
     out: set[str] = set()
     removed: dict[str, str] = {}
+    added = {w for sign, line in lines if sign == "+" for w in _TOKEN.findall(line)}
     for sign, line in lines:
         m = _QUOTED_VALUE.match(line)
         if m is None:
@@ -116,8 +124,8 @@ def _commands_swapped(lines: list[tuple[str, str]]) -> set[str]:
             continue
         before = removed.pop(key, None)
         words = _TOKEN.findall(before or "")
-        if words and words[0] not in _TOKEN.findall(value) and len(words[0]) > 2:
-            out.add(words[0])
+        if words and words[0] not in added and len(words[0]) > 2:
+            out.add(words[0])  # (not when another script runs it: `+"lint:js": "eslint ."`)
     return out
 
 

@@ -101,6 +101,9 @@ ROLES: dict[str, tuple[str, ...]] = {
         "peewee tortoise mikro-orm kysely"
     ),
     "state management": _listed("redux zustand mobx pinia vuex recoil jotai valtio xstate"),
+    "json library": _listed(
+        "jackson fastjson fastjson2 gson moshi orjson ujson simplejson serde_json jsoniter sonic"
+    ),
     "garbage collector": _listed(
         "g1gc zgc shenandoah useg1gc usezgc useshenandoahgc useparallelgc useserialgc"
     ),
@@ -344,6 +347,7 @@ _ASKED = {
     "payments": r"payment (?:provider|processor|gateway|service)s?|支付(?:渠道|服务|网关|通道)",
     "orm": r"\borms?\b|数据库访问(?:层|框架)",
     "state management": r"state (?:management|manager|library)|状态管理",
+    "json library": r"json (?:librar(?:y|ies)|lib|serializ\w*|pars(?:er|ing))|json ?(?:序列化|解析)",
     "garbage collector": r"garbage collect(?:or|ion)|\bgc\b|垃圾回收",
     "alerting": (
         r"on-?call (?:tool|platform|schedul\w*|rotation)s?|paging|incident management"
