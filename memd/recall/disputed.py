@@ -24,6 +24,7 @@ from functools import lru_cache
 from memd.recall import stale, synonyms
 from memd.recall.hits import Hit
 from memd.store import clock, cues, current, families, roles
+from memd.store.values import listed
 from memd.text import TEXT_CACHE, stopwords
 from memd.text.chinese import RANGES
 from memd.text.stems import statement_stem
@@ -132,6 +133,8 @@ _OWNER_EN = re.compile(
     rf"|\b{_DUTY_EN}(?: is| now is|:)? (?P<after>[A-Z][a-z]+)\b(?! [A-Z])"
 )
 """A person an English sentence names as the owner or the one on call."""
+_OWNED = listed("code product project data service module package feature file repo process")
+"""Words before "owner" that say what is owned ("Code owner approval"), not who owns it."""
 _REGISTRY = re.compile(
     r"(?:^|\.)registry\.|^(?:docker\.io|ghcr\.io|quay\.io|gcr\.io)\b|\.dkr\.ecr\."
 )
@@ -235,7 +238,7 @@ def _values(text: str, versions: bool = False) -> tuple[Value, ...]:
             out.append((c.text, name, _PERSON, current.slot(c.text, name)))
         for m in _OWNER_EN.finditer(c.text):  # "Priya's on call", "shows Marcus as on-call"
             name = m.group("before") or m.group("after")
-            if name.lower() not in stopwords.STATEMENT:  # not "The owner"
+            if name.lower() not in stopwords.STATEMENT | _OWNED:  # not "The owner", "Code owner"
                 out.append((c.text, name.lower(), _PERSON, current.slot(c.text, name.lower())))
         for m in _WEEKDAY.finditer(c.text):  # "每周四下午发版", later "每周二发版"
             out.append((c.text, m.group(0), _DAY, current.slot(c.text, m.group(0).lower())))

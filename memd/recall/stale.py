@@ -29,6 +29,8 @@ from memd.store.families import back_on
 OLDER_SIDE = 12
 """How many of the best relevant candidates are checked for a replaced claim (a block shows
 about that many)."""
+CHAIN = 2
+"""How many replacements after a shown claim's are followed: each may be replaced in turn."""
 MARK_WORDS = 14
 """How many words of the newer statement the mark quotes."""
 _BULLET = re.compile(r"^(?:[-*•]|#{1,4})\s+")
@@ -143,8 +145,10 @@ def mark_replaced(results: list[Hit], vectors: dict[str, Any], model_id: str) ->
         return results  # no later candidate says a change about what they say
     changed: dict[str, Hit] = {}
     gone: list[tuple[frozenset[str], int, str]] = []  # values replaced, by whom, the mark
-    for o in relevant:
-        old = active[o]
+    queue, hops = list(relevant), dict.fromkeys(relevant, 0)
+    while queue:
+        o = queue.pop(0)
+        old = changed.get(active[o].id) or active[o]
         found = _replacements(active, said, index, o, vectors, model_id)
         if not found:
             continue
@@ -168,6 +172,13 @@ def mark_replaced(results: list[Hit], vectors: dict[str, Any], model_id: str) ->
                 score=max(new.score, old.score + 0.001),
                 says=tuple(sorted({*new.says, rep.new})),
             )
+            if n not in hops and hops[o] < CHAIN:  # what replaced it may be replaced in turn
+                hops[n] = hops[o] + 1  # (qwen-turbo → qwen-max → deepseek-chat)
+                queue.append(n)
+                more = {k for c in current.claims(active[n].text) for k in c.anchors | c.families}
+                if not more <= wanted:
+                    wanted |= more
+                    index = _index(active, said, since, wanted)
         changed[old.id] = mine
     for values, n, mark in gone:
         _mark_old_mentions(active, said, changed, values, n, mark)
