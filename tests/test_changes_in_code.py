@@ -5,9 +5,9 @@ blind run: each case here is one of its misses, rewritten)."""
 
 from __future__ import annotations
 
-from hitdata import MINILM, marked
+from hitdata import MINILM, hit, marked
 
-from memd.recall import disputed
+from memd.recall import disputed, stale
 from memd.store import cues, current, diffs
 
 
@@ -131,3 +131,78 @@ def test_who_all_is_a_question_for_many() -> None:
     assert not disputed.asks_for_one("payment 目录的 code owner 有谁")
     assert not disputed.asks_for_one("who are the reviewers of the api?")
     assert disputed.asks_for_one("who owns the vendor relationship?")
+
+
+# The twenty-ninth set, read after its blind run.
+
+
+def test_a_url_taken_away_retires_its_host_said_in_words() -> None:
+    """ "we have a redis box at cache-01.internal", later a diff that takes
+    ``REDIS_URL=redis://cache-01.internal:6379/0`` away: the host is retired too."""
+    old = "user: add a redis cache. we have a redis box at cache-01.internal, default port, db 0 is fine"
+    new = "claude: ```diff --- a/.env.example +++ b/.env.example -REDIS_URL=redis://cache-01.internal:6379/0 +REDIS_URL=rediss://shop-cache.x1y2z3.use1.cache.amazonaws.com:6379/0 ```"  # fmt: skip
+    assert "retires 'cache-01.internal'" in _pairs(old, new)
+
+
+def test_a_key_renamed_in_place_takes_its_value_away() -> None:
+    """``- node-version: '18.19'`` / ``+ node-version-file: '.nvmrc'``: the version is gone."""
+    old = "claude: ```yaml steps: - uses: actions/setup-node@v4 with: node-version: '18.19' cache: npm ```"  # fmt: skip
+    new = "claude: I aligned CI with local: ```diff --- a/.github/workflows/ci.yml +++ b/.github/workflows/ci.yml - uses: actions/setup-node@v4 with: - node-version: '18.19' + node-version-file: '.nvmrc' cache: npm ```"  # fmt: skip
+    assert "18.19" in diffs.diff_removed(new)
+    assert "retires '18.19'" in _pairs(old, new)
+
+
+def test_a_command_moved_to_a_script_of_its_own_stays() -> None:
+    """``-"lint": "eslint ."`` / ``+"lint": "npm run lint:js && npm run lint:css"``,
+    ``+"lint:js": "eslint ."``: ESLint still runs, beside Stylelint."""
+    new = 'claude: ```diff --- a/package.json +++ b/package.json "scripts": { - "lint": "eslint ." + "lint": "npm run lint:js && npm run lint:css", + "lint:js": "eslint .", + "lint:css": "stylelint \\"src/**/*.{css,scss}\\"" }, ```'  # fmt: skip
+    assert "eslint" not in diffs.diff_removed(new)
+    swapped = 'claude: ```diff - "build": "webpack --config webpack.prod.js" + "build": "rsbuild build" ```'  # fmt: skip
+    assert "webpack" in diffs.diff_removed(swapped)
+
+
+def test_a_file_moved_with_mv_is_no_longer_where_it_was() -> None:
+    """ "$ sudo mv /etc/nginx/conf.d/mall.conf /etc/nginx/sites-available/mall-api.conf"."""
+    old = "claude: 放在 `/etc/nginx/conf.d/mall.conf`： ```nginx upstream mall_api { server 10.0.1.11:8080; } ```"  # fmt: skip
+    new = "claude: ``` $ sudo mv /etc/nginx/conf.d/mall.conf /etc/nginx/sites-available/mall-api.conf $ sudo nginx -t ```"  # fmt: skip
+    assert "retires 'etc/nginx/conf.d/mall.conf'" in _pairs(old, new)
+
+
+def test_a_json_library_swapped_in_chinese() -> None:
+    """ "用 fastjson 就行", later "全部去掉，统一换成 Jackson" (a capitalised name after 换成)."""
+    old = "user: 微信支付回调的报文解析一下，用 fastjson 就行，项目里已经有依赖了"
+    new = "user: 安全扫描又报 fastjson 反序列化漏洞了，架构组要求全部去掉，统一换成 Jackson"
+    assert _pairs(old, new)
+    assert cues.changed_to("统一换成 Jackson", "jackson")
+
+
+def test_a_team_handle_and_code_owner_are_no_person() -> None:
+    """``* @acme/backend`` is a team's handle, "Code owner approval" names no owner: neither
+    is a person a later second reviewer would mark "may be outdated"."""
+    assert (
+        "@acme/backend" in current.claim("```* @acme/backend +/db/migrations/ @priya-r```").values
+    )  # type: ignore[union-attr]
+    results = [
+        hit({"id": "a", "project": "p", "kind": "excerpt", "score": 0.9, "text": "claude: ``` [DB] /db/migrations/ @wanglei ``` 给 master 勾上了 “Code owner approval”，需要 @wanglei 批准。", "sources": [{"session_id": "s0", "timestamp": "2024-08-12T10:00:00Z"}]}),
+        hit({"id": "b", "project": "p", "kind": "excerpt", "score": 0.8, "text": "claude: ```diff [DB] -/db/migrations/ @wanglei +/db/migrations/ @wanglei @chenjing ``` 王磊和陈静都要批。", "sources": [{"session_id": "s1", "timestamp": "2024-09-09T10:00:00Z"}]}),
+    ]  # fmt: skip
+    out = disputed.mark_disputed(results, "改数据库表结构的 PR 要谁 review")
+    assert not any("may be outdated" in r.text for r in out)
+
+
+def test_a_replacement_replaced_in_turn_is_followed() -> None:
+    """qwen-turbo, then qwen-max, then deepseek-chat: only the first is about the prompt, yet
+    the block's chain reaches the newest, and a diff is a change to look at."""
+    old = "user: 做个售后客服机器人。先用通义的 qwen-turbo，走 DashScope 的 OpenAI 兼容接口"
+    mid = 'claude: ```diff -MODEL = os.environ.get("BOT_MODEL", "qwen-turbo") +MODEL = os.environ.get("BOT_MODEL", "qwen-max") ``` 准确率提升明显。'  # fmt: skip
+    new = 'claude: ```diff -MODEL = os.environ.get("BOT_MODEL", "qwen-max") +MODEL = os.environ.get("BOT_MODEL", "deepseek-chat") ``` 同一评测集：deepseek-chat 准确率 89%。'  # fmt: skip
+    assert current.may_replace(new)
+    texts = [("2024-09-02", old), ("2024-09-16", mid), ("2024-11-04", new)]
+    results = [
+        hit({"id": chr(97 + i), "project": "p", "kind": "excerpt", "score": 0.9 - i / 10, "relevant": i == 0, "text": t,
+             "sources": [{"session_id": f"s{i}", "timestamp": f"{day}T10:00:00Z"}]})
+        for i, (day, t) in enumerate(texts)
+    ]  # fmt: skip
+    out = {r.id: r for r in stale.mark_replaced(results, {}, MINILM)}
+    assert "[until 2024-09-16" in out["a"].text
+    assert out["b"].relevant and "[until 2024-11-04" in out["b"].text and out["c"].relevant
