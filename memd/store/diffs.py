@@ -10,7 +10,7 @@ from itertools import takewhile
 from memd.store.values import CJK, V, listed
 
 _DIFF_LINE = re.compile(
-    rf"(?:^|\s)(?P<s>[-+])\s*(?:-\s+)?(?P<k>[A-Za-z_][\w.-]*)\s*[:=]\s*[`'\"]?(?P<v>{V})[`'\"]?",
+    rf"(?:^|\s)(?P<s>[-+])\s*(?P<item>-\s+)?(?P<k>[A-Za-z_][\w.-]*)\s*[:=]\s*[`'\"]?(?P<v>{V})[`'\"]?",
     re.M,
 )
 _DIFF_WORDS = re.compile(
@@ -24,7 +24,7 @@ _VERSION_IN = re.compile(r"(?<![\w.])\d+(?:\.\d+)+")
 _SIGNED = re.compile(r"(?:^|(?<=\s))([-+])(?=[^\s+-])(.*?)(?=\s[-+][^\s+-]|\n|\Z)", re.S)
 """A diff's removed or added line, also where an excerpt ran its lines together."""
 _INDENTED = re.compile(
-    r"(?:^|(?<=\s))([-+])(?![-+]{2}\s)[ \t]*(?:-\s+)?(?=[^\s+-]|(?<=\s)--\w)(.*?)"
+    r"(?:^|(?<=\s))([-+])(?![-+]{2}\s)[ \t]*(-\s+)?(?=[^\s+-]|(?<=\s)--\w)(.*?)"
     r"(?=\s[-+](?![-+])|\n|```|\Z)",
     re.S,
 )
@@ -56,20 +56,20 @@ def _line_pairs(lines: list[tuple[str, str]]) -> set[str]:
     timedelta(minutes=15)": hours, 2; ``- "8080:8080"`` ``+ "8443:8443"``: the mapping and its
     port 8080)."""
     out: set[str] = set()
-    removed: dict[str, list[str]] = {}
+    removed: dict[tuple[str, bool], list[str]] = {}
     run: list[list[str]] = []  # the removed lines right before, for a line replaced in place
     added = 0
-    signed = [(sign, _TOKEN.findall(line)) for sign, line in lines]
-    signed = [(sign, words) for sign, words in signed if words]
-    for at, (sign, words) in enumerate(signed):
+    signed = [(sign, _TOKEN.findall(line), line.startswith("- ")) for sign, line in lines]
+    signed = [(sign, words, item) for sign, words, item in signed if words]
+    for at, (sign, words, item) in enumerate(signed):
         if sign == "-":
             if added:
                 run, added = [], 0
             run.append(words)
-            removed.setdefault(words[0], words)
+            removed.setdefault((words[0], item), words)
             continue
         added += 1
-        before = removed.pop(words[0], None)
+        before = removed.pop((words[0], item), None)  # (an item added replaces no other item)
         if before is None:  # "-  - \"8080:8080\"" then "+  - \"8443:8443\"": one line, one value
             if len(run) == 1 and added == 1 and len(run[0]) == 1:
                 before, words = run[0], words[:1]  # (an excerpt runs the lines after onto it)
@@ -83,7 +83,7 @@ def _line_pairs(lines: list[tuple[str, str]]) -> set[str]:
             else:
                 continue
         after = takewhile(lambda line: line[0] == "+", signed[at + 1 :])
-        said = {w for _, later in after for w in later}  # what the added lines after it keep:
+        said = {w for _, later, _ in after for w in later}  # what the added lines after it keep:
         gone = [w for w in before if w not in words and w not in said]  # a statement wrapped
         # ("+redis = { url: … }," "+  pool_timeout: 5"), a command moved to a script of its
         # own (`-"lint": "eslint ."` / `+"lint": "npm run lint:js && …"` `+"lint:js": "eslint ."`)
@@ -97,9 +97,14 @@ def _line_pairs(lines: list[tuple[str, str]]) -> set[str]:
 
 
 def _signed_lines(text: str) -> list[tuple[str, str]]:
-    """A diff's removed and added lines, as (sign, line)."""
-    lines = _INDENTED if DIFF_SHOWN.search(text) else _SIGNED
-    return [(m.group(1), m.group(2)) for m in lines.finditer(HUNK.sub(" ", text))]
+    """A diff's removed and added lines, as (sign, line); a YAML list's item keeps its "- "
+    ("+ - name: feishu-ops": an item added)."""
+    if not DIFF_SHOWN.search(text):
+        return [(m.group(1), m.group(2)) for m in _SIGNED.finditer(HUNK.sub(" ", text))]
+    return [
+        (m.group(1), ("- " if m.group(2) else "") + m.group(3))
+        for m in _INDENTED.finditer(HUNK.sub(" ", text))
+    ]
 
 
 def removed_lines(text: str) -> str:
@@ -186,9 +191,10 @@ def diff_removed(text: str) -> set[str]:
     top-level key (:func:`_top_keys_swapped`); never a constant (``read=None``)."""
     out: set[str] = set()
     for pattern in (_DIFF_LINE, _DIFF_WORDS):
-        removed: dict[str, str] = {}
-        for m in pattern.finditer(text):
-            key, value = m.group("k"), m.group("v")
+        removed: dict[tuple[str, bool], str] = {}
+        for m in pattern.finditer(text):  # (an item added to a list, "+ - name: feishu-ops",
+            # replaces no item's line: "- name: dingtalk-ops" is one left as it was)
+            key, value = (m.group("k"), bool(m.groupdict().get("item"))), m.group("v")
             if m.group("s") == "-":
                 removed.setdefault(key, value)
             elif key in removed and removed[key] != value:
