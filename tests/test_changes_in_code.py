@@ -206,3 +206,12 @@ def test_a_replacement_replaced_in_turn_is_followed() -> None:
     out = {r.id: r for r in stale.mark_replaced(results, {}, MINILM)}
     assert "[until 2024-09-16" in out["a"].text
     assert out["b"].relevant and "[until 2024-11-04" in out["b"].text and out["c"].relevant
+
+
+def test_an_item_added_to_a_yaml_list_keeps_the_others() -> None:
+    """ "+ - name: feishu-ops" beside the context line "- name: dingtalk-ops", run together on
+    one line: a second receiver, DingTalk's stays. A changed item's line still replaces it."""
+    added = "claude: 两边都发： ```diff receivers: - name: dingtalk-ops webhook_configs: - url: http://dingtalk-webhook:8060/send + - name: feishu-ops + webhook_configs: + - url: http://feishu-webhook:8086/send ```"  # fmt: skip
+    assert not {"dingtalk-ops", "http://dingtalk-webhook:8060/send"} & diffs.diff_removed(added)
+    changed = "claude: ```diff receivers: - - name: dingtalk-ops + - name: feishu-ops ```"
+    assert "dingtalk-ops" in diffs.diff_removed(changed)
