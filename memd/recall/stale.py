@@ -37,6 +37,7 @@ _BULLET = re.compile(r"^(?:[-*•]|#{1,4})\s+")
 """A list item's or a heading's mark, run onto an excerpt's line: no word of what it says."""
 _END = re.compile(r"[.!?;。！？；]+$")
 _WORD_CUT = re.compile(r"\S+")
+_FENCE_END = re.compile(r"\s*```\s*$")
 
 
 def mark_text(new_sentence: str, date: str) -> str:
@@ -89,9 +90,9 @@ def annotate(text: str, sentence: str, mark: str) -> str:
     at = text.find(sentence)
     if at < 0:
         return text + mark
-    end = at + len(sentence)
-    punct = _END.search(sentence)
-    cut = end - (len(punct.group(0)) if punct else 0)
+    body = _FENCE_END.sub("", sentence)  # (a mark after a closing fence starts a sentence)
+    punct = _END.search(body)
+    cut = at + len(body) - (len(punct.group(0)) if punct else 0)
     return text[:cut] + mark + text[cut:]
 
 
