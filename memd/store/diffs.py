@@ -58,21 +58,26 @@ def _line_pairs(lines: list[tuple[str, str]]) -> set[str]:
     out: set[str] = set()
     removed: dict[tuple[str, bool], list[str]] = {}
     run: list[list[str]] = []  # the removed lines right before, for a line replaced in place
-    added = 0
-    signed = [(sign, _TOKEN.findall(line), line.startswith("- ")) for sign, line in lines]
-    signed = [(sign, words, item) for sign, words, item in signed if words]
-    for at, (sign, words, item) in enumerate(signed):
+    added, run_item = 0, False
+    signed = [
+        (sign, words, line.startswith("- "), line.startswith("|"))
+        for sign, line in lines
+        if (words := _TOKEN.findall(line))
+    ]
+    for at, (sign, words, item, row) in enumerate(signed):
         if sign == "-":
             if added:
                 run, added = [], 0
             run.append(words)
+            run_item = item
             removed.setdefault((words[0], item), words)
             continue
         added += 1
         before = removed.pop((words[0], item), None)  # (an item added replaces no other item)
         if before is None:  # "-  - \"8080:8080\"" then "+  - \"8443:8443\"": one line, one value
-            if len(run) == 1 and added == 1 and len(run[0]) == 1:
-                before, words = run[0], words[:1]  # (an excerpt runs the lines after onto it)
+            if len(run) == 1 and added == 1 and len(run[0]) == 1 and not (item and not run_item):
+                before, words = run[0], words[:1]  # (an excerpt runs the lines after onto it;
+                # "enable: - errcheck + - revive": an item added after one left as it was)
             elif (
                 run
                 and added == 1
@@ -83,11 +88,12 @@ def _line_pairs(lines: list[tuple[str, str]]) -> set[str]:
             else:
                 continue
         after = takewhile(lambda line: line[0] == "+", signed[at + 1 :])
-        said = {w for _, later, _ in after for w in later}  # what the added lines after it keep:
+        said = {w for _, later, _, _ in after for w in later}  # what the added lines after it keep:
         gone = [w for w in before if w not in words and w not in said]  # a statement wrapped
         # ("+redis = { url: … }," "+  pool_timeout: 5"), a command moved to a script of its
         # own (`-"lint": "eslint ."` / `+"lint": "npm run lint:js && …"` `+"lint:js": "eslint ."`)
-        if 0 < len(gone) <= 2 and any(w not in before for w in words):
+        most = 4 if row else 2  # a table's row may change a name and its handle at once
+        if 0 < len(gone) <= most and any(w not in before for w in words):
             out.update(gone)
             kept = {p for w in words if _MAPPING.fullmatch(w) for p in w.split(":")}
             out.update(
