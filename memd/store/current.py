@@ -409,6 +409,28 @@ def noun_after(sentence: str, value: str) -> frozenset[str]:
     return frozenset([statement_stem(m.group(1))]) if m else frozenset()
 
 
+_KINDS = listed(
+    "branch ruleset rule bucket queue topic table cluster database repo repository namespace "
+    "workflow image region zone index profile group module package directory folder host "
+    "domain environment secret role tag"
+)
+"""The nouns that say what kind of thing a name is ("the `main` branch", "ruleset
+`billing-two-reviews`"): two names of different kinds are not two values of one thing."""
+_KIND_AROUND = r"[\s`'\"]+"
+
+
+def kind_of(sentence: str, value: str) -> str:
+    """The kind noun (:data:`_KINDS`) right after ``value`` in ``sentence``, else right before
+    it, or ""."""
+    v = re.escape(value)
+    folded = sentence.casefold()
+    after = re.search(rf"(?<![\w-]){v}{_KIND_AROUND}([a-z]+)", folded)
+    if after and after.group(1) in _KINDS:
+        return after.group(1)
+    before = re.search(rf"\b([a-z]+){_KIND_AROUND}{v}(?![\w-])", folded)
+    return before.group(1) if before and before.group(1) in _KINDS else ""
+
+
 @lru_cache(maxsize=16384)
 def may_replace(text: str) -> bool:
     """Whether ``text`` could replace a claim of another (it says a change or retires a
@@ -594,6 +616,12 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 target = cues.switched_to(new.text, f, place=o.startswith("#")) or (
                     shape(o) in ("name", "channel") and cues.now_is(new.text, f)
                 )  # "... to #radar", "our account manager is Tomás now"
+                if (
+                    shape(o) == "name"
+                    and not target
+                    and kind_of(old.text, o) != kind_of(new.text, f)
+                ):
+                    continue  # "the `main` branch" / "ruleset `billing-two-reviews`"
                 if (
                     not _CJK_RUN.search(old.text)
                     and not target
