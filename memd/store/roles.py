@@ -98,7 +98,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "payments": _listed("stripe paddle braintree adyen paypal alipay wechatpay"),
     "orm": _listed(
         "sqlalchemy prisma typeorm sequelize drizzle gorm ent hibernate mybatis activerecord "
-        "peewee tortoise mikro-orm kysely"
+        "peewee tortoise mikro-orm kysely sqlc sqlx sqlmodel mybatis-plus jooq diesel sqlboiler knex"
     ),
     "state management": _listed("redux zustand mobx pinia vuex recoil jotai valtio xstate"),
     "json library": _listed(
@@ -345,7 +345,7 @@ _ASKED = {
         r"auth(?:entication)? (?:provider|service)s?|identity provider|\bsso\b|单点登录|认证服务"
     ),
     "payments": r"payment (?:provider|processor|gateway|service)s?|支付(?:渠道|服务|网关|通道)",
-    "orm": r"\borms?\b|数据库访问(?:层|框架)",
+    "orm": r"\borms?\b|data(?:base)? access(?: layer)?|query builder|数据(?:库)?访问(?:层|框架)?",
     "state management": r"state (?:management|manager|library)|状态管理",
     "json library": r"json (?:librar(?:y|ies)|lib|serializ\w*|pars(?:er|ing))|json ?(?:序列化|解析)",
     "garbage collector": r"garbage collect(?:or|ion)|\bgc\b|垃圾回收",
