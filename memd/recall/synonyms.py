@@ -170,6 +170,7 @@ def asks_for(query: str) -> bool:
         or REGISTRY_ASKED.search(query)
         or JUMP_ASKED.search(query)
         or REGION_ASKED.search(query)
+        or DOMAIN_ASKED.search(query)
     )
 
 
@@ -219,10 +220,17 @@ REGION_ASKED = re.compile(
 _REGION_GIVEN = re.compile(
     r"(?<![\w-])(?:[a-z]{2}-[a-z]+-\d|cn-[a-z]+(?:-\d)?)(?![\w-])", re.IGNORECASE
 )
+DOMAIN_ASKED = re.compile(r"(?<![\w-])(?:domains?|hostnames?)(?![\w-])|域名", re.IGNORECASE)
+_DOMAIN_GIVEN = re.compile(
+    r"(?<![\w.@/-])(?:[a-z0-9-]+\.)+(?:com|net|org|io|co|dev|app|shop|ai|cn|me|cloud|site|tech"
+    r"|xyz|de|uk|fr|jp|eu|us|internal|local)(?![\w.-])",
+    re.IGNORECASE,
+)
 """A prompt that asks for a day ("哪天上线？"), a person ("上架找谁？"), a package registry
 ("装 npm 包走的是哪个源？"), a jump host ("要经过哪台中转机？") or a region ("部署在哪些地域？"), and
 a text that gives one (a weekday; someone who owns or is on call for something; a host beside a
-registry's word or a jump host's; a cloud region, ``cn-hangzhou``, ``eu-central-1``)."""
+registry's word or a jump host's; a cloud region, ``cn-hangzhou``, ``eu-central-1``), or a
+domain ("what domains does the storefront answer on?": ``store.brindle.co``)."""
 
 
 _GIVEN = (
@@ -231,6 +239,7 @@ _GIVEN = (
     (REGISTRY_ASKED, _REGISTRY_GIVEN, False),
     (JUMP_ASKED, _JUMP_GIVEN, True),  # (the jump host is the whole subject)
     (REGION_ASKED, _REGION_GIVEN, False),
+    (DOMAIN_ASKED, _DOMAIN_GIVEN, False),
 )
 
 
