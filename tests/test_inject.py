@@ -807,3 +807,17 @@ def test_a_long_sentence_is_cut_to_the_prompts_terms_only_when_the_block_has_no_
     assert len(text) <= 1500
     alone = render(choose([hit(second)], set(), 1500, query, brief=False).items)
     assert 'cidr = "10.5.0.0/16"' in alone  # room for it: whole
+
+
+def test_the_projects_own_name_in_a_prompt_is_no_term_to_cover(app: App, tmp_path: Path) -> None:
+    """ "what's meridian's default branch called?" asked in meridian: every memory there is of
+    meridian, though none says so, so the name costs no coverage. Asked in another project the
+    name is a term like any other, and nothing there carries it."""
+    text = "user: we renamed the default branch on github to trunk; the apply job filters on it"
+    prompt = "what's meridian's default branch called"
+    here, other = make_project(tmp_path, "meridian"), make_project(tmp_path, "kestrel")
+    for p in (here, other):
+        add(app, p, text, kind="excerpt")
+    inj = Injector(app, app.settings)
+    assert "trunk" in ask(inj, here, prompt).text
+    assert ask(inj, other, prompt, session="s2").text == ""

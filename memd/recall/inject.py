@@ -105,7 +105,8 @@ class Injector:
                 self.forget_asked(payload, write)
             prompt = str(payload.get("prompt") or "").strip()
             if len(prompt) >= 3 and not prompt.startswith("/"):
-                query = retrieve.normalize_query(prompt)
+                cwd = payload.get("cwd") or None
+                query = retrieve.normalize_query(prompt, [session_project(cwd)])
                 if query:
                     self.queries.submit(query)
         except Exception as exc:  # the recall itself reports it
