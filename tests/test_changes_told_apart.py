@@ -1,0 +1,101 @@
+"""What the thirtieth corrections set missed, each rewritten: a mark cut from a long turn, a
+table's row changed in a diff, a branch and a ruleset taken for one thing, two ORMs, a list's
+item added beside one kept, and a question about domains."""
+
+from __future__ import annotations
+
+from hitdata import MINILM, marked
+
+from memd.recall import synonyms
+from memd.recall.block import cut_turn
+from memd.recall.retrieve import normalize_query
+from memd.store import current, diffs
+from memd.text.searchterms import term_set as searchterms_of
+
+
+def _pairs(old_text: str, new_text: str) -> list[str]:
+    """Why each claim of ``new_text`` replaces each claim of ``old_text``."""
+    return [
+        why
+        for o in current.claims(old_text)
+        for n in current.claims(new_text)
+        if (why := current.replaces(n, o, 0.9, MINILM))
+    ]
+
+
+OWNERS = "claude: ```markdown ## Ownership | Role | Who | |---|---| | Service owner | Priya Raman (@praman) | | Backup | @acme/payments | | On-call rotation | PagerDuty: `paygate-primary` | Questions about refunds, PSP integrations or settlement files go to the owner first. ``` And the matching `CODEOWNERS` line: ``` /services/paygate/ @praman @acme/payments ```"  # fmt: skip
+HANDED = "claude: ```diff | Role | Who | |---|---| -| Service owner | Priya Raman (@praman) | +| Service owner | Tomasz Wójcik (@twojcik) | | Backup | @acme/payments | ``` ```diff -/services/paygate/ @praman @acme/payments +/services/paygate/ @twojcik @acme/payments ```"  # fmt: skip
+
+
+def test_a_table_row_changed_in_a_diff_retires_the_name_and_its_handle() -> None:
+    """ "-| Service owner | Priya Raman (@praman) |" / "+| Service owner | Tomasz Wójcik
+    (@twojcik) |": a row may change a name and its handle at once (three words)."""
+    assert {"Priya", "Raman", "@praman"} <= diffs.diff_removed(HANDED)
+    assert "retires 'priya'" in _pairs("user: Priya Raman owns paygate, payments team is backup", HANDED)  # fmt: skip
+
+
+def test_a_mark_stays_in_its_sentence_before_a_closing_fence() -> None:
+    """A claim that ends with a block's closing fence is marked before the fence, so the mark
+    stays in the sentence a long turn is cut to (after the fence it began one of its own, cut
+    away with it)."""
+    out = marked(("2024-06-03", OWNERS), ("2024-07-01", HANDED))
+    assert "[until 2024-07-01" in out["a"]
+    weights = {t: 1.0 for t in searchterms_of("who owns the refunds settlement files")}
+    shown = cut_turn(out["a"], weights)
+    assert "owner first [until 2024-07-01" in shown
+
+
+def test_a_branch_and_a_ruleset_are_not_one_thing() -> None:
+    """ "the `main` branch protection rule" / "ruleset `billing-two-reviews` now requires 2
+    approvals": two kinds of thing, so neither name replaces the other. A branch renamed is
+    still one."""
+    old = 'claude: ``` /services/billing/ @mreyes ``` Then enable "Require review from Code Owners" on the `main` branch protection rule.'  # fmt: skip
+    new = "claude: Done: ruleset `billing-two-reviews` now requires 2 approvals and code owner review for `services/billing/**`."  # fmt: skip
+    assert not _pairs(old, new)
+    assert current.kind_of(old, "main") == "branch"
+    assert current.kind_of(new, "billing-two-reviews") == "ruleset"
+    renamed = "user: we renamed the default branch on github from master to trunk"
+    assert _pairs("user: the release job runs on pushes to the `master` branch", renamed)
+
+
+def test_one_orm_swapped_for_another_in_chinese() -> None:
+    """ "用 gorm 写一下…repo", later "决定 coupon-svc 全量换成 sqlc": two tools of one job."""
+    old = "user: coupon-svc 用 gorm 写一下优惠券领取的 repo"
+    new = "user: GORM 那些隐式行为踩坑太多了。决定 coupon-svc 全量换成 sqlc，先把 Claim 改了"
+    assert _pairs(old, new)
+
+
+def test_an_item_added_after_one_left_as_it_was_takes_nothing_away() -> None:
+    """ "enable: - errcheck + - revive", run onto one line: "- errcheck" is a context line of
+    the list, not a removed one; a removed item ("- - errcheck") still goes."""
+    added = "claude: ```diff linters: disable-all: true enable: - errcheck + - revive linters-settings: errcheck: check-type-assertions: true + revive: + rules: + - name: exported ```"  # fmt: skip
+    assert not diffs.diff_removed(added)
+    swapped = "claude: ```diff linters: enable: - - errcheck + - revive ```"
+    assert "errcheck" in diffs.diff_removed(swapped)
+
+
+def test_a_question_about_domains_is_answered_by_a_host_name() -> None:
+    """ "what domains does the storefront answer on?" is answered by a text about the
+    storefront that names ``store.brindle.co``; not by one that names only a file."""
+    query = "what domains does the storefront answer on?"
+    text = "user: nginx server block for the storefront on store.brindle.co, proxy to node on 3000"
+    assert synonyms.asks_for(query)
+    have = searchterms_of(text)
+    assert synonyms.answers(have, query, text)
+    files = "user: the storefront reads config.yaml and main.py at start"
+    assert not synonyms.answers(searchterms_of(files), query, files)
+
+
+def test_the_projects_own_name_leaves_the_query() -> None:
+    """Asked in ``/src/meridian``, "what's meridian's default branch called" is searched as
+    what it asks; a prompt of the name alone keeps it, and a short folder name stays a word."""
+    assert normalize_query("what's meridian's default branch called", ["/src/meridian"]) == (
+        "what's default branch called"
+    )
+    assert normalize_query("meridian", ["/src/meridian"]) == "meridian"
+    assert normalize_query("how does the api log errors", ["/src/api"]) == (
+        "how does the api log errors"
+    )
+    assert normalize_query("what is meridian-ui for", ["/src/meridian"]) == (
+        "what is meridian-ui for"
+    )
