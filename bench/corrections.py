@@ -121,6 +121,7 @@ SPLITS = {
     "heldout28": ROOT / "tests" / "labelled" / "corrections_heldout28.jsonl",
     "heldout29": ROOT / "tests" / "labelled" / "corrections_heldout29.jsonl",
     "heldout30": ROOT / "tests" / "labelled" / "corrections_heldout30.jsonl",
+    "heldout31": ROOT / "tests" / "labelled" / "corrections_heldout31.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
