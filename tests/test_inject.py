@@ -811,13 +811,19 @@ def test_a_long_sentence_is_cut_to_the_prompts_terms_only_when_the_block_has_no_
 
 def test_the_projects_own_name_in_a_prompt_is_no_term_to_cover(app: App, tmp_path: Path) -> None:
     """ "what's meridian's default branch called?" asked in meridian: every memory there is of
-    meridian, though none says so, so the name costs no coverage. Asked in another project the
-    name is a term like any other, and nothing there carries it."""
+    meridian, though none says so, so the name is no term to cover. Asked in another project
+    the name is a term like any other, and nothing there carries it."""
     text = "user: we renamed the default branch on github to trunk; the apply job filters on it"
+    others = [
+        "user: fmt fails in CI: local terraform is 1.5.7 and CI uses 1.8.5",
+        "user: add a workflow that runs terraform plan on PRs",
+        "user: the state bucket lives in eu-west-1 with versioning on",
+    ]
     prompt = "what's meridian's default branch called"
     here, other = make_project(tmp_path, "meridian"), make_project(tmp_path, "kestrel")
     for p in (here, other):
-        add(app, p, text, kind="excerpt")
+        for t in (text, *others):
+            add(app, p, t, kind="excerpt")
     inj = Injector(app, app.settings)
     assert "trunk" in ask(inj, here, prompt).text
     assert ask(inj, other, prompt, session="s2").text == ""

@@ -105,8 +105,7 @@ class Injector:
                 self.forget_asked(payload, write)
             prompt = str(payload.get("prompt") or "").strip()
             if len(prompt) >= 3 and not prompt.startswith("/"):
-                cwd = payload.get("cwd") or None
-                query = retrieve.normalize_query(prompt, [session_project(cwd)])
+                query = retrieve.normalize_query(prompt)
                 if query:
                     self.queries.submit(query)
         except Exception as exc:  # the recall itself reports it

@@ -57,19 +57,40 @@ _WHEN_ASKED = re.compile(
 """Words of a question that say it asks about now, not about days: no memory carries them."""
 
 
-def query_terms(query: str) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def query_terms(
+    query: str, own: frozenset[str] = frozenset()
+) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """The terms of a whole query, and of its first and last few sentences or lines.
 
     A long prompt (pasted logs, then the question) has many terms that no memory carries; its
     question alone is what a memory should cover. Segments with fewer than two terms are
-    ignored. "These days" and its kin are no terms ("Which shell do I use day to day?").
+    ignored. "These days" and its kin are no terms ("Which shell do I use day to day?"), nor
+    ``own``, the project's own name (:func:`own_names`).
     """
     query = _WHEN_ASKED.sub(" ", query)
     parts = [p for p in _SEGMENT.split(query) if p.strip()]
     if len(parts) > 2 * SEGMENTS_KEPT:
         parts = parts[:SEGMENTS_KEPT] + parts[-SEGMENTS_KEPT:]
-    segments = [t for t in (terms(p) for p in parts) if len(set(t)) >= 2]
-    return terms(query), segments if len(segments) > 1 else []
+    segments = [t for t in (_without(terms(p), own) for p in parts) if len(set(t)) >= 2]
+    return _without(terms(query), own), segments if len(segments) > 1 else []
+
+
+def _without(found: tuple[str, ...], own: frozenset[str]) -> tuple[str, ...]:
+    kept = tuple(t for t in found if t not in own) if own else found
+    return kept or found  # (a prompt of the project's name alone keeps it)
+
+
+def own_names(projects: Iterable[str]) -> frozenset[str]:
+    """The terms of the names of the git roots among ``projects`` (``/src/meridian``:
+    meridian), of four characters or more: asked in meridian, "what's meridian's default
+    branch called?" has nothing to cover in the name, since every memory searched is of
+    meridian, though few say so (an ``api`` folder's name is a word of many prompts)."""
+    return frozenset(
+        t
+        for p in projects
+        if p.startswith("/") and len(name := p.rstrip("/").rsplit("/", 1)[-1]) >= 4
+        for t in terms(name)
+    )
 
 
 def coverage_of(

@@ -45,7 +45,7 @@ from memd.text.chinese import is_chinese
 from memd.timestamps import epoch_seconds
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable
     from concurrent.futures import Future
 
     from memd.recall.vectors import VectorCache
@@ -132,33 +132,17 @@ QUERY_NOISE = re.compile(
 )
 
 
-def normalize_query(query: str, projects: Iterable[str] = ()) -> str:
-    """Drop polite lead-ins, the name of the project asked in, and extra whitespace; keep the
-    head and tail of a long prompt.
+def normalize_query(query: str) -> str:
+    """Drop polite lead-ins and extra whitespace; keep the head and tail of a long prompt.
 
     Embedding cost grows with tokens (a 200-word prompt took 98 ms here, 12 words 15 ms), and
     long prompts are mostly pasted material between the request at the start and the question
-    at the end. The project's own name says nothing of which of its memories answers ("what's
-    meridian's default branch called?" asked in meridian), and few of them say it."""
+    at the end."""
     q = "\n".join(" ".join(line.split()) for line in query.splitlines() if line.strip())
     q = QUERY_NOISE.sub("", q).strip() or q
-    for name in own_names(projects):
-        rest = re.sub(rf"(?<![\w./-]){re.escape(name)}(?:'s)?(?![\w/-])", " ", q, flags=re.I)
-        if len(rest.split()) >= 2:  # (a prompt of little more than the name keeps it)
-            q = " ".join(rest.split()) if rest != q else q
     if len(q) > QUERY_HEAD + QUERY_TAIL:
         q = q[:QUERY_HEAD] + " … " + q[-QUERY_TAIL:]
     return q
-
-
-def own_names(projects: Iterable[str]) -> list[str]:
-    """The folder names of the git roots among ``projects`` (``/src/meridian``: meridian), of
-    at least four characters (an ``api`` folder's name is a word of many prompts)."""
-    return [
-        name
-        for p in projects
-        if p.startswith("/") and len(name := p.rstrip("/").rsplit("/", 1)[-1]) >= 4
-    ]
 
 
 def age_days(stamp: str, now: datetime | float) -> float:
@@ -213,7 +197,7 @@ def recall(
     ``relevant`` (whether it passes the relevance decision). Callers keep the relevant ones.
     ``embed_later`` starts the query's embedding and returns its future (the daemon's
     :class:`memd.recall.queries.QueryBatcher`), so the rest of the work overlaps it."""
-    query = normalize_query(query, projects)
+    query = normalize_query(query)
     if not query or store.table is None:
         return []
     scope = list(dict.fromkeys([*projects, USER_SCOPE]))
@@ -228,7 +212,8 @@ def recall(
     pending = embed_later(query) if vector is None and embed_later is not None else None
     if pending is not None:
         wait_started(pending)
-    whole, segments = lexical.query_terms(query)
+    own = lexical.own_names(projects)
+    whole, segments = lexical.query_terms(query, own)
     wanted = list(dict.fromkeys([*whole, *(t for seg in segments for t in seg)]))
     carriers = synonyms.search_terms(query)  # "pnpm" for "package manager"
     searched = list(dict.fromkeys([*wanted, *bridged.search_terms, *carriers]))
@@ -246,7 +231,7 @@ def recall(
     # The full-text hits' rows too, while the embedding may still run.
     by_text = rows_for(store, vectors, scope, found.hits) if found is not None and vectors else []
     idf = lexical.idf_weights(*stats) if stats else None
-    signals = Signals(query, idf, weights, datetime.now(UTC))
+    signals = Signals(query, idf, weights, datetime.now(UTC), own)
     known = {memory.id: signals.of(memory) for memory, _ in by_text}
     if vector is None:
         vector = pending.result() if pending else (embed_query or store.embedder.embed_one)(query)
@@ -445,9 +430,14 @@ class Signals:
     works them out for the full-text candidates while the query's embedding runs."""
 
     def __init__(
-        self, query: str, idf: dict[str, float] | None, weights: Weights, now: datetime
+        self,
+        query: str,
+        idf: dict[str, float] | None,
+        weights: Weights,
+        now: datetime,
+        own: frozenset[str] = frozenset(),
     ) -> None:
-        whole, segments = lexical.query_terms(query)
+        whole, segments = lexical.query_terms(query, own)
         self.bridged = bridge.bridge(query)
         self.query_zh = is_chinese(query)
         self.covers = lexical.coverage_of(whole, segments, idf)
