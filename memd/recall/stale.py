@@ -331,7 +331,12 @@ def _replacements(
                     why
                     and (cues.CORRECTION.search(nc.text) or cues.CORRECTION.search(active[n].text))
                 )  # said as such ("No wait, sorry, legal just said 50 MB. … Changed to 50 MB")
-                if why and not explicit and _kept_by(active[n].text, oc, nc):
+                if (
+                    why
+                    and not explicit
+                    and _kept_by(active[n].text, oc, nc)
+                    and not _variable_set(nc.text, oc.text)  # (one variable, one value:
+                ):  # "Infra alerts still go to #ops-alerts" / `SLACK_ALERT_CHANNEL=#payments-oncall`)
                     continue  # "staging 已升级 … 3.2.0。生产保持 3.1.4": both hold
                 if why and not explicit and any(cues.named_old(nc.text, v) for v in oc.values):
                     continue  # "cn-hangzhou 的旧 SLB 还没释放": of the old, no new value
@@ -422,6 +427,17 @@ def _kept_by(text: str, old: current.Claim, new: current.Claim) -> bool:
 
 _TWO = re.compile(r"\b(?:both|two|each)\b|两(?:个|套|台|条|处|地)|[两二]者|双")
 """Words that count the values a sentence names as holding side by side ("两套集群")."""
+
+
+_VARIABLE = re.compile(r"(?<![\w.-])([A-Z][A-Z0-9]*_[A-Z0-9_]+)=([^\s`'\"]+)")
+"""An environment variable's assignment (``SLACK_ALERT_CHANNEL=#ops-alerts``)."""
+
+
+def _variable_set(new: str, old: str) -> bool:
+    """Whether ``new`` gives an environment variable of ``old`` another value: a variable
+    holds one value, whatever else the newer memory says is kept."""
+    was = dict(_VARIABLE.findall(old))
+    return any(key in was and was[key] != value for key, value in _VARIABLE.findall(new))
 
 
 def _both(claim: current.Claim, gone: set[str], fresh: frozenset[str]) -> bool:
