@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from hitdata import MINILM, marked
 
-from memd.recall import synonyms
+from memd.recall import lexical, synonyms
 from memd.recall.block import cut_turn
-from memd.recall.retrieve import normalize_query
 from memd.store import current, diffs
 from memd.text.searchterms import term_set as searchterms_of
 
@@ -86,16 +85,23 @@ def test_a_question_about_domains_is_answered_by_a_host_name() -> None:
     assert not synonyms.answers(searchterms_of(files), query, files)
 
 
-def test_the_projects_own_name_leaves_the_query() -> None:
-    """Asked in ``/src/meridian``, "what's meridian's default branch called" is searched as
-    what it asks; a prompt of the name alone keeps it, and a short folder name stays a word."""
-    assert normalize_query("what's meridian's default branch called", ["/src/meridian"]) == (
-        "what's default branch called"
-    )
-    assert normalize_query("meridian", ["/src/meridian"]) == "meridian"
-    assert normalize_query("how does the api log errors", ["/src/api"]) == (
-        "how does the api log errors"
-    )
-    assert normalize_query("what is meridian-ui for", ["/src/meridian"]) == (
-        "what is meridian-ui for"
-    )
+def test_the_projects_own_name_is_no_term_to_cover() -> None:
+    """Asked in ``/src/meridian``, "what's meridian's default branch called" has its other
+    terms to cover; a prompt of the name alone keeps it, and a short folder name stays a word."""
+    own = lexical.own_names(["/src/meridian", "user:me"])
+    assert own == {"meridian"}
+    assert "meridian" not in lexical.query_terms("what's meridian's default branch called", own)[0]
+    assert lexical.query_terms("meridian", own)[0] == ("meridian",)
+    assert not lexical.own_names(["/src/api"])
+
+
+def test_a_variable_given_another_value_is_not_kept_by_another_subjects_mention() -> None:
+    """``SLACK_ALERT_CHANNEL=#ops-alerts``, later ``SLACK_ALERT_CHANNEL=#payments-oncall`` with
+    "Infra alerts (disk, CPU, 5xx rate) still go to #ops-alerts": a variable holds one value, so
+    the older setting is marked; the other alerts' channel is another subject."""
+    old = "claude: It posts through the incoming webhook and the channel comes from config: ```env SLACK_ALERT_CHANNEL=#ops-alerts ``` in `.env.production`."  # fmt: skip
+    new = "claude: Both done. Alerts: `SLACK_ALERT_CHANNEL=#payments-oncall` in `.env.production`. Infra alerts (disk, CPU, 5xx rate) still go to #ops-alerts, only the payment failure ones moved."  # fmt: skip
+    out = marked(("2024-07-01", old), ("2024-07-09", new))
+    assert "[until 2024-07-09; now:" in out["a"]
+    kept = "claude: Both done. Staging now runs `IMAGE_TAG=3.2.0`. Production stays on 3.1.4."
+    assert "[until" not in marked(("2024-07-01", "claude: Production and staging run 3.1.4."), ("2024-07-09", kept))["a"]  # fmt: skip

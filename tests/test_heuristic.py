@@ -581,6 +581,14 @@ def test_the_same_markers_about_work_still_count(sentence: str, kind: str) -> No
     assert classify(sentence, "user") == kind
 
 
+def test_a_numbered_issue_still_open_upstream_is_no_todo() -> None:
+    """ "… in 4.3 (upstream issue #94732, still open)" tells why a bug happens, not work left;
+    "two items are still open" is."""
+    cause = "It comes from `platform_on_leave` in 4.3 (upstream issue #94732, still open)."
+    assert classify(cause, "assistant") != "todo"
+    assert classify("Two items are still open: the CI job and the docs.", "user") == "todo"
+
+
 def test_topics_and_keywords_never_come_from_markup_or_redaction_labels() -> None:
     segment = seg(
         turn(

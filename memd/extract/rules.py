@@ -224,7 +224,8 @@ TODO_MARK = re.compile(
 """A to-do marker ("TODO: add the CI job"), not a product's name ("the TODO app", "TODO App
 Creation Complete")."""
 TODO = _rx(
-    r"\bstill (?:need|needs|have|has) to\b|\bstill (?:missing|pending|open|to do)\b",
+    r"\bstill (?:need|needs|have|has) to\b|\bstill (?:missing|pending|to do)\b"
+    r"|(?<!\d, )(?<!\d )\bstill open\b",  # (not a numbered issue's: "issue #94732, still open")
     r"\b(?:next steps?|remaining work|left to do|to do next)\b"
     r"|\b(?:a|as a|needs? a|in a|separate) follow[- ]up\b(?! (?:push|batch|request|commit)\w*)",
     r"\bnot (?:yet )?(?:implemented|handled|supported|done|wired)(?: yet)?\b",
