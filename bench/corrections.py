@@ -46,7 +46,9 @@ the session's first commit (``a155574``), run once blind at the session's end, r
 session 37; ``corrections_heldout29.jsonl`` written blind in session 37, its totals taken on the
 session's first commit (``9b3473a``), run once blind (``ebcb99b``), then read;
 ``corrections_heldout30.jsonl`` written blind later in session 37, its totals taken on
-``9b3473a``, run once blind at the session's end;
+``9b3473a``, run once blind at the session's end, read in session 38;
+``corrections_heldout31.jsonl`` written blind at the start of session 38, its totals taken on
+the session's first commit (``3c74184``), run once blind at the session's end;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
