@@ -7,6 +7,7 @@ from typing import Any
 from memd.models import Memory, Source
 from memd.recall import stale
 from memd.recall.hits import Hit, Relevance
+from memd.store import current
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -52,3 +53,13 @@ def marked(*texts: tuple[str, str], session: str = "") -> dict[str, str]:
         for i, (day, text) in enumerate(texts)
     ]  # fmt: skip
     return {r.id: r.text for r in stale.mark_replaced([hit(r) for r in results], {}, MINILM)}
+
+
+def pairs(old_text: str, new_text: str) -> list[str]:
+    """Why each claim of ``new_text`` (said later) replaces each claim of ``old_text``."""
+    return [
+        why
+        for o in current.claims(old_text)
+        for n in current.claims(new_text)
+        if (why := current.replaces(n, o, 0.9, MINILM))
+    ]

@@ -5,21 +5,10 @@ blind run: each case here is one of its misses, rewritten)."""
 
 from __future__ import annotations
 
-from hitdata import MINILM, hit, marked
+from hitdata import MINILM, hit, marked, pairs
 
 from memd.recall import disputed, stale
 from memd.store import cues, current, diffs
-
-
-def _pairs(old_text: str, new_text: str) -> list[str]:
-    """Why each claim of ``new_text`` replaces each claim of ``old_text``."""
-    return [
-        why
-        for o in current.claims(old_text)
-        for n in current.claims(new_text)
-        if (why := current.replaces(n, o, 0.9, MINILM))
-    ]
-
 
 REDIS_BEFORE = 'claude: ```ruby # config/initializers/sidekiq.rb redis = { url: ENV.fetch("REDIS_URL", "redis://redis-01.internal:6379/0"), pool_timeout: 5 } Sidekiq.configure_server { |c| c.redis = redis } ```'  # fmt: skip
 REDIS_AFTER = 'claude: ```diff -redis = { url: ENV.fetch("REDIS_URL", "redis://redis-01.internal:6379/0"), pool_timeout: 5 } +redis = { url: ENV.fetch("REDIS_URL", "rediss://cache-prod.x8k2ab.use1.cache.amazonaws.com:6379/0"), + pool_timeout: 5, ssl_params: { verify_mode: OpenSSL::SSL::VERIFY_PEER } } ``` Updated the `REDIS_URL` secret too.'  # fmt: skip
@@ -39,9 +28,9 @@ def test_a_ruby_env_fetch_default_is_keyed_by_its_variable() -> None:
     """``ENV.fetch("REDIS_URL", "…")`` in two configs gives one variable two defaults."""
     old = 'claude: ```ruby url = ENV.fetch("REDIS_URL", "redis://redis-01.internal:6379/0") ```'
     new = 'claude: Pointed it at the cluster: ```ruby url = ENV.fetch("REDIS_URL", "rediss://cache-prod.internal:6379/0") ```'  # fmt: skip
-    assert _pairs(old, new)
+    assert pairs(old, new)
     other = 'claude: ```ruby url = ENV.fetch("SESSION_URL", "rediss://cache-prod.internal:6379/2") ```'  # fmt: skip
-    assert not _pairs(old, other)
+    assert not pairs(old, other)
 
 
 def test_a_store_named_before_its_code_is_retired_by_name() -> None:
@@ -51,10 +40,10 @@ def test_a_store_named_before_its_code_is_retired_by_name() -> None:
     old = "claude: Used BoltDB (`go.etcd.io/bbolt v1.3.7`), single file at `~/.tasker/tasks.db`: ```go db, err := bbolt.Open(filepath.Join(home, \".tasker\", \"tasks.db\"), 0o600, &bbolt.Options{Timeout: time.Second}) err = db.Update(func(tx *bbolt.Tx) error { for _, b := range []string{\"tasks\", \"tags\"} { if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil { return err } } return nil }) ```"  # fmt: skip
     new = "claude: Replaced BoltDB with SQLite via `modernc.org/sqlite` (no cgo)."
     assert len(current.claims(old)[0].text) > current.MAX_CLAIM
-    assert "retires 'boltdb'" in _pairs(old, new)
+    assert "retires 'boltdb'" in pairs(old, new)
     in_code = "claude: Layout: ```go // the store keeps every task in one bucket per tag, opened with bbolt, and BoltDB's single writer is why we batch writes into a transaction of at most a hundred tasks, flushed every second or when the queue fills up, whichever comes first; readers never block on the writer, and a crash loses at most the last second of tasks```"  # fmt: skip
     assert len(current.claims(in_code)[0].text) > current.MAX_CLAIM
-    assert not _pairs(in_code, new)
+    assert not pairs(in_code, new)
 
 
 def test_two_items_of_a_yaml_list_are_two_things() -> None:
@@ -63,9 +52,9 @@ def test_two_items_of_a_yaml_list_are_two_things() -> None:
     alert changed."""
     cpu = "claude: ```yaml - alert: NodeCPUHigh expr: cpu_busy > 80 for: 5m labels: severity: warning ```"  # fmt: skip
     disk = "claude: ```yaml - alert: NodeDiskWillFillIn4h expr: predict_linear(avail[6h], 4 * 3600) < 0 for: 30m labels: severity: critical ```"  # fmt: skip
-    assert not _pairs(cpu, disk)
+    assert not pairs(cpu, disk)
     cpu_later = "claude: ```yaml - alert: NodeCPUHigh expr: cpu_busy > 80 for: 10m labels: severity: warning ```"  # fmt: skip
-    assert _pairs(cpu, cpu_later)
+    assert pairs(cpu, cpu_later)
 
 
 def test_a_diff_that_only_adds_a_block_replaces_nothing() -> None:
@@ -73,7 +62,7 @@ def test_a_diff_that_only_adds_a_block_replaces_nothing() -> None:
     him: the list grew and Dana's ``email`` stays hers."""
     old = 'claude: ```hcl layer { users = [data.pagerduty_user.dana.id] } data "pagerduty_user" "dana" { email = "dana.okafor@acme.io" } ```'  # fmt: skip
     new = 'claude: ```diff - users = [data.pagerduty_user.dana.id] + users = [data.pagerduty_user.dana.id, data.pagerduty_user.marcus.id] + +data "pagerduty_user" "marcus" { email = "marcus.lindqvist@acme.io" } ```'  # fmt: skip
-    assert not _pairs(old, new)
+    assert not pairs(old, new)
     out = marked(("2024-08-05", old), ("2024-09-02", new))
     assert "[until" not in out["a"]
 
@@ -82,7 +71,7 @@ def test_next_to_the_existing_one_adds_a_second() -> None:
     """ "Added a mypy hook next to the existing ruff hook: ```yaml …```": ruff stays."""
     old = "claude: ```yaml repos: - repo: https://github.com/astral-sh/ruff-pre-commit rev: v0.0.278 hooks: - id: ruff args: [--fix] ```"  # fmt: skip
     new = "claude: Added a mypy hook next to the existing ruff hook: ```yaml - repo: https://github.com/pre-commit/mirrors-mypy rev: v1.4.1 hooks: - id: mypy args: [--strict] ```"  # fmt: skip
-    assert not _pairs(old, new)
+    assert not pairs(old, new)
     assert marked(("2023-07-10", old), ("2023-08-14", new))["a"] == old
     assert cues.existing("在现有的 ruff 之外加了 mypy") == {"ruff"}
     assert cues.existing("Replaced the existing ruff hook with a mypy one") == frozenset()
@@ -102,7 +91,7 @@ def test_stopped_delivering_retires_a_topic() -> None:
     """ "TOPIC_ORDER_PAY 已停止投递" in a commit's subject retires the topic."""
     old = "user: 写个支付结果的消费者，topic 用 TOPIC_ORDER_PAY"
     new = "claude: ``` $ git log --oneline -1 a3f09b2 feat(mq): 订阅改为 TOPIC_PAY_RESULT，TOPIC_ORDER_PAY 已停止投递 ```"  # fmt: skip
-    assert "retires 'topic_order_pay'" in _pairs(old, new)
+    assert "retires 'topic_order_pay'" in pairs(old, new)
 
 
 def test_a_value_said_beside_its_successor_holds_with_it() -> None:
@@ -121,9 +110,9 @@ def test_terraform_blocks_of_two_labels_are_two_things() -> None:
     "ack_sg"``: two clusters' sizes."""
     hz = 'claude: ```hcl module "ack_hz" { source = "./modules/ack" worker_count = 6 } ```'
     sg = 'claude: ```hcl module "ack_sg" { source = "./modules/ack" worker_count = 3 } ```'
-    assert not _pairs(hz, sg)
+    assert not pairs(hz, sg)
     hz_later = 'claude: ```hcl module "ack_hz" { source = "./modules/ack" worker_count = 8 } ```'
-    assert _pairs(hz, hz_later)
+    assert pairs(hz, hz_later)
 
 
 def test_who_all_is_a_question_for_many() -> None:
@@ -141,7 +130,7 @@ def test_a_url_taken_away_retires_its_host_said_in_words() -> None:
     ``REDIS_URL=redis://cache-01.internal:6379/0`` away: the host is retired too."""
     old = "user: add a redis cache. we have a redis box at cache-01.internal, default port, db 0 is fine"
     new = "claude: ```diff --- a/.env.example +++ b/.env.example -REDIS_URL=redis://cache-01.internal:6379/0 +REDIS_URL=rediss://shop-cache.x1y2z3.use1.cache.amazonaws.com:6379/0 ```"  # fmt: skip
-    assert "retires 'cache-01.internal'" in _pairs(old, new)
+    assert "retires 'cache-01.internal'" in pairs(old, new)
 
 
 def test_a_key_renamed_in_place_takes_its_value_away() -> None:
@@ -149,7 +138,7 @@ def test_a_key_renamed_in_place_takes_its_value_away() -> None:
     old = "claude: ```yaml steps: - uses: actions/setup-node@v4 with: node-version: '18.19' cache: npm ```"  # fmt: skip
     new = "claude: I aligned CI with local: ```diff --- a/.github/workflows/ci.yml +++ b/.github/workflows/ci.yml - uses: actions/setup-node@v4 with: - node-version: '18.19' + node-version-file: '.nvmrc' cache: npm ```"  # fmt: skip
     assert "18.19" in diffs.diff_removed(new)
-    assert "retires '18.19'" in _pairs(old, new)
+    assert "retires '18.19'" in pairs(old, new)
 
 
 def test_a_command_moved_to_a_script_of_its_own_stays() -> None:
@@ -165,14 +154,14 @@ def test_a_file_moved_with_mv_is_no_longer_where_it_was() -> None:
     """ "$ sudo mv /etc/nginx/conf.d/mall.conf /etc/nginx/sites-available/mall-api.conf"."""
     old = "claude: 放在 `/etc/nginx/conf.d/mall.conf`： ```nginx upstream mall_api { server 10.0.1.11:8080; } ```"  # fmt: skip
     new = "claude: ``` $ sudo mv /etc/nginx/conf.d/mall.conf /etc/nginx/sites-available/mall-api.conf $ sudo nginx -t ```"  # fmt: skip
-    assert "retires 'etc/nginx/conf.d/mall.conf'" in _pairs(old, new)
+    assert "retires 'etc/nginx/conf.d/mall.conf'" in pairs(old, new)
 
 
 def test_a_json_library_swapped_in_chinese() -> None:
     """ "用 fastjson 就行", later "全部去掉，统一换成 Jackson" (a capitalised name after 换成)."""
     old = "user: 微信支付回调的报文解析一下，用 fastjson 就行，项目里已经有依赖了"
     new = "user: 安全扫描又报 fastjson 反序列化漏洞了，架构组要求全部去掉，统一换成 Jackson"
-    assert _pairs(old, new)
+    assert pairs(old, new)
     assert cues.changed_to("统一换成 Jackson", "jackson")
 
 
