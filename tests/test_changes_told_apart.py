@@ -1,6 +1,7 @@
 """What the thirtieth corrections set missed, each rewritten: a mark cut from a long turn, a
 table's row changed in a diff, a branch and a ruleset taken for one thing, two ORMs, a list's
-item added beside one kept, and a question about domains."""
+item added beside one kept, a question about domains and the project's own name in a prompt;
+and from older sets, a variable given another value beside a mention of the old one."""
 
 from __future__ import annotations
 
