@@ -1396,7 +1396,7 @@ def test_a_diff_of_a_commands_flags_retires_the_flags_old_value() -> None:
         ("2024-10-01", "claude: `/etc/systemd/system/pelican.service`: ```ini [Service] ExecStart=/srv/pelican/.venv/bin/gunicorn pelican.wsgi:application \\ --workers 4 --bind 127.0.0.1:8000 --timeout 30 Restart=on-failure ```"),
         ("2024-10-08", "claude: The report takes ~70s and the worker gets killed at 30s. ```diff - --workers 4 --bind 127.0.0.1:8000 --timeout 30 + --workers 4 --bind 127.0.0.1:8000 --timeout 120 ``` So workers now get 120 seconds."),
     )  # fmt: skip
-    assert "Restart=on-failure ``` [until 2024-10-08; now:" in out["a"]
+    assert "Restart=on-failure [until 2024-10-08; now:" in out["a"]  # (before the fence)
     assert "[until" not in out["b"]
 
 
