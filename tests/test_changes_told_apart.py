@@ -41,8 +41,8 @@ def test_a_branch_and_a_ruleset_are_not_one_thing() -> None:
     old = 'claude: ``` /services/billing/ @mreyes ``` Then enable "Require review from Code Owners" on the `main` branch protection rule.'  # fmt: skip
     new = "claude: Done: ruleset `billing-two-reviews` now requires 2 approvals and code owner review for `services/billing/**`."  # fmt: skip
     assert not pairs(old, new)
-    assert current.kind_of(old, "main") == "branch"
-    assert current.kind_of(new, "billing-two-reviews") == "ruleset"
+    assert current.noun_kind(old, "main") == "branch"
+    assert current.noun_kind(new, "billing-two-reviews") == "ruleset"
     renamed = "user: we renamed the default branch on github from master to trunk"
     assert pairs("user: the release job runs on pushes to the `master` branch", renamed)
 

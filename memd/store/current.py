@@ -419,7 +419,7 @@ _KINDS = listed(
 _KIND_AROUND = r"[\s`'\"]+"
 
 
-def kind_of(sentence: str, value: str) -> str:
+def noun_kind(sentence: str, value: str) -> str:
     """The kind noun (:data:`_KINDS`) right after ``value`` in ``sentence``, else right before
     it, or ""."""
     v = re.escape(value)
@@ -619,7 +619,7 @@ def replaces(new: Claim, old: Claim, cosine: float, model_id: str) -> str:
                 if (
                     shape(o) == "name"
                     and not target
-                    and kind_of(old.text, o) != kind_of(new.text, f)
+                    and noun_kind(old.text, o) != noun_kind(new.text, f)
                 ):
                     continue  # "the `main` branch" / "ruleset `billing-two-reviews`"
                 if (
