@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from memd.store import clock, cues, personal, proposals, restated, roles, similar
-from memd.store.diffs import before_after, diff_removed
+from memd.store.diffs import before_after, diff_removed, sed_read, sed_swaps
 from memd.store.families import VERSION, family, rolled_back, stem_of
 from memd.store.values import listed
 from memd.text import searchterms, stance, stopwords
@@ -125,9 +125,11 @@ _NUMBER = re.compile(r"[v~^<>=]*\d[\d.,:x/_-]*(?:e[-+]?\d+)?[a-z%]{0,3}")
 
 
 def shape(value: str) -> str:
-    """number (a time, a version, a size), path (a file, a host), channel, or name."""
+    """number (a time, a version, a size), path (a file, a host), channel, flag, or name."""
     if _NUMBER.fullmatch(value) or value in NUMBER_WORDS:
         return "number"
+    if value.startswith("--"):
+        return "flag"  # (``--fix`` is no name a tool had: "eslint --fix" / "ESLint 和 …")
     if "/" in value or "." in value.strip("."):
         return "path"
     if value.startswith(("#", "@")):
@@ -176,7 +178,9 @@ def claim(sentence: str) -> Claim | None:
         if "```" not in sentence and not changed:
             return None
         sentence = sentence[:MAX_CODE]
-    f = similar.features(_APOSTROPHE.sub(" ", _POSSESSIVE.sub("", _TYPE_EXPR.sub(" ", sentence))))
+    swaps = sed_swaps(sentence) if "sed" in sentence else []
+    read = sed_read(sentence)  # ("sed -i 's/a\.b/c.d/g'": a.b → c.d)
+    f = similar.features(_APOSTROPHE.sub(" ", _POSSESSIVE.sub("", _TYPE_EXPR.sub(" ", read))))
     values = {v for v in f.values if v not in similar._UNIT_NAMES | stopwords.MEASURES}
     values.update(fold(m.group(0)) for m in re.finditer(_HANDLE, sentence))
     values.update(_names(sentence))
@@ -197,6 +201,7 @@ def claim(sentence: str) -> Claim | None:
         amount = _AMOUNT.fullmatch(before)
         if amount and _AMOUNT.fullmatch(after):  # "25 MB" → "100 MB": 25, as a sentence has it
             diffed.add(amount.group(1).replace(",", ""))
+    diffed |= {fold(was) for _expression, was, _now in swaps}
     retired = {fold(v) for v in cues.retired(sentence, diffs=False)} | diffed
     retired |= {roles.PHRASES[r] for r in retired if r in roles.PHRASES}  # "VS Code": vscode
     plain = _ASIDE.sub(" ", folded) if "(" in folded or "（" in folded else folded
@@ -477,7 +482,8 @@ _ENVIRONMENTS = (
 @lru_cache(maxsize=16384)
 def environments(text: str) -> frozenset[str]:
     """The environments ``text`` names: a change told of one is no change of another's value."""
-    return frozenset(name for name, pattern in _ENVIRONMENTS if pattern.search(text))
+    read = sed_read(text)  # (not the ".dev/" of "s/x\.dev/x.internal/")
+    return frozenset(name for name, pattern in _ENVIRONMENTS if pattern.search(read))
 
 
 def mentions(text: str, value: str) -> bool:

@@ -118,6 +118,21 @@ def removed_lines(text: str) -> str:
     return "\n".join(line for sign, line in _signed_lines(text) if sign == "-")
 
 
+def _items_dropped(lines: list[tuple[str, str]]) -> set[str]:
+    """The first words of a YAML list's items a diff removes while it adds another item, when
+    no added line names them ("-  - kfk-hz-02.x:9092" and "+  - kfk-hz-06.x:9092": a broker
+    replaced in the list; the items left as they were are no lines of the diff)."""
+    gone = [
+        words[0]
+        for sign, line in lines
+        if sign == "-" and line.startswith("- ") and (words := _TOKEN.findall(line))
+    ]
+    if not gone or not any(sign == "+" and line.startswith("- ") for sign, line in lines):
+        return set()
+    said = {w for sign, line in lines if sign == "+" for w in _TOKEN.findall(line)}
+    return {w for w in gone if w not in said}
+
+
 def _commands_swapped(lines: list[tuple[str, str]]) -> set[str]:
     """The first word of a quoted value a diff's removed line gives a quoted key when its added
     line gives the key a value without that word (``-"build": "webpack --config x.js"``,
@@ -187,14 +202,47 @@ def before_after(text: str) -> list[tuple[str, str, str]]:
     return out
 
 
+_SED = re.compile(
+    r"\bsed\b[^\n|;]*?['\"]?(?:\d+,\d+)?s(?P<d>[/|#,])(?P<a>(?:\\.|(?!(?P=d))[^\s'\"])+)(?P=d)"
+    r"(?P<b>(?:\\.|(?!(?P=d))[^\s'\"])+)(?P=d)[gI]*['\"]?"
+)
+"""A ``sed`` substitution of one value by another (``sed -i 's/stg-eu\\.x\\.dev/api-stg.x.internal/g'``)."""
+_SED_ESCAPE = re.compile(r"\\(.)")
+
+
+def sed_swaps(text: str) -> list[tuple[str, str, str]]:
+    """The ``sed`` substitutions of ``text`` that put one literal value for another, as (the
+    expression, the value replaced, the value put in its place); none that uses a pattern
+    (``s/v[0-9]+/…/``, ``s/^#//``)."""
+    out = []
+    for m in _SED.finditer(text):
+        a, b = (_SED_ESCAPE.sub(r"\1", m.group(g)) for g in ("a", "b"))
+        if not (re.fullmatch(r"[\w.:@/=-]+", a) and re.fullmatch(r"[\w.:@/=-]+", b)):
+            continue
+        key, _, was = a.rpartition("=")
+        if key and b.startswith(f"{key}="):  # "s/PORT=8080/PORT=9090/": the value of a key
+            a, b = was, b[len(key) + 1 :]
+        if a and b and a != b:
+            out.append((m.group(0), a, b))
+    return out
+
+
+def sed_read(text: str) -> str:
+    """``text`` with each substitution of :func:`sed_swaps` told as "sed a.b → c.d"."""
+    for expression, was, now in sed_swaps(text) if "sed" in text else ():
+        text = text.replace(expression, f"sed {was} → {now}")
+    return text
+
+
 def diff_removed(text: str) -> set[str]:
     """The values a diff's removed lines give a key that its added lines give another
     ("-EMAIL_PROVIDER=sendgrid -SENDGRID_API_KEY=… +EMAIL_PROVIDER=postmark": sendgrid;
     "- - id: pylint + - repo: … + - id: ruff": pylint; "-go 1.21 +go 1.23": 1.21;
     "-FROM golang:1.21.6-alpine +FROM golang:1.23.2-alpine": the image and its 1.21.6), and
     the quoted keys it removes while it adds others (``-"@bugsnag/js": … +"@sentry/react": …``:
-    a dependency swapped), a script's tool (:func:`_commands_swapped`) and a YAML document's
-    top-level key (:func:`_top_keys_swapped`); never a constant (``read=None``)."""
+    a dependency swapped), a script's tool (:func:`_commands_swapped`), a YAML document's
+    top-level key (:func:`_top_keys_swapped`) and a YAML list's item replaced
+    (:func:`_items_dropped`); never a constant (``read=None``)."""
     out: set[str] = set()
     for pattern in (_DIFF_LINE, _DIFF_WORDS):
         removed: dict[tuple[str, bool], str] = {}
@@ -209,6 +257,7 @@ def diff_removed(text: str) -> set[str]:
                 out.update(v for v in _VERSION_IN.findall(old) if v not in value)
     lines = _signed_lines(text)
     out |= _line_pairs(lines) | _commands_swapped(lines) | _top_keys_swapped(text)
+    out |= _items_dropped(lines)
     out = {v for v in out if v.casefold() not in _CONSTANTS}
     keys: dict[str, set[str]] = {"-": set(), "+": set()}
     for m in _DIFF_KEY.finditer(text):
