@@ -36,9 +36,10 @@ RETIRED = [
     re.compile(rf"`?(?P<v>{V})`?\s*(?:\.\.\.|…|,|\.|-+|—)?\s*sorry,? I meant\b", re.I),
     re.compile(rf"不是\s*`?(?P<v>{LATIN_V})`?\s*[，,]\s*(?:而)?是"),
     re.compile(
-        rf"`?(?P<v>{V})`?(?:\s+{PART_NOUN})?\s+(?:was|is|has been|got|were|are|have been)\s+"
+        rf"`?(?P<v>{V})`?(?:\s+{PART_NOUN})?\s+(?:was|is|has been|got|gets?|were|are|have been|will be)\s+"
         r"(?:(?!not\b|never\b|n't\b)\w+\s+)?"
-        r"(?:archived|deleted|removed|retired|dropped|deprecated|gone|rolled back|renamed)\b",
+        r"(?:archived|deleted|removed|retired|dropped|deprecated|gone|rolled back|renamed"
+        r"|turned off|shut down|switched off|decommissioned)\b",
         re.I,
     ),
     re.compile(rf"\b(?P<v>{V})\s+(?:has|have)\s+(?:left|gone|moved on)\b", re.I),
@@ -70,12 +71,14 @@ RETIRED = [
         rf"(?:{ZH_TO}|到)"
     ),
     re.compile(
-        rf"(?P<v>{LATIN_V}|[{CJK}]{{2,3}}?)\s*(?:集群|服务|实例|系统|那套|这套)?\s*(?:已经|已|也)?"
+        rf"(?P<v>{LATIN_V}|[{CJK}]{{2,3}}?)\s*(?:集群|服务器|服务|实例|系统|那套|这套"
+        rf"|(?:(?<=[\w+#] )|(?<=[\w+#]))(?:那台|这台)[{CJK}]{{0,8}}?)?\s*(?:已经|已|也)?"
+        r"(?:月底|月初|下周|本周|明天|今天|周[一二三四五六日末])?"
         r"(?:离职|离开|不在了|停用|下线|废弃|弃用|退役|淘汰|不用了|停止(?:投递|使用|写入|服务|维护))"
     ),
-    re.compile(
+    re.compile(  # not "deleted rows", nor "the stg-eu name gets deleted friday"
         r"(?<!never )(?<!not )(?<!n't )(?<!was )(?<!were )(?<!been )(?<!be )(?<!is )"
-        r"(?<!up )(?<!of )(?<!the )(?<!for )(?<!with )(?<!all )(?<!any )(?<!-)"  # "deleted rows"
+        r"(?<!up )(?<!of )(?<!the )(?<!for )(?<!with )(?<!all )(?<!any )(?<!-)(?<!get )(?<!gets )"
         rf"\b(?:removed|deleted|dropped|uninstalled|decommissioned)\s+(?:the\s+)?`?(?P<v>{V})`?"
         r"(?=[\s,;.]|$)(?!\s+(?:test|tests|call|calls|line|lines|check|checks|import|imports)\b)",
         re.I,
@@ -202,7 +205,7 @@ RETIRE_HINT = re.compile(
     r"from|instead|rather than|in place of|replac|archiv|delet|remov|retir|deprecat|drop"
     r"|rolled back|renam|\bleft\b|went on|leave|handed|no longer|stop|don't|do not|not\b|tried|old\b"
     r"|gone|uninstall|decommission|\bI said\b|I meant|\boff\b|ditched|dumped|abandoned|swapped|\bmv\b"
-    r"|traded|cancell?ed|shut down|turned off|stale|outdated|obsolete|wrong"
+    r"|traded|cancell?ed|shut down|turned off|switched off|stale|outdated|obsolete|wrong"
     r"|不再|没有|没再用|离职|离开|不在|停用|下线|废弃|回滚|从|由|解散|关停|弃用|停掉|不是"
     r"|\bchang|->|→|=>|branch -[mM]|used to|以前|called off|scrapped|shelved|decided against|n't"
     r"|never|取消|作废|搁置|放弃|不做|不搞|rejected|turned down|vetoed|off the table|不换|不迁|不切|不上"
@@ -221,7 +224,8 @@ _HINTS = [
     r"[(（]\s*(?:was|previously|formerly|used to be|原来|之前是|原为|原先是|以前是)",
     r"sorry,? I meant",
     r"不是",
-    r"archived|deleted|removed|retired|dropped|deprecated|gone|rolled back|renamed",
+    r"archived|deleted|removed|retired|dropped|deprecated|gone|rolled back|renamed|turned off"
+    r"|shut down|switched off|decommissioned",
     r"\b(?:has|have)\s+(?:left|gone|moved on)",
     r"retired|deprecated|decommissioned",
     r"left the|went on|is on leave|handed|on (?:\w+ )?leave",
@@ -325,7 +329,7 @@ REQUEST = re.compile(
 CUE = re.compile(
     r"(?<!/)\b(?:now(?! that\b| (?:passes|works|fails|builds|compiles|succeeds|shows|prints|returns"
     r"|reports|lists|outputs|finds|logs)\b)"
-    r"|no longer|any ?more|instead|ditched|swapped|switch(?:ed|ing)?|mov(?:ed|ing)|relocat(?:ed|ing)|migrat(?:ed|ing)|"
+    r"|no longer|any ?more|instead|ditched|swapped|switch(?:ed|ing)?|mov(?:ed|ing)|move(?= [^.;!?]{0,60}?\bto\b)|relocat(?:ed|ing)|migrat(?:ed|ing)|"
     r"(?<!before )(?<!without )chang(?:ed|ing)(?! (?:anything|nothing))|renam(?:ed|ing)|replac(?:ed|ing)|bump(?:ed)?|upgrad(?:ed|ing)|"
     r"downgrad(?:ed|ing)|rais(?:ed|ing)|lower(?:ed|ing)|rolled back|revert(?:ed)?|(?<!falls )(?<!fall )back (?:to|on)|"
     r"(?:is|are) \S+ again|"
@@ -365,8 +369,10 @@ def only_instead(sentence: str) -> bool:
 ALSO = re.compile(
     r"\b(?:also|as well|in addition|alongside|along with|together with)\b|\bboth\b(?=[^.;]*\band\b)|\btoo\b(?=\s*(?:[.,;!?)]|$))|同时|另外|分别"
     r"|不是迁移|是新增|\band the rest (?:from|on|in|via)\b|也(?:部署|放|用|跑|接入|加|支持)"
+    r"|[和与及、][^，。；,.;]{1,30}?都(?:会|要|在|有|能|可以|得|跑|用)|(?:一起|共同)(?:负责|维护|管)"
 )
-"""A second thing beside the first ("we use Prettier too"); "too small" is no such word."""
+"""A second thing beside the first ("we use Prettier too", "ESLint 和 Stylelint 都会跑"); "too
+small" is no such word."""
 CUE_BIGRAMS = listed(
     "现在 改为 改成 改用 换成 换为 换到 切换 迁移 迁到 不再 离职 回滚 退回 搬到 调到 调成 提到 降到 "
     "接手 交接 取代 替换 如今 目前 已经 帮我 一下 顺便 其实 实是 看错 说错 记错 搞错 写错 设为 设成 "
@@ -389,7 +395,7 @@ def _before(
 ) -> re.Pattern[str]:
     return re.compile(
         r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|chang(?:ed|ing)|migrat(?:ed|ing)|now"
-        r"|(?:chang|updat|mov|point)(?:ed|ing)? (?:[^.;!?]|\.(?=\S)){0,80}?)"
+        r"|(?:chang|updat|mov|point|migrat)(?:e|ed|ing)? (?:[^.;!?]|\.(?=\S)){0,80}?)"
         rf"(?:\s+(?:it|them|both|all|everything|those|these)\b)?\s+(?:over\s+)?(?:{into})\s+`?\Z",
         re.I,
     )
@@ -481,13 +487,29 @@ def listed_with(text: str, values: frozenset[str], a: str, b: str) -> bool:
     """Whether ``text`` (of ``values``) lists ``a`` and ``b`` together, nothing but separators and its other
     values between them ("golangci-lint、gosec、hadolint", "@hana-sato @oskar-berg")."""
     text = text.casefold()
-    i, j = text.find(a), text.find(b)
-    if i < 0 or j < 0 or a == b:
+    if a == b:
         return False
-    between = text[i + len(a) : j] if i < j else text[j + len(b) : i]
-    for v in sorted(values, key=len, reverse=True):
-        between = between.replace(v, " ")
-    return LIST_GLUE.fullmatch(between) is not None
+    at_a, at_b = _occurrences(text, a), _occurrences(text, b)  # (any two: a diff's "eslint
+    for i in at_a:  # --fix", then "ESLint 和 Stylelint 都会跑")
+        for j in at_b:
+            between = text[i + len(a) : j] if i < j else text[j + len(b) : i]
+            if len(between) > 200:
+                continue
+            for v in sorted(values, key=len, reverse=True):
+                between = between.replace(v, " ")
+            if LIST_GLUE.fullmatch(between) is not None:
+                return True
+    return False
+
+
+def _occurrences(text: str, value: str, most: int = 8) -> list[int]:
+    """Where ``value`` starts in ``text``, the first ``most`` times."""
+    out: list[int] = []
+    at = text.find(value)
+    while at >= 0 and len(out) < most:
+        out.append(at)
+        at = text.find(value, at + 1)
+    return out
 
 
 _JOINED = re.compile(f"(?=([{CJK}]{{2}})(?:[（(][^（）()]{{1,40}}[)）])?[和与及、]([{CJK}]{{2}}))")
