@@ -34,10 +34,9 @@ ROLES: dict[str, tuple[str, ...]] = {
         "cockroachdb lancedb milvus qdrant weaviate pinecone chroma pgvector"
     ),
     "cache": _listed("redis memcached valkey"),
-    "message queue": _listed(
-        "rabbitmq kafka sqs nats celery sidekiq pulsar redis rocketmq activemq dramatiq rq huey "
-        "arq bullmq resque"
-    ),
+    "message queue": _listed("rabbitmq kafka sqs nats pulsar redis rocketmq activemq"),
+    "task queue": _listed("celery sidekiq dramatiq rq huey arq bullmq resque"),
+    # (a task queue runs on a broker: "move celery to SQS" keeps celery)
     "ci": _listed("jenkins circleci travis github-actions gitlab buildkite drone"),
     "containers": _listed("docker podman kubernetes helm nomad"),
     "bundler": _listed("vite webpack esbuild rollup parcel turbopack rsbuild rspack vue-cli"),
@@ -288,14 +287,24 @@ _ASKED = {
     ),
     "cache": r"cach(?:e|es|ing)|缓存|(?:放|存)在哪(?:里|儿)?",
     "message queue": (
-        r"message (?:queue|broker|bus)(?:es|s)?|queues?|消息队列|消息中间件|消息总线"
+        r"message (?:queue|broker|bus)(?:es|s)?|queues?|brokers?|消息队列|消息中间件|消息总线"
         r"|background (?:jobs?|tasks?|workers?)|async(?:hronous)? tasks?|后台任务|异步任务|任务队列"
+    ),
+    "task queue": (
+        r"task (?:queue|runner)s?|job queues?|background (?:jobs?|tasks?|workers?)"
+        r"|async(?:hronous)? tasks?|后台任务|异步任务|任务队列"
     ),
     "ci": r"\bci\b|continuous integration|持续集成|流水线|构建结果|build (?:results?|status)",
     "containers": r"containers?|container runtime|orchestrat(?:ion|or)|容器|编排",
     "feature flags": r"feature[- ](?:flags?|toggles?)|功能开关|灰度开关",
-    "bundler": r"bundlers?|bundl(?:es|ed|ing)|build tool|打包工具|构建工具",
-    "build tool": r"build (?:tool|system)s?|构建工具|构建系统|什么工具构建|用什么构建",
+    "bundler": (
+        r"bundlers?|bundl(?:es|ed|ing)|build tool|打包工具|构建工具"
+        r"|(?:构建|打包)用(?:的)?(?:啥|什么|哪个)|用(?:啥|什么)(?:构建|打包)"
+    ),
+    "build tool": (
+        r"build (?:tool|system)s?|构建工具|构建系统|什么工具构建|用(?:啥|什么)构建"
+        r"|构建用(?:的)?(?:啥|什么|哪个)"
+    ),
     "hosting": (
         r"hosted|hosting|host(?:ed)? on|deployed (?:on|to)|(?:gets?|is|are) deployed|deploys? to"
         r"|部署在|部署到|托管"

@@ -20,7 +20,7 @@ LATIN_V = r"(?:--?|[#@])?[A-Za-z0-9][\w.+/:#@-]*[A-Za-z0-9_+#]|[#@]?[A-Za-z0-9]"
 """A value written in Latin letters and digits ("Elasticsearch" of "Elasticsearch 集群已下线")."""
 PART_NOUN = (
     r"(?:integrations?|gems?|packages?|librar(?:y|ies)|sdks?|SDKs?|clients?|plugins?|modules?"
-    r"|dependenc(?:y|ies)|crates?|bindings?|support|setup|config)\b"
+    r"|dependenc(?:y|ies)|crates?|bindings?|support|setup|config|(?:host)?names?|hosts?|domains?)\b"
 )
 """What a name is the name of ("the Stripe integration", "the sentry gems"): not the value."""
 ZH_TO = "迁到|迁移到|改成|改为|换成|换到|切到|切换到|调成|调到|降到|提到|升到|升级到|搬到|定成|定为"
