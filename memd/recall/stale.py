@@ -22,7 +22,7 @@ from typing import Any
 
 from memd.models import Memory
 from memd.recall.hits import Hit
-from memd.store import cues, current, proposals
+from memd.store import cues, current, proposals, restated
 from memd.store.diffs import DIFF_SHOWN, HUNK, before_after
 from memd.store.families import back_on
 
@@ -181,11 +181,36 @@ def mark_replaced(results: list[Hit], vectors: dict[str, Any], model_id: str) ->
                     wanted |= more
                     index = _index(active, said, since, wanted)
         changed[old.id] = mine
+    for o in relevant:
+        _bring_second_items(active, said, index, o, changed)
     for values, n, mark in gone:
         _mark_old_mentions(active, said, changed, values, n, mark)
     if not changed:
         return results
     return [changed.get(r.id, r) for r in results]
+
+
+def _bring_second_items(
+    active: list[Hit],
+    said: list[str],
+    index: dict[str, list[tuple[int, current.Claim]]],
+    o: int,
+    changed: dict[str, Hit],
+) -> None:
+    """Bring in, just below candidate ``o``, a later one of its project that gives a key of it
+    another value in a second item (a second region's provider beside the first): both hold,
+    and a question about the subject is told both."""
+    old = changed.get(active[o].id) or active[o]
+    for oc in current.claims(active[o].text):
+        for key in sorted(oc.anchors):
+            for n, nc in index.get(key, ()):
+                other = active[n]
+                if said[n] <= said[o] or other.relevant or other.id in changed:
+                    continue
+                if other.project == old.project and restated.another_item(nc, oc):
+                    changed[other.id] = replace(
+                        other, relevant=True, score=max(other.score, old.score - 0.001)
+                    )
 
 
 def _replaced_values(old_text: str, rep: current.Replacement, new_text: str) -> frozenset[str]:

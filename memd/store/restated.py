@@ -74,6 +74,20 @@ def same_key(new: current.Claim, old: current.Claim) -> bool:
     ``{"queue": "media.thumbnails.v2"}``). In a diff, only a key its removed lines name: the key
     of an added line alone is another thing's (``+data "pagerduty_user" "marcus" { email = … }``
     beside a user whose ``email`` stays)."""
+    return _keyed(new, old, one=True)
+
+
+def another_item(new: current.Claim, old: current.Claim) -> bool:
+    """Whether ``new`` gives a key of ``old`` another value in another item or block that its
+    name tells apart (``provider "aws" { alias = "apse1" region = "ap-southeast-1" }`` beside
+    ``provider "aws" { region = "us-west-2" }``): a second one beside the first, both as they
+    are."""
+    return _keyed(new, old, one=False)
+
+
+def _keyed(new: current.Claim, old: current.Claim, one: bool) -> bool:
+    """A key of ``old`` given another value by ``new``, in one item (:func:`same_key`) or in
+    another (:func:`another_item`)."""
     for o in old.values - new.anchors:
         key = _key_before(old.text, o)
         in_code = not key and bool(key := _code_key_before(old.text, o))
@@ -88,8 +102,8 @@ def same_key(new: current.Claim, old: current.Claim) -> bool:
             if (
                 alike
                 and (_key_before(new.text, f) == key or _code_key_before(new.text, f) == key)
-                and _one_item(old.text, o, new.text, f)
-                and not _only_added(new.text, key)
+                and _one_item(old.text, o, new.text, f) == one
+                and (not one or not _only_added(new.text, key))
             ):
                 return True
     return False
@@ -157,9 +171,11 @@ _ITEM_KEY = re.compile(r"(?:^|\s)-\s+\Z")
 _ITEMS = re.compile(
     r"(?:^|\s)-\s+[A-Za-z][\w.-]*:\s*[\"']?([^\s\"',]+)"
     r"|\b(?:module|resource|data)((?:\s+\"[\w.-]+\"){1,2})\s*\{"
+    r"|\bprovider\s+(\"[\w.-]+\")\s*\{\s*(?:alias\s*=\s*(\"[\w.-]+\"))?"
 )
 """A YAML list's item and the value that names it (``- alert: NodeCPUHigh``), a Terraform
-block and its labels (``module "ack_hz" {``)."""
+block and its labels (``module "ack_hz" {``), a Terraform provider and its alias (``provider
+"alicloud" { alias = "sz"``: a second region's, beside the first)."""
 
 
 def _one_item(old: str, o: str, new: str, f: str) -> bool:
@@ -173,7 +189,8 @@ def _item(sentence: str, value: str) -> str:
     (``nodecpuhigh`` for the ``for: 5m`` under ``- alert: NodeCPUHigh``), or ""."""
     at = sentence.casefold().find(value)
     names = [
-        (m.group(1) or m.group(2)).casefold() for m in _ITEMS.finditer(sentence, 0, max(at, 0))
+        "".join(g for g in m.groups() if g).casefold()
+        for m in _ITEMS.finditer(sentence, 0, max(at, 0))
     ]
     return names[-1] if names else ""
 
