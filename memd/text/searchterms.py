@@ -148,9 +148,33 @@ def subword_terms(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+_JOINED = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:[._][A-Za-z0-9]++)+")
+"""A name of two to four words joined by dots or underscores (``bootstrap_servers``,
+``max.poll.records``)."""
+
+
+def joined_variants(text: str) -> frozenset[str]:
+    """The names of :data:`_JOINED` in ``text`` as terms, written with each of the other
+    joiners: a prompt asks for ``bootstrap.servers`` (Kafka's Java name) where the config says
+    ``bootstrap_servers``, or for ``max_poll_records`` where it says ``max.poll.records``."""
+    out: set[str] = set()
+    if "_" not in text and "." not in text:
+        return frozenset(out)
+    for name in set(_JOINED.findall(text)):
+        parts = re.split(r"[._]", name.lower())
+        if not 2 <= len(parts) <= 4 or not all(p[:1].isalpha() and p.isascii() for p in parts):
+            continue
+        for joiner in "._":
+            term = _word_term(joiner.join(parts))
+            if term is not None:
+                out.add(term)
+    return frozenset(out)
+
+
 @lru_cache(maxsize=TEXT_CACHE)
 def term_set(text: str) -> frozenset[str]:
-    """The distinct terms of ``text`` and of the words inside its code names, cached: a hook
-    scores the same candidate texts prompt after prompt (~40 per prompt), and a set costs more
-    to build than to look up."""
-    return frozenset(terms(text)) | subword_terms(text)
+    """The distinct terms of ``text``, of the words inside its code names and of its joined
+    names written with the other joiners (:func:`joined_variants`), cached: a hook scores the
+    same candidate texts prompt after prompt (~40 per prompt), and a set costs more to build
+    than to look up."""
+    return frozenset(terms(text)) | subword_terms(text) | joined_variants(text)
