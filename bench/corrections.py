@@ -48,7 +48,9 @@ session's first commit (``9b3473a``), run once blind (``ebcb99b``), then read;
 ``corrections_heldout30.jsonl`` written blind later in session 37, its totals taken on
 ``9b3473a``, run once blind at the session's end, read in session 38;
 ``corrections_heldout31.jsonl`` written blind at the start of session 38, its totals taken on
-the session's first commit (``3c74184``), run once blind at the session's end;
+the session's first commit (``3c74184``), run once blind at the session's end, read in session
+39; ``corrections_heldout32.jsonl`` written blind at the start of session 39, its totals taken
+on the session's first commit (``8db64d7``), run once blind at the session's end;
 all by people who had not read the supersession code) holds cases of two types:
 
 - ``change``: a value stated in one session and changed in a later one (a schedule, a version
@@ -124,6 +126,7 @@ SPLITS = {
     "heldout29": ROOT / "tests" / "labelled" / "corrections_heldout29.jsonl",
     "heldout30": ROOT / "tests" / "labelled" / "corrections_heldout30.jsonl",
     "heldout31": ROOT / "tests" / "labelled" / "corrections_heldout31.jsonl",
+    "heldout32": ROOT / "tests" / "labelled" / "corrections_heldout32.jsonl",
 }
 TURN_SECONDS = 90
 MARKS = re.compile(
