@@ -202,10 +202,14 @@ def _bring_second_items(
     and a question about the subject is told both."""
     old = changed.get(active[o].id) or active[o]
     for oc in current.claims(active[o].text):
+        seen: set[tuple[int, str]] = set()  # (a pair is found under each word they share)
         for key in sorted(oc.anchors):
             for n, nc in index.get(key, ()):
                 other = active[n]
-                if said[n] <= said[o] or other.relevant or other.id in changed:
+                if (n, nc.text) in seen or said[n] <= said[o] or other.relevant:
+                    continue
+                seen.add((n, nc.text))
+                if other.id in changed:
                     continue
                 if other.project == old.project and restated.another_item(nc, oc):
                     changed[other.id] = replace(

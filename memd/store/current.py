@@ -179,7 +179,7 @@ def claim(sentence: str) -> Claim | None:
             return None
         sentence = sentence[:MAX_CODE]
     swaps = sed_swaps(sentence) if "sed" in sentence else []
-    read = sed_read(sentence)  # ("sed -i 's/a\.b/c.d/g'": a.b → c.d)
+    read = sed_read(sentence, swaps)  # ("sed -i 's/a\.b/c.d/g'": a.b → c.d)
     f = similar.features(_APOSTROPHE.sub(" ", _POSSESSIVE.sub("", _TYPE_EXPR.sub(" ", read))))
     values = {v for v in f.values if v not in similar._UNIT_NAMES | stopwords.MEASURES}
     values.update(fold(m.group(0)) for m in re.finditer(_HANDLE, sentence))

@@ -227,9 +227,12 @@ def sed_swaps(text: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def sed_read(text: str) -> str:
-    """``text`` with each substitution of :func:`sed_swaps` told as "sed a.b → c.d"."""
-    for expression, was, now in sed_swaps(text) if "sed" in text else ():
+def sed_read(text: str, swaps: list[tuple[str, str, str]] | None = None) -> str:
+    """``text`` with each substitution of :func:`sed_swaps` (``swaps``, when the caller has
+    them) told as "sed a.b → c.d"."""
+    if swaps is None:
+        swaps = sed_swaps(text) if "sed" in text else []
+    for expression, was, now in swaps:
         text = text.replace(expression, f"sed {was} → {now}")
     return text
 
